@@ -1,0 +1,51 @@
+// Package ids validates the identifiers that Foreman turns into paths,
+// branch names and commit trailers.
+package ids
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// ErrInvalid is matched by every validation failure.
+var ErrInvalid = errors.New("invalid id")
+
+// Error says which id was rejected and why.
+type Error struct {
+	Kind   string // "item", "worker", ...
+	ID     string
+	Reason string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("invalid %s id %q: %s", e.Kind, e.ID, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
+
+var pattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// Validate checks id against ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$ and rejects
+// "..", so that the id is safe as a path element, a git ref component and
+// a command-line argument. kind names the id in the error.
+func Validate(kind, id string) error {
+	switch {
+	case id == "":
+		return &Error{Kind: kind, ID: id, Reason: "empty"}
+	case strings.HasPrefix(id, "-"):
+		return &Error{Kind: kind, ID: id, Reason: "starts with '-'"}
+	case len(id) > 64:
+		return &Error{Kind: kind, ID: id, Reason: "longer than 64 characters"}
+	case strings.Contains(id, ".."):
+		return &Error{Kind: kind, ID: id, Reason: "contains '..'"}
+	case strings.HasSuffix(id, ".lock") || strings.HasSuffix(id, "."):
+		// git refuses ref components ending in ".lock" or ".".
+		return &Error{Kind: kind, ID: id, Reason: "ends with '.lock' or '.'"}
+	case !pattern.MatchString(id):
+		return &Error{Kind: kind, ID: id, Reason: "must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}
+	}
+	return nil
+}

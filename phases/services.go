@@ -1,0 +1,296 @@
+package phases
+
+import (
+	"context"
+	"time"
+)
+
+// The services a run needs. Each is a small, non-generic interface so that
+// hosts can plug in their own and tests can mock them with mockgen. Real
+// defaults ship in the subpackages agentcmd (AgentDriver), gitsnap
+// (Snapshotter) and gates (Verifier, FeedbackGenerator).
+//
+// Error convention: a returned error means the service could not do its job
+// (a system fault: binary missing, git broken, context cancelled). A domain
+// outcome, such as an agent exiting non-zero or a gate failing, is a field
+// of the result, never an error.
+
+// AgentDriver runs a coding agent once in a workspace.
+type AgentDriver interface {
+	// Execute runs the agent for one build phase. onEvent, when non-nil,
+	// receives output as it is produced.
+	Execute(ctx context.Context, req AgentRequest, onEvent StreamCallback) (AgentResult, error)
+}
+
+// AgentRequest is what the build phase asks of an agent.
+type AgentRequest struct {
+	WorkspacePath string
+	TaskPrompt    string
+	// Feedback from the previous iteration's failed verification; empty on
+	// the first iteration.
+	Feedback string
+	// SessionID resumes the agent's own session when the agent supports it.
+	SessionID string
+	Iteration int
+	// Timeout is the time the agent may take: the remainder of the run's
+	// wall-clock budget, or the driver's own limit, whichever is smaller.
+	// Zero means no limit beyond ctx.
+	Timeout     time.Duration
+	Constraints AgentConstraints
+}
+
+// AgentConstraints are optional limits a driver passes on to the agent.
+type AgentConstraints struct {
+	MaxTurns     int
+	AllowedTools []string
+	Model        string
+}
+
+// AgentResult is the outcome of one agent execution.
+type AgentResult struct {
+	// Success is true when the agent exited zero and reported no error.
+	Success   bool
+	ExitCode  int
+	SessionID string
+	// Result is the agent's final message, when its output format has one.
+	Result string
+	// Output holds the last part of the agent's output (bounded by the
+	// driver) for diagnostics and error classification.
+	Output   string
+	Stderr   string
+	Tokens   TokenUsage
+	CostUSD  float64
+	Model    string
+	Duration time.Duration
+	TimedOut bool
+	// Signal names the signal that ended the process, if one did.
+	Signal string
+}
+
+// TokenUsage counts tokens reported by an agent.
+type TokenUsage struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cache_read,omitempty"`
+	CacheWrite int64 `json:"cache_write,omitempty"`
+}
+
+// Total is every token counted.
+func (t TokenUsage) Total() int64 { return t.Input + t.Output + t.CacheRead + t.CacheWrite }
+
+// Add returns the sum of t and o.
+func (t TokenUsage) Add(o TokenUsage) TokenUsage {
+	return TokenUsage{t.Input + o.Input, t.Output + o.Output, t.CacheRead + o.CacheRead, t.CacheWrite + o.CacheWrite}
+}
+
+// StreamKind classifies a line of agent output.
+type StreamKind string
+
+// Stream kinds. Parsers that do not understand a line report StreamText.
+const (
+	StreamText      StreamKind = "text"
+	StreamToolUse   StreamKind = "tool_use"
+	StreamResult    StreamKind = "result"
+	StreamSystem    StreamKind = "system"
+	StreamStderr    StreamKind = "stderr"
+	StreamReasoning StreamKind = "reasoning"
+)
+
+// StreamEvent is one line of agent output, as it happens.
+type StreamEvent struct {
+	Time time.Time
+	Kind StreamKind
+	// Line is the raw output line; Text is the human-readable part of it
+	// when the parser could extract one.
+	Line string
+	Text string
+}
+
+// StreamCallback receives agent output as it is produced. It is called from
+// one goroutine at a time and must not block for long.
+type StreamCallback func(StreamEvent)
+
+// BeforeState is the workspace as it was when a run (or assignment) began;
+// snapshots are measured against it.
+type BeforeState struct {
+	// BaseCommit is the commit changes are counted from.
+	BaseCommit string `json:"base_commit"`
+	// DirtyFiles were already modified or untracked at the start.
+	DirtyFiles []string  `json:"dirty_files,omitempty"`
+	CapturedAt time.Time `json:"captured_at"`
+}
+
+// SnapshotMeta identifies the run a snapshot belongs to.
+type SnapshotMeta struct {
+	RunID      RunID
+	Iteration  int
+	TaskPrompt string
+}
+
+// Snapshotter records what an agent changed.
+type Snapshotter interface {
+	// Before records the workspace's starting point.
+	Before(ctx context.Context, workspacePath string) (BeforeState, error)
+	// Capture records the changes since before, committed or not.
+	Capture(ctx context.Context, workspacePath string, before BeforeState, meta SnapshotMeta) (Snapshot, error)
+}
+
+// Snapshot is the state of a workspace after a build.
+type Snapshot struct {
+	ID            string     `json:"id"`
+	RunID         RunID      `json:"run_id"`
+	Iteration     int        `json:"iteration"`
+	WorkspacePath string     `json:"workspace_path"`
+	BaseCommit    string     `json:"base_commit"`
+	HeadCommit    string     `json:"head_commit"`
+	Commits       []Commit   `json:"commits,omitempty"`
+	Files         []FileDiff `json:"files,omitempty"`
+	// Uncommitted lists paths modified, staged or untracked in the working
+	// tree; they count as changes.
+	Uncommitted []string `json:"uncommitted,omitempty"`
+	Insertions  int      `json:"insertions"`
+	Deletions   int      `json:"deletions"`
+	// DiffHash identifies the content of the change (committed and not), so
+	// that a run loop can detect an agent producing the same diff again.
+	DiffHash   string    `json:"diff_hash"`
+	CapturedAt time.Time `json:"captured_at"`
+}
+
+// Empty reports whether the snapshot shows no change at all: no new commits
+// and nothing uncommitted. An empty snapshot is never evidence of work.
+func (s Snapshot) Empty() bool {
+	return len(s.Commits) == 0 && len(s.Files) == 0 && len(s.Uncommitted) == 0
+}
+
+// Commit is one commit made since the base.
+type Commit struct {
+	Hash    string `json:"hash"`
+	Subject string `json:"subject"`
+}
+
+// FileDiff is one file's change since the base.
+type FileDiff struct {
+	Path       string `json:"path"`
+	Status     string `json:"status"` // A, M, D, R, ? (untracked)
+	Insertions int    `json:"insertions"`
+	Deletions  int    `json:"deletions"`
+	Binary     bool   `json:"binary,omitempty"`
+}
+
+// Level is a verification level.
+type Level string
+
+// The verification levels, run in this order.
+const (
+	L0Contracts Level = "L0" // types, lint, schemas
+	L1Tests     Level = "L1" // unit tests
+	L2BlackBox  Level = "L2" // black-box / integration
+	L3CI        Level = "L3" // external CI
+)
+
+// Levels lists the levels in execution order.
+func Levels() []Level { return []Level{L0Contracts, L1Tests, L2BlackBox, L3CI} }
+
+// GateCheck is one named command run in the workspace.
+type GateCheck struct {
+	Name    string        `json:"name"`
+	Argv    []string      `json:"argv"`
+	Timeout time.Duration `json:"timeout,omitempty"`
+	Env     []string      `json:"env,omitempty"`
+}
+
+// GateLevel is the checks of one level.
+type GateLevel struct {
+	Level  Level       `json:"level"`
+	Checks []GateCheck `json:"checks"`
+}
+
+// GatePlan says how to verify a change.
+type GatePlan struct {
+	Levels []GateLevel `json:"levels"`
+	// RunAll runs every level even after one fails; by default verification
+	// stops at the first failing level.
+	RunAll bool `json:"run_all,omitempty"`
+}
+
+// VerifyOptions identify the run being verified.
+type VerifyOptions struct {
+	RunID     RunID
+	Iteration int
+	// Skip records that verification was waived: the verifier reports a pass
+	// without running checks, and says so in the report.
+	Skip bool
+}
+
+// Verifier runs a gate plan against a snapshot.
+type Verifier interface {
+	Verify(ctx context.Context, snapshot Snapshot, plan GatePlan, opts VerifyOptions) (VerificationReport, error)
+}
+
+// CheckResult is the outcome of one gate check.
+type CheckResult struct {
+	Name     string   `json:"name"`
+	Level    Level    `json:"level"`
+	Argv     []string `json:"argv,omitempty"`
+	Passed   bool     `json:"passed"`
+	ExitCode int      `json:"exit_code"`
+	TimedOut bool     `json:"timed_out,omitempty"`
+	// Output is the check's combined output, trimmed to the verifier's limit.
+	Output   string        `json:"output,omitempty"`
+	Duration time.Duration `json:"duration"`
+}
+
+// LevelResult is the outcome of one level.
+type LevelResult struct {
+	Level    Level         `json:"level"`
+	Passed   bool          `json:"passed"`
+	Skipped  bool          `json:"skipped,omitempty"` // not run because an earlier level failed
+	Checks   []CheckResult `json:"checks,omitempty"`
+	Duration time.Duration `json:"duration"`
+}
+
+// VerificationReport is the outcome of a gate plan.
+type VerificationReport struct {
+	Passed   bool          `json:"passed"`
+	Skipped  bool          `json:"skipped,omitempty"` // verification waived by VerifyOptions.Skip
+	Levels   []LevelResult `json:"levels"`
+	Duration time.Duration `json:"duration"`
+}
+
+// Level returns the result of level l, if it was part of the plan.
+func (r VerificationReport) Level(l Level) (LevelResult, bool) {
+	for _, lr := range r.Levels {
+		if lr.Level == l {
+			return lr, true
+		}
+	}
+	return LevelResult{}, false
+}
+
+// FailedChecks lists every check that did not pass, in order.
+func (r VerificationReport) FailedChecks() []CheckResult {
+	var out []CheckResult
+	for _, lr := range r.Levels {
+		for _, c := range lr.Checks {
+			if !c.Passed {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// FeedbackOptions identify the run feedback is generated for.
+type FeedbackOptions struct {
+	RunID     RunID
+	Iteration int
+}
+
+// FeedbackGenerator turns a failed verification into instructions for the
+// agent's next iteration.
+type FeedbackGenerator interface {
+	Generate(ctx context.Context, snapshot Snapshot, report VerificationReport, plan GatePlan, opts FeedbackOptions) (string, error)
+}
+
+// RunID names one run of the loop.
+type RunID string
