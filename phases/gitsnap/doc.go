@@ -1,0 +1,22 @@
+// Package gitsnap is the default phases.Snapshotter: it records what an agent
+// changed in a git workspace.
+//
+// Before notes HEAD (or, in a repository with no commits yet, the empty tree)
+// and the files already dirty. Capture then reports, relative to that base:
+// the commits made since, a per-file diff of the whole change (committed,
+// staged, unstaged and untracked files alike; ignored files are not counted),
+// the paths still uncommitted, and a DiffHash that identifies the content of
+// the change, so that a run loop can tell when an agent produces the same
+// diff again. Committing a change does not alter its DiffHash.
+//
+// Capture never touches the user's index or working tree: untracked files
+// are counted by staging everything into a temporary copy of the index
+// (GIT_INDEX_FILE) that is deleted afterwards. That staging does write blob
+// objects into the repository's object store, where unreferenced ones are
+// garbage-collected by git as usual.
+//
+// An empty change is reported as such (Snapshot.Empty); whether that is a
+// failure is the caller's decision. Errors are system faults only: a
+// workspace that is not a git repository (*NotRepositoryError), git failing,
+// or the context ending.
+package gitsnap
