@@ -1,0 +1,438 @@
+package phases
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/ids"
+)
+
+// ErrWallClockExceeded is the cause of a run context cancelled by
+// Limits.MaxWallClock (see context.Cause).
+var ErrWallClockExceeded = errors.New("phases: run wall-clock limit exceeded")
+
+// Config configures a RunLoop. The zero value of every field means its
+// documented default.
+type Config struct {
+	// Services are given to the handlers. Services.Logger (nil: discard) and
+	// Services.Clock (nil: wall clock) are also the run loop's own. With the
+	// default handlers, AgentDriver, Snapshotter and Verifier are required
+	// (a missing one fails its phase's validation); FeedbackGenerator nil
+	// means the fallback feedback; ResultPersister nil means no persistence.
+	Services PhaseServices
+	// Handlers replaces phase handlers; nil ones are the defaults.
+	Handlers OrchestratorConfig
+	// Limits apply to every run whose TaskSpec.Limits leaves a field zero.
+	Limits Limits
+	// Cleanup, when set, is called once at the end of every run, whatever
+	// its final state (CANCELED included), with a context that is not
+	// cancelled; release the workspace or kill leftovers here. Its error is
+	// logged.
+	Cleanup func(ctx context.Context, result RunResult) error
+	// OnTransition, when set, receives every state transition of every run,
+	// synchronously; it must not block.
+	OnTransition func(TransitionEvent)
+}
+
+// TransitionEvent is one state transition of a run, for logging and metrics.
+type TransitionEvent struct {
+	ItemID    foreman.ItemID
+	RunID     RunID
+	Iteration int
+	Transition
+	At time.Time
+	// Reason is set on the transition into a terminal state.
+	Reason Reason
+}
+
+// RunRequest describes one run.
+type RunRequest struct {
+	ItemID foreman.ItemID
+	// RunID names the run (it becomes a directory name for FilePersister);
+	// empty means "<item id>-<start time>".
+	RunID         RunID
+	WorkspacePath string
+	Task          TaskSpec
+	// BeforeState, when set, is the starting point snapshots are measured
+	// from (for example the assignment's base); nil means capture it with
+	// Snapshotter.Before when the run starts.
+	BeforeState *BeforeState
+	// SessionID resumes an agent session on the first iteration.
+	SessionID string
+	// Stream receives the agent's output as it happens.
+	Stream StreamCallback
+}
+
+// IterationRecord is one iteration of a run.
+type IterationRecord struct {
+	Iteration int             `json:"iteration"`
+	StartedAt time.Time       `json:"started_at"`
+	Duration  time.Duration   `json:"duration"`
+	Result    IterationResult `json:"result"`
+	// DiffKey and FailureKey are what loop detection compared.
+	DiffKey    string `json:"diff_key,omitempty"`
+	FailureKey string `json:"failure_key,omitempty"`
+}
+
+// RunResult is everything a run did and how it ended.
+type RunResult struct {
+	ItemID        foreman.ItemID `json:"item_id"`
+	RunID         RunID          `json:"run_id"`
+	WorkspacePath string         `json:"workspace_path"`
+	// State is the final state; FinalEvent the event that led to it.
+	State      RunState `json:"state"`
+	FinalEvent RunEvent `json:"final_event"`
+	Outcome    Outcome  `json:"outcome"`
+	Reason     Reason   `json:"reason"`
+	// Message explains the reason in words.
+	Message     string            `json:"message,omitempty"`
+	Limits      Limits            `json:"limits"`
+	BeforeState BeforeState       `json:"before_state"`
+	Iterations  []IterationRecord `json:"iterations"`
+	// States are the states visited, in order, starting with QUEUED.
+	States      []RunState    `json:"states"`
+	Transitions []Transition  `json:"transitions"`
+	SessionID   string        `json:"session_id,omitempty"`
+	Tokens      TokenUsage    `json:"tokens"`
+	CostUSD     float64       `json:"cost_usd"`
+	StartedAt   time.Time     `json:"started_at"`
+	FinishedAt  time.Time     `json:"finished_at"`
+	Duration    time.Duration `json:"duration"`
+	// Err is the system fault behind a SYSTEM_ERROR (also returned by Run).
+	Err          error  `json:"-"`
+	ErrorMessage string `json:"error,omitempty"`
+}
+
+// Succeeded reports whether the run ended SUCCEEDED.
+func (r RunResult) Succeeded() bool { return r.State == StateSucceeded }
+
+// RunLoop drives runs: QUEUED → LEASED → (BUILDING → SNAPSHOTTING →
+// VERIFYING → FEEDBACK)* → SUCCEEDED | FAILED | CANCELED, every step
+// through the transition table. It holds no per-run state; concurrent runs
+// are safe when the services are.
+type RunLoop struct {
+	cfg  Config
+	orch *PhaseOrchestrator
+}
+
+// NewRunLoop returns a run loop.
+func NewRunLoop(cfg Config) *RunLoop {
+	return &RunLoop{cfg: cfg, orch: NewPhaseOrchestrator(cfg.Handlers)}
+}
+
+// Run executes one run until verification passes or a limit ends it.
+//
+// It returns an error without running anything when req is invalid. Once
+// the run has started, every ending is a RunResult: build or snapshot
+// failure, limits, loop detection and cancellation (CANCELED) are
+// outcomes, not errors. Only a system fault (the before state cannot be
+// captured, a transition is refused) is also returned as an error, with
+// the run FAILED through SYSTEM_ERROR.
+func (l *RunLoop) Run(ctx context.Context, req RunRequest) (RunResult, error) {
+	if err := l.validate(req); err != nil {
+		return RunResult{}, err
+	}
+	r := newRun(l, req)
+	return r.execute(ctx)
+}
+
+func (l *RunLoop) validate(req RunRequest) error {
+	if err := req.ItemID.Validate(); err != nil {
+		return fmt.Errorf("phases: run request: %w", err)
+	}
+	if req.RunID != "" {
+		if err := ids.Validate("run", string(req.RunID)); err != nil {
+			return fmt.Errorf("phases: run request: %w", err)
+		}
+	}
+	if req.WorkspacePath == "" {
+		return errors.New("phases: run request: workspace path is required")
+	}
+	if req.BeforeState == nil && l.cfg.Services.Snapshotter == nil {
+		return errors.New("phases: run request: no before state and no snapshotter to capture one")
+	}
+	return nil
+}
+
+// run is the state of one Run call.
+type run struct {
+	loop     *RunLoop
+	req      RunRequest
+	services PhaseServices
+	log      *slog.Logger
+	m        *machine
+	res      RunResult
+	limits   Limits
+	deadline time.Time
+	feedback string
+	diffs    repeatCounter
+	failures repeatCounter
+}
+
+func newRun(l *RunLoop, req RunRequest) *run {
+	s := l.cfg.Services
+	s.Clock = s.clock()
+	s.Logger = s.logger()
+	now := s.Clock.Now()
+	if req.RunID == "" {
+		item := string(req.ItemID)
+		if len(item) > 50 {
+			item = item[:50]
+		}
+		req.RunID = RunID(item + "-" + strconv.FormatInt(now.UnixNano(), 36))
+	}
+	limits := req.Task.Limits.orElse(l.cfg.Limits).resolved()
+	req.Task.Limits = limits
+	return &run{
+		loop: l, req: req, services: s, log: s.Logger, m: newMachine(), limits: limits,
+		res: RunResult{
+			ItemID: req.ItemID, RunID: req.RunID, WorkspacePath: req.WorkspacePath,
+			Limits: limits, SessionID: req.SessionID, StartedAt: now,
+		},
+	}
+}
+
+func (r *run) execute(ctx context.Context) (RunResult, error) {
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if d := r.limits.MaxWallClock; d > 0 {
+		r.deadline = r.res.StartedAt.Add(d)
+		timer := r.services.Clock.AfterFunc(d, func() { cancel(ErrWallClockExceeded) })
+		defer timer.Stop()
+	}
+	// Records, cleanup and the run file are written even when the run's
+	// context has ended.
+	bg := context.WithoutCancel(ctx)
+
+	if ev, reason, ended := contextEnd(runCtx); ended {
+		return r.end(bg, ev, reason, context.Cause(runCtx).Error(), nil)
+	}
+	if err := r.fire(EventWorkspaceAcquired, ""); err != nil {
+		return r.systemError(bg, err)
+	}
+	if r.req.BeforeState != nil {
+		r.res.BeforeState = *r.req.BeforeState
+	} else {
+		before, err := r.services.Snapshotter.Before(runCtx, r.req.WorkspacePath)
+		if err != nil {
+			if ev, reason, ended := contextEnd(runCtx); ended {
+				return r.end(bg, ev, reason, context.Cause(runCtx).Error(), nil)
+			}
+			return r.systemError(bg, fmt.Errorf("phases: capture before state: %w", err))
+		}
+		r.res.BeforeState = before
+	}
+	if ev, reason, ended := contextEnd(runCtx); ended {
+		return r.end(bg, ev, reason, context.Cause(runCtx).Error(), nil)
+	}
+	if err := r.fire(EventBuildStarted, ""); err != nil {
+		return r.systemError(bg, err)
+	}
+
+	for {
+		if err := r.m.startBuild(); err != nil {
+			return r.systemError(bg, err)
+		}
+		rec := r.iterate(runCtx)
+		r.persistIteration(bg, rec)
+
+		ctxEvent, ctxReason, ended := contextEnd(runCtx)
+		events := rec.Result.Events
+		if ended && isFailureEvent(rec.Result.StateTransition) {
+			// The phase failed because the run's context ended: report
+			// the cancellation or the limit, not the phase.
+			events = events[:len(events)-1]
+		}
+		for _, ev := range events {
+			if err := r.fire(ev, ""); err != nil {
+				return r.systemError(bg, err)
+			}
+		}
+		if r.m.state.Terminal() {
+			return r.end(bg, "", "", phaseMessage(rec.Result), nil)
+		}
+		if ended {
+			return r.end(bg, ctxEvent, ctxReason, context.Cause(runCtx).Error(), nil)
+		}
+		if reason, msg := r.limitReached(rec); reason != "" {
+			return r.end(bg, EventLimitExceeded, reason, msg, nil)
+		}
+		r.feedback = rec.Result.NextFeedback
+		if err := r.fire(EventFeedbackGenerated, ""); err != nil {
+			return r.systemError(bg, err)
+		}
+	}
+}
+
+// iterate runs the orchestrator for the current iteration and accounts for
+// what it spent.
+func (r *run) iterate(ctx context.Context) IterationRecord {
+	clk := r.services.Clock
+	it := r.m.iteration
+	pc := &PhaseContext{
+		ItemID: r.req.ItemID, RunID: r.req.RunID, Iteration: it, Task: r.req.Task,
+		WorkspacePath: r.req.WorkspacePath, BeforeState: r.res.BeforeState,
+		Services: r.services, Stream: r.req.Stream,
+		Run: RunView{
+			ItemID: r.req.ItemID, RunID: r.req.RunID, State: r.m.state, Iteration: it,
+			MaxIterations: r.limits.MaxIterations, StartedAt: r.res.StartedAt, Deadline: r.deadline,
+			SessionID: r.res.SessionID, Tokens: r.res.Tokens, CostUSD: r.res.CostUSD,
+		},
+	}
+	start := clk.Now()
+	result := r.loop.orch.ExecuteIteration(ctx, pc, IterationInput{
+		TaskPrompt: r.req.Task.Prompt, Feedback: r.feedback, SessionID: r.res.SessionID,
+		BeforeState: r.res.BeforeState, GatePlan: r.req.Task.GatePlan,
+	})
+	rec := IterationRecord{Iteration: it, StartedAt: start, Duration: clk.Since(start), Result: result,
+		DiffKey: diffKey(result), FailureKey: failureKey(result)}
+	if result.NextSessionID != "" {
+		r.res.SessionID = result.NextSessionID
+	}
+	if b := result.Phases.Build; b != nil && b.AgentResult != nil {
+		r.res.Tokens = r.res.Tokens.Add(b.AgentResult.Tokens)
+		r.res.CostUSD += b.AgentResult.CostUSD
+	}
+	r.res.Iterations = append(r.res.Iterations, rec)
+	return rec
+}
+
+// limitReached checks, after a retryable iteration, whether another one
+// may run: loop detection first (the most specific diagnosis), then the
+// budget, then the iteration count.
+func (r *run) limitReached(rec IterationRecord) (Reason, string) {
+	diffRepeats := r.diffs.observe(rec.DiffKey)
+	failureRepeats := r.failures.observe(rec.FailureKey)
+	if n := r.limits.LoopThreshold; n > 0 {
+		if diffRepeats >= n {
+			return ReasonLoopDetected, fmt.Sprintf("the same diff %d iterations running", diffRepeats)
+		}
+		if failureRepeats >= n {
+			return ReasonLoopDetected, fmt.Sprintf("the same failing gate output %d iterations running", failureRepeats)
+		}
+	}
+	if r.limits.budgetSpent(r.res.Tokens, r.res.CostUSD) {
+		return ReasonBudgetExceeded, fmt.Sprintf("spent %d tokens (limit %d) and $%.4f (limit $%.4f)",
+			r.res.Tokens.Input+r.res.Tokens.Output, r.limits.MaxTokens, r.res.CostUSD, r.limits.MaxCostUSD)
+	}
+	if rec.Iteration >= r.limits.MaxIterations {
+		return ReasonMaxIterations, fmt.Sprintf("%d of %d iterations used without passing verification",
+			rec.Iteration, r.limits.MaxIterations)
+	}
+	return "", ""
+}
+
+func (r *run) fire(event RunEvent, reason Reason) error {
+	t, err := r.m.fire(event)
+	if err != nil {
+		return err
+	}
+	r.res.Transitions = append(r.res.Transitions, t)
+	if reason == "" && t.To.Terminal() {
+		_, reason, _ = OutcomeForEvent(event)
+	}
+	if r.log.Enabled(context.Background(), slog.LevelDebug) {
+		r.log.Debug("run transition", "run_id", r.req.RunID, "iteration", r.m.iteration,
+			"from", t.From, "event", t.Event, "to", t.To)
+	}
+	if hook := r.loop.cfg.OnTransition; hook != nil {
+		hook(TransitionEvent{ItemID: r.req.ItemID, RunID: r.req.RunID, Iteration: r.m.iteration,
+			Transition: t, At: r.services.Clock.Now(), Reason: reason})
+	}
+	return nil
+}
+
+// systemError ends the run with SYSTEM_ERROR and returns err with it.
+func (r *run) systemError(ctx context.Context, err error) (RunResult, error) {
+	return r.end(ctx, EventSystemError, ReasonSystemError, err.Error(), err)
+}
+
+// end fires event (unless empty: the run is already terminal), completes
+// the result, runs the cleanup hook and persists the run.
+func (r *run) end(ctx context.Context, event RunEvent, reason Reason, msg string, cause error) (RunResult, error) {
+	if event != "" {
+		if reason == "" {
+			_, reason, _ = OutcomeForEvent(event)
+		}
+		if err := r.fire(event, reason); err != nil {
+			// Only a broken table gets here; report it rather than loop.
+			cause = errors.Join(cause, err)
+		}
+	}
+	last := r.res.Transitions[len(r.res.Transitions)-1]
+	outcome, defaultReason, _ := OutcomeForEvent(last.Event)
+	if reason == "" {
+		reason = defaultReason
+	}
+	clk := r.services.Clock
+	r.res.State, r.res.FinalEvent, r.res.Outcome, r.res.Reason, r.res.Message = r.m.state, last.Event, outcome, reason, msg
+	r.res.States = r.m.visited
+	r.res.FinishedAt = clk.Now()
+	r.res.Duration = r.res.FinishedAt.Sub(r.res.StartedAt)
+	if cause != nil {
+		r.res.Err, r.res.ErrorMessage = cause, cause.Error()
+	}
+	if cleanup := r.loop.cfg.Cleanup; cleanup != nil {
+		if err := cleanup(ctx, r.res); err != nil {
+			r.log.LogAttrs(ctx, slog.LevelError, "run cleanup failed",
+				slog.String("run_id", string(r.req.RunID)), slog.Any("error", err))
+		}
+	}
+	if p := r.services.ResultPersister; p != nil {
+		if _, err := p.SaveRun(ctx, r.res); err != nil {
+			r.log.LogAttrs(ctx, slog.LevelError, "failed to persist run",
+				slog.String("run_id", string(r.req.RunID)), slog.Any("error", err))
+		}
+	}
+	r.log.LogAttrs(ctx, slog.LevelInfo, "run finished", slog.String("run_id", string(r.req.RunID)),
+		slog.String("state", string(r.res.State)), slog.String("reason", string(r.res.Reason)),
+		slog.Int("iterations", len(r.res.Iterations)))
+	return r.res, cause
+}
+
+func (r *run) persistIteration(ctx context.Context, rec IterationRecord) {
+	p := r.services.ResultPersister
+	if p == nil {
+		return
+	}
+	if _, err := p.SaveIteration(ctx, r.req.RunID, rec); err != nil {
+		r.log.LogAttrs(ctx, slog.LevelError, "failed to persist iteration",
+			slog.String("run_id", string(r.req.RunID)), slog.Int("iteration", rec.Iteration), slog.Any("error", err))
+	}
+}
+
+// contextEnd says which event ends a run whose context is done: the
+// wall-clock limit (ours or the caller's deadline) or a cancellation.
+func contextEnd(ctx context.Context) (RunEvent, Reason, bool) {
+	if ctx.Err() == nil {
+		return "", "", false
+	}
+	cause := context.Cause(ctx)
+	if errors.Is(cause, ErrWallClockExceeded) || errors.Is(cause, context.DeadlineExceeded) {
+		return EventLimitExceeded, ReasonWallClock, true
+	}
+	return EventUserCanceled, ReasonCanceled, true
+}
+
+func isFailureEvent(ev RunEvent) bool {
+	return ev == EventBuildFailed || ev == EventSnapshotFailed || ev == EventVerifyFailedTerminal
+}
+
+// phaseMessage is the error message of the last phase that failed.
+func phaseMessage(r IterationResult) string {
+	p := r.Phases
+	switch {
+	case p.Verify != nil && p.Verify.Error != nil:
+		return p.Verify.Error.Message
+	case p.Snapshot != nil && p.Snapshot.Error != nil:
+		return p.Snapshot.Error.Message
+	case p.Build != nil && p.Build.Error != nil:
+		return p.Build.Error.Message
+	}
+	return ""
+}
