@@ -1,0 +1,263 @@
+package agentcmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/agentforeman/foreman/phases"
+)
+
+// NewClaudeParser returns the parser for Claude Code's
+// `-p --output-format stream-json --verbose` output: one JSON object per line,
+// of type "system" (subtype "init" carries session_id and model),
+// "assistant" and "user" (Anthropic messages whose content blocks are text,
+// thinking, tool_use and tool_result), "stream_event" (partial messages) and,
+// last, "result" (subtype, is_error, result, session_id, total_cost_usd,
+// usage, num_turns, errors).
+//
+// Tokens and cost come from the result line. When the run ends without one
+// (killed, crashed), tokens are summed from the assistant messages seen,
+// counting each message id once (Claude Code repeats a message's usage on
+// every line that carries one of its content blocks).
+func NewClaudeParser() OutputParser {
+	return &claudeParser{messageUsage: map[string]phases.TokenUsage{}}
+}
+
+type claudeParser struct {
+	sum          Summary
+	sawResult    bool
+	messageUsage map[string]phases.TokenUsage
+	messageOrder []string
+}
+
+type claudeUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+}
+
+func (u claudeUsage) tokens() phases.TokenUsage {
+	return phases.TokenUsage{
+		Input:      u.InputTokens,
+		Output:     u.OutputTokens,
+		CacheRead:  u.CacheReadInputTokens,
+		CacheWrite: u.CacheCreationInputTokens,
+	}
+}
+
+type claudeBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+	ToolUseID string          `json:"tool_use_id"`
+}
+
+type claudeLine struct {
+	Type      string `json:"type"`
+	Subtype   string `json:"subtype"`
+	SessionID string `json:"session_id"`
+	Model     string `json:"model"`
+	Message   *struct {
+		ID      string          `json:"id"`
+		Model   string          `json:"model"`
+		Content json.RawMessage `json:"content"`
+		Usage   *claudeUsage    `json:"usage"`
+	} `json:"message"`
+	Event *struct {
+		Type  string `json:"type"`
+		Delta *struct {
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			Thinking string `json:"thinking"`
+		} `json:"delta"`
+	} `json:"event"`
+	// result
+	IsError      bool                       `json:"is_error"`
+	Result       string                     `json:"result"`
+	TotalCostUSD float64                    `json:"total_cost_usd"`
+	Usage        *claudeUsage               `json:"usage"`
+	NumTurns     int                        `json:"num_turns"`
+	Errors       json.RawMessage            `json:"errors"`
+	ModelUsage   map[string]json.RawMessage `json:"modelUsage"`
+}
+
+func (p *claudeParser) ParseLine(line string) (phases.StreamKind, string) {
+	var l claudeLine
+	if !decodeObject(line, &l) || l.Type == "" {
+		return phases.StreamText, line
+	}
+	if l.SessionID != "" {
+		p.sum.SessionID = l.SessionID
+	}
+	switch l.Type {
+	case "system":
+		if l.Model != "" {
+			p.sum.Model = l.Model
+		}
+		if l.Subtype == "init" {
+			return phases.StreamSystem, fmt.Sprintf("session %s started (model %s)", l.SessionID, l.Model)
+		}
+		return phases.StreamSystem, l.Subtype
+	case "assistant", "user":
+		return p.message(l)
+	case "stream_event":
+		if l.Event != nil && l.Event.Delta != nil {
+			switch l.Event.Delta.Type {
+			case "text_delta":
+				return phases.StreamText, l.Event.Delta.Text
+			case "thinking_delta":
+				return phases.StreamReasoning, l.Event.Delta.Thinking
+			}
+		}
+		return phases.StreamSystem, ""
+	case "result":
+		return p.result(l)
+	}
+	return phases.StreamSystem, l.Type
+}
+
+func (p *claudeParser) message(l claudeLine) (phases.StreamKind, string) {
+	if l.Message == nil {
+		return phases.StreamText, ""
+	}
+	if l.Type == "assistant" {
+		if l.Message.Model != "" {
+			p.sum.Model = l.Message.Model
+		}
+		if l.Message.Usage != nil && l.Message.ID != "" {
+			if _, seen := p.messageUsage[l.Message.ID]; !seen {
+				p.messageOrder = append(p.messageOrder, l.Message.ID)
+			}
+			p.messageUsage[l.Message.ID] = l.Message.Usage.tokens()
+		}
+	}
+	var blocks []claudeBlock
+	if json.Unmarshal(l.Message.Content, &blocks) != nil {
+		// A user message with plain string content: a replayed prompt.
+		return phases.StreamText, rawText(l.Message.Content)
+	}
+	kind := phases.StreamKind("")
+	var texts []string
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			kind = strongerKind(kind, phases.StreamText)
+			texts = append(texts, b.Text)
+		case "thinking":
+			kind = strongerKind(kind, phases.StreamReasoning)
+			texts = append(texts, b.Thinking)
+		case "tool_use", "server_tool_use":
+			kind = strongerKind(kind, phases.StreamToolUse)
+			texts = append(texts, b.Name+" "+toolInputSummary(b.Input))
+		case "tool_result":
+			kind = strongerKind(kind, phases.StreamToolUse)
+			prefix := "tool result: "
+			if b.IsError {
+				prefix = "tool error: "
+			}
+			texts = append(texts, prefix+clip(rawText(b.Content), maxEventText))
+		}
+	}
+	if kind == "" {
+		kind = phases.StreamText
+	}
+	return kind, strings.Join(texts, "\n")
+}
+
+// strongerKind picks the kind that describes a message with blocks of both
+// kinds: a tool call matters more than its commentary, and commentary more
+// than reasoning.
+func strongerKind(a, b phases.StreamKind) phases.StreamKind {
+	rank := func(k phases.StreamKind) int {
+		switch k {
+		case phases.StreamToolUse:
+			return 3
+		case phases.StreamText:
+			return 2
+		case phases.StreamReasoning:
+			return 1
+		}
+		return 0
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}
+
+func (p *claudeParser) result(l claudeLine) (phases.StreamKind, string) {
+	p.sawResult = true
+	p.sum.Result = l.Result
+	p.sum.CostUSD = l.TotalCostUSD
+	p.sum.NumTurns = l.NumTurns
+	if l.Usage != nil {
+		p.sum.Tokens = l.Usage.tokens()
+	}
+	if p.sum.Model == "" && len(l.ModelUsage) > 0 {
+		models := make([]string, 0, len(l.ModelUsage))
+		for m := range l.ModelUsage {
+			models = append(models, m)
+		}
+		sort.Strings(models)
+		p.sum.Model = models[0]
+	}
+	p.sum.AgentError = ""
+	if l.IsError || strings.HasPrefix(l.Subtype, "error") {
+		msg := l.Subtype
+		if errs := errorList(l.Errors); errs != "" {
+			msg += ": " + errs
+		} else if l.Result != "" {
+			msg += ": " + l.Result
+		}
+		p.sum.AgentError = msg
+	}
+	text := l.Result
+	if text == "" {
+		text = l.Subtype
+	}
+	return phases.StreamResult, text
+}
+
+func (p *claudeParser) Summary() Summary {
+	s := p.sum
+	if !p.sawResult {
+		for _, id := range p.messageOrder {
+			s.Tokens = s.Tokens.Add(p.messageUsage[id])
+		}
+	}
+	return s
+}
+
+// toolInputSummary renders a tool call's input for a human: the field that
+// names what the tool acts on when there is one, else the compact JSON.
+func toolInputSummary(input json.RawMessage) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(input, &fields) == nil {
+		for _, key := range []string{"command", "file_path", "path", "pattern", "url", "query", "description"} {
+			if v, ok := fields[key]; ok {
+				return clip(rawText(v), maxEventText)
+			}
+		}
+	}
+	return clip(string(input), maxEventText)
+}
+
+// errorList renders the result's errors field: a list of strings in the
+// versions seen, anything else as JSON.
+func errorList(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var list []string
+	if json.Unmarshal(raw, &list) == nil {
+		return strings.Join(list, "; ")
+	}
+	return clip(string(raw), maxEventText)
+}

@@ -1,0 +1,188 @@
+package agentcmd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agentforeman/foreman/phases"
+)
+
+// NewCodexParser returns the parser for `codex exec --json` output: one
+// ThreadEvent per line (codex-rs/exec/src/exec_events.rs), of type
+// thread.started (thread_id, the id `codex exec resume` takes),
+// turn.started, turn.completed (usage: input_tokens, cached_input_tokens,
+// output_tokens), turn.failed (error.message), item.started, item.updated
+// and item.completed (an item of type agent_message, reasoning,
+// command_execution, file_change, mcp_tool_call, web_search, todo_list,
+// plan or error), item.plan.delta and error.
+//
+// Usage is summed over the turns. The last completed agent_message is the
+// result. turn.failed is an agent error. A top-level error event is one too
+// unless a later turn.completed shows the turn recovered (Codex has reported
+// transient stream errors, such as reconnect attempts, this way).
+func NewCodexParser() OutputParser { return &codexParser{} }
+
+type codexParser struct {
+	sum        Summary
+	turnFailed string
+	// streamError is the last top-level error not yet followed by a
+	// completed turn.
+	streamError string
+}
+
+type codexItem struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Text    string `json:"text"`
+	Command string `json:"command"`
+	// ExitCode is absent while a command runs.
+	ExitCode *int   `json:"exit_code"`
+	Status   string `json:"status"`
+	Message  string `json:"message"`
+	Changes  []struct {
+		Path string `json:"path"`
+		Kind string `json:"kind"`
+	} `json:"changes"`
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	Query  string `json:"query"`
+	Items  []struct {
+		Text      string `json:"text"`
+		Completed bool   `json:"completed"`
+	} `json:"items"`
+}
+
+type codexLine struct {
+	Type     string     `json:"type"`
+	ThreadID string     `json:"thread_id"`
+	Item     *codexItem `json:"item"`
+	Usage    *struct {
+		InputTokens       int64 `json:"input_tokens"`
+		CachedInputTokens int64 `json:"cached_input_tokens"`
+		OutputTokens      int64 `json:"output_tokens"`
+	} `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+	Message string `json:"message"`
+	Delta   string `json:"delta"`
+}
+
+func (p *codexParser) ParseLine(line string) (phases.StreamKind, string) {
+	var l codexLine
+	if !decodeObject(line, &l) || l.Type == "" {
+		return phases.StreamText, line
+	}
+	switch l.Type {
+	case "thread.started":
+		p.sum.SessionID = l.ThreadID
+		return phases.StreamSystem, "thread " + l.ThreadID + " started"
+	case "turn.started":
+		p.sum.NumTurns++
+		return phases.StreamSystem, "turn started"
+	case "turn.completed":
+		p.streamError = ""
+		if u := l.Usage; u != nil {
+			cached := min(u.CachedInputTokens, u.InputTokens)
+			p.sum.Tokens = p.sum.Tokens.Add(phases.TokenUsage{
+				Input:     u.InputTokens - cached,
+				Output:    u.OutputTokens,
+				CacheRead: cached,
+			})
+			return phases.StreamResult, fmt.Sprintf("turn completed: %d input (%d cached), %d output tokens",
+				u.InputTokens, u.CachedInputTokens, u.OutputTokens)
+		}
+		return phases.StreamResult, "turn completed"
+	case "turn.failed":
+		msg := "turn failed"
+		if l.Error != nil && l.Error.Message != "" {
+			msg = l.Error.Message
+		}
+		p.turnFailed = msg
+		return phases.StreamResult, "turn failed: " + msg
+	case "error":
+		p.streamError = l.Message
+		if p.streamError == "" {
+			p.streamError = "error"
+		}
+		return phases.StreamSystem, "error: " + l.Message
+	case "item.started", "item.updated", "item.completed":
+		if l.Item == nil {
+			return phases.StreamSystem, l.Type
+		}
+		return p.item(l.Type == "item.completed", *l.Item)
+	case "item.plan.delta":
+		return phases.StreamText, l.Delta
+	}
+	return phases.StreamSystem, l.Type
+}
+
+func (p *codexParser) item(completed bool, it codexItem) (phases.StreamKind, string) {
+	switch it.Type {
+	case "agent_message":
+		if completed {
+			p.sum.Result = it.Text
+		}
+		return phases.StreamText, it.Text
+	case "plan":
+		return phases.StreamText, it.Text
+	case "reasoning":
+		return phases.StreamReasoning, it.Text
+	case "command_execution":
+		text := "$ " + it.Command
+		if it.ExitCode != nil {
+			text += fmt.Sprintf(" (exit %d)", *it.ExitCode)
+		} else if it.Status != "" && it.Status != "in_progress" {
+			text += " (" + it.Status + ")"
+		}
+		return phases.StreamToolUse, text
+	case "file_change":
+		parts := make([]string, 0, len(it.Changes))
+		for _, c := range it.Changes {
+			parts = append(parts, c.Kind+" "+c.Path)
+		}
+		text := "files: " + strings.Join(parts, ", ")
+		if it.Status != "" {
+			text += " (" + it.Status + ")"
+		}
+		return phases.StreamToolUse, text
+	case "mcp_tool_call":
+		return phases.StreamToolUse, "mcp " + it.Server + "." + it.Tool + " (" + it.Status + ")"
+	case "collab_tool_call":
+		return phases.StreamToolUse, "collab " + it.Tool + " (" + it.Status + ")"
+	case "web_search":
+		return phases.StreamToolUse, "web search: " + it.Query
+	case "todo_list":
+		parts := make([]string, 0, len(it.Items))
+		for _, t := range it.Items {
+			mark := "[ ]"
+			if t.Completed {
+				mark = "[x]"
+			}
+			parts = append(parts, mark+" "+t.Text)
+		}
+		return phases.StreamSystem, strings.Join(parts, "\n")
+	case "error":
+		// A non-fatal error surfaced as an item; the turn goes on.
+		return phases.StreamSystem, "warning: " + it.Message
+	}
+	return phases.StreamSystem, it.Type
+}
+
+func (p *codexParser) Summary() Summary {
+	s := p.sum
+	switch {
+	case p.turnFailed != "":
+		s.AgentError = p.turnFailed
+	case p.streamError != "":
+		s.AgentError = p.streamError
+	}
+	return s
+}
+
+// Compile-time checks that the parsers satisfy the interface.
+var (
+	_ OutputParser = (*codexParser)(nil)
+	_ OutputParser = (*claudeParser)(nil)
+	_ OutputParser = textParser{}
+)

@@ -1,0 +1,125 @@
+package agentcmd
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/agentforeman/foreman/phases"
+)
+
+// ErrNoCommand means the driver has no command to run: Config.Argv is empty
+// and the Format has no default command.
+var ErrNoCommand = errors.New("agentcmd: no agent command configured")
+
+// ErrUnknownFormat means Config.Format names no known format.
+var ErrUnknownFormat = errors.New("agentcmd: unknown output format")
+
+// StartError reports that the agent could not be started: its binary was
+// not found (errors.Is(err, exec.ErrNotFound)), the workspace does not
+// exist, or the operating system refused to run it.
+type StartError struct {
+	// Argv0 is the command as configured, before the PATH lookup.
+	Argv0 string
+	Err   error
+}
+
+func (e *StartError) Error() string {
+	return fmt.Sprintf("agentcmd: start %q: %v", e.Argv0, e.Err)
+}
+
+func (e *StartError) Unwrap() error { return e.Err }
+
+// invocation is one execution's command line, environment and stdin.
+type invocation struct {
+	argv  []string
+	env   []string
+	stdin string // written to the agent's stdin when useStdin
+	// useStdin is true when the prompt goes to stdin; otherwise stdin is
+	// /dev/null.
+	useStdin bool
+}
+
+// invocation builds the command line for req.
+func (d *Driver) invocation(req phases.AgentRequest) (invocation, error) {
+	ad, ok := adapterFor(d.cfg.Format)
+	if !ok {
+		return invocation{}, fmt.Errorf("%w: %q", ErrUnknownFormat, d.cfg.Format)
+	}
+	base := d.cfg.Argv
+	if len(base) == 0 {
+		base = ad.defaultArgv
+	}
+	if len(base) == 0 || base[0] == "" {
+		return invocation{}, ErrNoCommand
+	}
+	prompt := d.cfg.Prompt(req)
+	// One pass of a Replacer: text substituted for a placeholder is never
+	// expanded again, so a prompt may safely contain "{session}".
+	expand := strings.NewReplacer(
+		"{prompt}", prompt,
+		"{task}", req.TaskPrompt,
+		"{feedback}", req.Feedback,
+		"{session}", req.SessionID,
+		"{workspace}", req.WorkspacePath,
+		"{iteration}", strconv.Itoa(req.Iteration),
+	)
+
+	var argv []string
+	placed := false
+	add := func(args []string) {
+		for _, a := range args {
+			if placesPrompt(a) {
+				placed = true
+			}
+			argv = append(argv, expand.Replace(a))
+		}
+	}
+	add(base)
+	if ad.constraints != nil {
+		// Constraint values are data, never templates.
+		argv = append(argv, ad.constraints(req.Constraints)...)
+	}
+	if req.SessionID != "" {
+		resume := d.cfg.ResumeArgs
+		if resume == nil {
+			resume = ad.resumeArgs
+		}
+		add(resume)
+	}
+
+	inv := invocation{env: d.environ(req)}
+	switch d.cfg.PromptVia {
+	case PromptStdin:
+		inv.useStdin, inv.stdin = true, prompt
+	case PromptArg:
+		if !placed {
+			if ad.endOfOptions {
+				argv = append(argv, "--")
+			}
+			argv = append(argv, prompt)
+		}
+	default:
+		return invocation{}, fmt.Errorf("agentcmd: unknown prompt delivery %q", d.cfg.PromptVia)
+	}
+	inv.argv = argv
+	return inv, nil
+}
+
+func (d *Driver) environ(req phases.AgentRequest) []string {
+	env := os.Environ()
+	env = append(env,
+		"FOREMAN_WORKSPACE="+req.WorkspacePath,
+		"FOREMAN_ITERATION="+strconv.Itoa(req.Iteration),
+		"FOREMAN_SESSION_ID="+req.SessionID,
+	)
+	// exec.Cmd keeps the last value of a duplicated key, so Config.Env wins.
+	return append(env, d.cfg.Env...)
+}
+
+// placesPrompt reports whether arg puts the prompt, or part of it, in argv.
+func placesPrompt(arg string) bool {
+	return strings.Contains(arg, "{prompt}") || strings.Contains(arg, "{task}") || strings.Contains(arg, "{feedback}")
+}

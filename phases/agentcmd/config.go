@@ -1,0 +1,203 @@
+package agentcmd
+
+import (
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentforeman/foreman/internal/clock"
+	"github.com/agentforeman/foreman/phases"
+)
+
+// Format names an agent's output format. It selects the OutputParser, the
+// default command, how a session is resumed and how AgentConstraints become
+// flags.
+type Format string
+
+// The formats the driver understands.
+const (
+	// FormatText treats output as plain text. It has no default command, no
+	// resume arguments and passes no constraint flags. It is the default.
+	FormatText Format = "text"
+	// FormatClaude parses Claude Code's `--output-format stream-json
+	// --verbose` output. Default command:
+	// claude -p --output-format stream-json --verbose. Resume: --resume <id>.
+	// Constraints: --model, --max-turns, --allowedTools.
+	FormatClaude Format = "claude-stream-json"
+	// FormatCodex parses Codex's `codex exec --json` JSONL events. Default
+	// command: codex exec --json. Resume: resume <id> (after the options,
+	// before the prompt). Constraints: --model.
+	FormatCodex Format = "codex-json"
+)
+
+// PromptVia says how the prompt reaches the agent.
+type PromptVia string
+
+// Prompt delivery modes.
+const (
+	// PromptArg puts the prompt in argv: wherever an argument contains
+	// {prompt}, {task} or {feedback}, or, when none does, as one extra final
+	// argument. It is the default. Linux limits one argument to 128 KiB; use
+	// PromptStdin for larger prompts.
+	PromptArg PromptVia = "arg"
+	// PromptStdin writes the prompt to the agent's stdin and then closes it.
+	PromptStdin PromptVia = "stdin"
+)
+
+// Defaults applied to zero Config fields.
+const (
+	DefaultKillGrace    = 5 * time.Second
+	DefaultOutputLimit  = 64 << 10
+	DefaultStderrLimit  = 16 << 10
+	DefaultMaxLineBytes = 8 << 20
+)
+
+// Config configures a Driver. The zero value of every field means its
+// documented default; the zero Config runs nothing (FormatText has no default
+// command) and Execute reports ErrNoCommand.
+type Config struct {
+	// Argv is the agent command: Argv[0] is looked up in PATH, the rest are
+	// its arguments. Every element may hold placeholders, expanded once per
+	// execution: {prompt} (the composed prompt), {task} (the task prompt),
+	// {feedback}, {session} (the session id, possibly empty), {workspace}
+	// and {iteration}. Empty means the Format's default command.
+	Argv []string
+	// Format selects the output parser and the format's resume and
+	// constraint arguments. Empty means FormatText.
+	Format Format
+	// ResumeArgs are added after Argv (and the constraint flags) when the
+	// request carries a SessionID; they may use the same placeholders as
+	// Argv. Nil means the Format's own resume arguments; an empty non-nil
+	// slice disables resuming.
+	ResumeArgs []string
+	// PromptVia says how the prompt is delivered. Empty means PromptArg.
+	PromptVia PromptVia
+	// Prompt composes the prompt from a request. Nil means the task prompt,
+	// followed, when there is feedback, by a "Feedback from the previous
+	// iteration" section holding it.
+	Prompt func(phases.AgentRequest) string
+	// Env holds extra KEY=VALUE entries added to the inherited environment
+	// (and to FOREMAN_WORKSPACE, FOREMAN_ITERATION and FOREMAN_SESSION_ID,
+	// which the driver always sets); a key given here wins.
+	Env []string
+	// Timeout limits an execution whose request has no Timeout. Zero means
+	// no limit beyond the context.
+	Timeout time.Duration
+	// KillGrace is how long the process group has between SIGTERM and
+	// SIGKILL, and how long, after SIGKILL, the driver still waits for the
+	// output pipes to close before abandoning them. Zero means
+	// DefaultKillGrace.
+	KillGrace time.Duration
+	// OutputLimit bounds AgentResult.Output (the tail of stdout), in bytes.
+	// Zero means DefaultOutputLimit.
+	OutputLimit int
+	// StderrLimit bounds AgentResult.Stderr, in bytes. Zero means
+	// DefaultStderrLimit.
+	StderrLimit int
+	// MaxLineBytes is the longest line handed to the parser in one piece;
+	// a longer line is split and its pieces reported as text. Zero means
+	// DefaultMaxLineBytes.
+	MaxLineBytes int
+	// NewParser overrides the Format's parser, for agents with formats of
+	// their own. It is called once per execution.
+	NewParser func() OutputParser
+	// Clock times executions and timeouts. Nil means the wall clock.
+	Clock clock.Clock
+	// Logger receives start, exit and termination records. Nil discards.
+	Logger *slog.Logger
+}
+
+// adapter is what a Format contributes to an execution.
+type adapter struct {
+	defaultArgv []string
+	resumeArgs  []string
+	constraints func(phases.AgentConstraints) []string
+	// endOfOptions puts "--" before a prompt appended as the last argument,
+	// so that a prompt starting with "-" is not read as a flag.
+	endOfOptions bool
+	newParser    func() OutputParser
+}
+
+// adapterFor returns the adapter of f, or false for an unknown format.
+func adapterFor(f Format) (adapter, bool) {
+	switch f {
+	case "", FormatText:
+		return adapter{newParser: NewTextParser}, true
+	case FormatClaude:
+		return adapter{
+			defaultArgv: []string{"claude", "-p", "--output-format", "stream-json", "--verbose"},
+			resumeArgs:  []string{"--resume", "{session}"},
+			constraints: claudeConstraintArgs,
+			newParser:   NewClaudeParser,
+		}, true
+	case FormatCodex:
+		return adapter{
+			defaultArgv:  []string{"codex", "exec", "--json"},
+			resumeArgs:   []string{"resume", "{session}"},
+			constraints:  codexConstraintArgs,
+			endOfOptions: true,
+			newParser:    NewCodexParser,
+		}, true
+	}
+	return adapter{}, false
+}
+
+func claudeConstraintArgs(c phases.AgentConstraints) []string {
+	var args []string
+	if c.Model != "" {
+		args = append(args, "--model", c.Model)
+	}
+	if c.MaxTurns > 0 {
+		args = append(args, "--max-turns", strconv.Itoa(c.MaxTurns))
+	}
+	if len(c.AllowedTools) > 0 {
+		args = append(args, "--allowedTools", strings.Join(c.AllowedTools, ","))
+	}
+	return args
+}
+
+func codexConstraintArgs(c phases.AgentConstraints) []string {
+	if c.Model != "" {
+		return []string{"--model", c.Model}
+	}
+	return nil
+}
+
+// DefaultPrompt is the prompt composition used when Config.Prompt is nil.
+func DefaultPrompt(req phases.AgentRequest) string {
+	if strings.TrimSpace(req.Feedback) == "" {
+		return req.TaskPrompt
+	}
+	return req.TaskPrompt + "\n\n## Feedback from the previous iteration\n\n" + req.Feedback
+}
+
+// withDefaults returns cfg with its zero fields resolved.
+func (cfg Config) withDefaults() Config {
+	if cfg.Format == "" {
+		cfg.Format = FormatText
+	}
+	if cfg.PromptVia == "" {
+		cfg.PromptVia = PromptArg
+	}
+	if cfg.Prompt == nil {
+		cfg.Prompt = DefaultPrompt
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = DefaultKillGrace
+	}
+	if cfg.OutputLimit <= 0 {
+		cfg.OutputLimit = DefaultOutputLimit
+	}
+	if cfg.StderrLimit <= 0 {
+		cfg.StderrLimit = DefaultStderrLimit
+	}
+	if cfg.MaxLineBytes <= 0 {
+		cfg.MaxLineBytes = DefaultMaxLineBytes
+	}
+	cfg.Clock = clock.OrReal(cfg.Clock)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg
+}
