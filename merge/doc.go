@@ -1,0 +1,63 @@
+// Package merge gives every item of work its own git worktree and lands
+// finished items on the target branch through one serialized, verified
+// squash merge.
+//
+// # Worktrees
+//
+// Manager.Create makes <Root>/<id> (default Root: .worktrees in the main
+// worktree, always absolute) on branch <prefix>/<id> (default prefix
+// "foreman") from the base branch (default "main"), and records the commit it
+// started from. It is idempotent: a healthy worktree is returned as is, and a
+// stale one (directory deleted by hand, registration lost, a crash in the
+// middle of `git worktree add`) is cleared and made again, keeping the
+// branch and its commits. Remove tolerates a missing worktree and deletes the
+// branch only with Config.DeleteBranchOnRemove. List and Prune read git's
+// worktree registry directly. Item ids are validated (foreman.ItemID) before
+// any path or git argument is built from them.
+//
+// # Locking
+//
+// `git worktree add` run in parallel on one repository fails now and then,
+// and merges must not interleave, so every operation that changes the
+// repository holds a per-repository lock: a flock(2) on
+// <git-common-dir>/foreman.lock, taken through a fresh file description each
+// time, so that it excludes other processes and other Managers of the same
+// process alike, behind a per-Manager channel mutex so that one Manager's
+// goroutines queue in Go. There is no package-level state: a host that wants
+// a single in-process queue per repository shares one Manager.
+//
+// # Merging
+//
+// Manager.Merge lands an item as one commit "{id}: {title}" with the trailer
+// "Foreman-Item: {id}":
+//
+//   - preconditions: a clean worktree (or Request.CommitPending), and
+//     commits beyond the base (else ErrNothingToMerge);
+//   - idempotent: a commit on the target with the item's trailer means the
+//     item landed before; the result is AlreadyMerged and nothing lands twice;
+//   - optional Request.Sync: rebase the branch onto the target, falling back
+//     to a merge;
+//   - the squash is computed with `git merge-tree --write-tree` and written
+//     with `commit-tree`, touching no working tree, so a conflict changes
+//     nothing anywhere and is returned as *ConflictError with the files;
+//   - optional Request.Check: a command run in a temporary checkout of the
+//     squash commit; on failure (*CheckError) the target never moved;
+//   - the target moves by compare-and-swap update-ref when it is not checked
+//     out, or by `merge --ff-only` inside the worktree that has it checked out
+//     (main or linked), so that checkout follows; git refuses, and Merge
+//     returns *DirtyError, rather than overwrite local changes there;
+//   - the target is read back: it must be the squash commit, on the old tip,
+//     carrying the trailer (else *VerifyError);
+//   - optional Request.Push, verified with ls-remote (*PushError).
+//
+// Before it acts, Merge repairs crash leftovers: an interrupted merge or
+// rebase in the item's worktree is aborted, a half-made worktree is cleared,
+// git lock files older than Config.StaleLockAge are removed (younger ones are
+// *LockedError), and an operation in progress in a checkout of the target is
+// reported as *InProgressError rather than touched.
+//
+// To keep a cycle close to the cost of the raw git commands, reads that git
+// would answer from a few files (refs, HEADs of worktrees, the commit Merge
+// just wrote, the worktree registry) are done directly, falling back to git
+// when the layout is not the simple one.
+package merge

@@ -1,0 +1,141 @@
+package merge
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentforeman/foreman"
+)
+
+// Sentinel errors, matched with errors.Is.
+var (
+	// ErrNothingToMerge: the item's branch has no commits beyond its base, or
+	// its changes are already all on the target.
+	ErrNothingToMerge = errors.New("merge: nothing to merge")
+	// ErrUncommittedChanges is matched by *DirtyError.
+	ErrUncommittedChanges = errors.New("merge: uncommitted changes")
+	// ErrNoBranch: the item has no branch (never created, or removed with its branch).
+	ErrNoBranch = errors.New("merge: item has no branch")
+	// ErrLocked is matched by *LockedError.
+	ErrLocked = errors.New("merge: a git lock file is held")
+)
+
+// ConflictError is a merge that could not be done without a person: nothing
+// was changed (the target, its checkout and the item's worktree are exactly as
+// they were). Stage says which step conflicted: "squash" (the item against
+// the target) or "sync" (bringing the item's branch up to date).
+type ConflictError struct {
+	Item   foreman.ItemID
+	Target string
+	Stage  string
+	Files  []string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("merge: %s conflicts with %s (%s) in %d file(s): %s",
+		e.Item, e.Target, e.Stage, len(e.Files), strings.Join(e.Files, ", "))
+}
+
+// DirtyError reports uncommitted changes where a merge needs a clean tree:
+// the item's worktree (Target false), or a checkout of the target branch whose
+// local changes the merge would overwrite (Target true). Nothing was changed.
+type DirtyError struct {
+	Path   string
+	Target bool
+	Files  []string
+}
+
+func (e *DirtyError) Error() string {
+	what := "item worktree"
+	if e.Target {
+		what = "checkout of the target branch"
+	}
+	return fmt.Sprintf("merge: %s %s has uncommitted changes: %s", what, e.Path, strings.Join(e.Files, ", "))
+}
+
+// Is makes a DirtyError match ErrUncommittedChanges.
+func (e *DirtyError) Is(target error) bool { return target == ErrUncommittedChanges }
+
+// InProgressError is a checkout that is in the middle of a git operation
+// Foreman did not start (a merge, rebase, cherry-pick or revert by someone
+// else in a checkout of the target). Foreman does not abort other people's
+// work; a person should finish or abort it.
+type InProgressError struct {
+	Path      string
+	Operation string
+}
+
+func (e *InProgressError) Error() string {
+	return fmt.Sprintf("merge: %s has a %s in progress; finish or abort it", e.Path, e.Operation)
+}
+
+// LockedError is a git lock file that is too young to be a crash leftover:
+// another git process may be working. Retry later; a lock older than
+// Config.StaleLockAge is removed automatically.
+type LockedError struct{ Path string }
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("merge: %s exists: another git process may be running", e.Path)
+}
+
+// Is makes a LockedError match ErrLocked.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// CheckError is a post-merge check that failed on the merged tree. The target
+// was not moved.
+type CheckError struct {
+	Item     foreman.ItemID
+	Command  []string
+	ExitCode int
+	Output   string
+	Err      error
+}
+
+func (e *CheckError) Error() string {
+	return fmt.Sprintf("merge: post-merge check %q for %s failed (exit %d): %s",
+		strings.Join(e.Command, " "), e.Item, e.ExitCode, tail(e.Output, 400))
+}
+
+func (e *CheckError) Unwrap() error { return e.Err }
+
+// PushError is a push that failed or did not move the remote ref. The local
+// merge stands (Result is valid); a retried Merge pushes again.
+type PushError struct {
+	Remote string
+	Ref    string
+	Want   string // the commit the remote should have
+	Got    string // what the remote has ("" if unknown or absent)
+	Err    error
+}
+
+func (e *PushError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("merge: push %s to %s: %v", e.Ref, e.Remote, e.Err)
+	}
+	return fmt.Sprintf("merge: push %s to %s: remote has %q, want %s", e.Ref, e.Remote, e.Got, e.Want)
+}
+
+func (e *PushError) Unwrap() error { return e.Err }
+
+// VerifyError is a merge whose result could not be confirmed: the target did
+// not advance to the squash commit or its tip lacks the item's trailer. It
+// means something else wrote to the repository at the same time.
+type VerifyError struct {
+	Target string
+	Want   string
+	Got    string
+	Reason string
+}
+
+func (e *VerifyError) Error() string {
+	return fmt.Sprintf("merge: verify %s: %s (want %s, got %s)", e.Target, e.Reason, e.Want, e.Got)
+}
+
+func tail(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}

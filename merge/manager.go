@@ -1,0 +1,232 @@
+package merge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/clock"
+	"github.com/agentforeman/foreman/internal/gitexec"
+)
+
+// Config configures a Manager. The zero value of every field but Repo means
+// the documented default.
+type Config struct {
+	// Repo is any path inside a non-bare git repository (its main worktree
+	// or a linked one). Required.
+	Repo string
+	// Root is the directory holding the item worktrees, <Root>/<id>.
+	// Default: <main worktree>/.worktrees. Relative paths are taken against
+	// the main worktree. When Root is inside the repository it is added to
+	// .git/info/exclude so that it never shows as untracked.
+	Root string
+	// BranchPrefix names item branches <BranchPrefix>/<id>. Default "foreman".
+	BranchPrefix string
+	// BaseBranch is the branch new worktrees start from. Default "main".
+	BaseBranch string
+	// TargetBranch is the branch Merge lands on. Default: BaseBranch.
+	TargetBranch string
+	// DeleteBranchOnRemove makes Remove and Prune delete the item's branch
+	// too. Default false: the branch is kept (the squash commit carries the
+	// work, the branch its history).
+	DeleteBranchOnRemove bool
+	// Remote is where Request.Push pushes the target. Default "origin".
+	Remote string
+	// StaleLockAge is the age after which a git lock file (index.lock, a
+	// ref's .lock) found in Foreman's way is taken for a crash leftover and
+	// removed. Younger ones are reported as *LockedError. Default 2 minutes.
+	StaleLockAge time.Duration
+	// Git runs git; its Author and Committer sign the squash commits.
+	// Default: a zero gitexec.Runner (identity gitexec.DefaultIdentity).
+	Git *gitexec.Runner
+	// Clock measures lock ages and paces the file-lock polling. Default: the wall clock.
+	Clock foreman.Clock
+	// Logger receives one line per repair and per merge. Default: discard.
+	Logger *slog.Logger
+}
+
+const (
+	trailerKey   = "Foreman-Item"
+	lockFileName = "foreman.lock"
+	checkPrefix  = ".foreman-check-" // item ids never start with '.', so no clash
+	baseFileName = "foreman-base"
+)
+
+// Manager owns the item worktrees and the merges of one repository. All its
+// methods are safe for concurrent use; operations that change the repository
+// are serialized per repository, across Managers and processes (see doc.go).
+type Manager struct {
+	cfg       Config
+	git       *gitexec.Runner
+	clk       clock.Clock
+	log       *slog.Logger
+	lock      *repoLock
+	topDir    string // the worktree Repo names; where repository-wide git commands run
+	mainDir   string // the main worktree
+	commonDir string // the shared git directory
+	root      string
+	target    string // fully qualified target ref
+}
+
+// New opens the repository named by cfg.Repo.
+func New(ctx context.Context, cfg Config) (*Manager, error) {
+	if cfg.Repo == "" {
+		return nil, errors.New("merge: Config.Repo is required")
+	}
+	m := &Manager{cfg: cfg, git: cfg.Git, clk: clock.OrReal(cfg.Clock), log: cfg.Logger}
+	if m.git == nil {
+		m.git = &gitexec.Runner{}
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if m.cfg.BranchPrefix == "" {
+		m.cfg.BranchPrefix = "foreman"
+	}
+	if m.cfg.BaseBranch == "" {
+		m.cfg.BaseBranch = "main"
+	}
+	if m.cfg.TargetBranch == "" {
+		m.cfg.TargetBranch = m.cfg.BaseBranch
+	}
+	if m.cfg.Remote == "" {
+		m.cfg.Remote = "origin"
+	}
+	if m.cfg.StaleLockAge <= 0 {
+		m.cfg.StaleLockAge = 2 * time.Minute
+	}
+	repo, err := filepath.Abs(cfg.Repo)
+	if err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
+	lines, err := m.git.Lines(ctx, repo, "rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel")
+	if err != nil {
+		return nil, fmt.Errorf("merge: %s is not a git work tree: %w", repo, err)
+	}
+	if len(lines) != 2 {
+		return nil, fmt.Errorf("merge: unexpected rev-parse output %q", lines)
+	}
+	m.commonDir, m.topDir = lines[0], lines[1]
+	// The main worktree is the first entry of "worktree list"; asked once.
+	wl, err := m.git.Lines(ctx, m.topDir, "worktree", "list", "--porcelain")
+	if err != nil {
+		return nil, err
+	}
+	if p, ok := strings.CutPrefix(wl[0], "worktree "); ok && !contains(wl, "bare") {
+		m.mainDir = p
+	}
+	if m.mainDir == "" {
+		return nil, fmt.Errorf("merge: %s is a bare repository; a main worktree is required", repo)
+	}
+	m.root = cfg.Root
+	if m.root == "" {
+		m.root = ".worktrees"
+	}
+	if !filepath.IsAbs(m.root) {
+		m.root = filepath.Join(m.mainDir, m.root)
+	}
+	m.root = filepath.Clean(m.root)
+	m.target = "refs/heads/" + m.cfg.TargetBranch
+	if err := m.validBranch(ctx, m.cfg.BranchPrefix+"/x"); err != nil {
+		return nil, fmt.Errorf("merge: BranchPrefix %q: %w", m.cfg.BranchPrefix, err)
+	}
+	m.lock = newRepoLock(filepath.Join(m.commonDir, lockFileName), m.clk)
+	return m, nil
+}
+
+func contains(lines []string, s string) bool {
+	for _, l := range lines {
+		if l == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Manager) validBranch(ctx context.Context, name string) error {
+	if strings.HasPrefix(name, "-") {
+		return errors.New("must not start with '-'")
+	}
+	_, err := m.git.Run(ctx, m.topDir, "check-ref-format", "--branch", name)
+	return err
+}
+
+// Root returns the absolute directory holding the item worktrees.
+func (m *Manager) Root() string { return m.root }
+
+// Target returns the branch Merge lands on.
+func (m *Manager) Target() string { return m.cfg.TargetBranch }
+
+// Path returns the absolute worktree path of id, validating id first.
+func (m *Manager) Path(id foreman.ItemID) (string, error) {
+	if err := id.Validate(); err != nil {
+		return "", err
+	}
+	return filepath.Join(m.root, string(id)), nil
+}
+
+// Branch returns the short branch name of id, validating id first.
+func (m *Manager) Branch(id foreman.ItemID) (string, error) {
+	if err := id.Validate(); err != nil {
+		return "", err
+	}
+	return m.cfg.BranchPrefix + "/" + string(id), nil
+}
+
+// withLock runs fn holding the repository lock.
+func (m *Manager) withLock(ctx context.Context, fn func() error) error {
+	unlock, err := m.lock.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return fn()
+}
+
+func exitCode(err error) int { return gitexec.ExitCode(err) }
+
+// ensureExcluded keeps Root out of `git status` of the main worktree: a
+// linked worktree inside it would otherwise show as an untracked directory.
+func (m *Manager) ensureExcluded() error {
+	rel, err := filepath.Rel(m.mainDir, m.root)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return nil // outside the repository
+	}
+	pattern := "/" + filepath.ToSlash(rel) + "/"
+	path := filepath.Join(m.commonDir, "info", "exclude")
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("merge: %w", err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if strings.TrimSpace(line) == pattern {
+			return nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	prefix := ""
+	if len(data) > 0 && !strings.HasSuffix(string(data), "\n") {
+		prefix = "\n"
+	}
+	_, err = fmt.Fprintf(f, "%s# Foreman item worktrees\n%s\n", prefix, pattern)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,524 @@
+package merge
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/gitexec"
+)
+
+// Request describes one merge.
+type Request struct {
+	// Title is the subject after "{id}: ". Default: the id.
+	Title string
+	// Body is the squash commit's body, before the trailer. Optional.
+	Body string
+	// CommitPending commits uncommitted changes in the worktree (git add -A)
+	// before merging, with CommitMessage (default "{id}: uncommitted work").
+	// Without it, uncommitted changes fail the merge with *DirtyError.
+	CommitPending bool
+	CommitMessage string
+	// Sync brings the item's branch up to date with the target first: rebase,
+	// falling back to a merge when the rebase conflicts. A conflict in both
+	// is a *ConflictError with Stage "sync" and the worktree is restored.
+	Sync bool
+	// Check is a command (argv, no shell) run in a temporary checkout of the
+	// squash commit before the target moves. A non-zero exit fails the merge
+	// with *CheckError and the target stays where it was.
+	Check []string
+	// Push pushes the target to Config.Remote after landing and verifies
+	// that the remote ref now has the squash commit.
+	Push bool
+}
+
+// Status is what a successful Merge did.
+type Status int
+
+const (
+	// Merged: a new squash commit landed on the target.
+	Merged Status = iota + 1
+	// AlreadyMerged: the target already had a commit with the item's
+	// trailer; nothing was landed again.
+	AlreadyMerged
+)
+
+func (s Status) String() string {
+	switch s {
+	case Merged:
+		return "merged"
+	case AlreadyMerged:
+		return "already-merged"
+	}
+	return fmt.Sprintf("Status(%d)", int(s))
+}
+
+// Result is a successful merge.
+type Result struct {
+	Item   foreman.ItemID
+	Status Status
+	Target string // short branch name
+	// Commit is the squash commit carrying the item's trailer.
+	Commit string
+	// Previous is the target's tip before this merge ("" for AlreadyMerged).
+	Previous string
+	// Synced is set when Request.Sync rebased or merged the item's branch.
+	Synced bool
+	// CheckedOut is the working tree of the target that was updated along
+	// with the branch, "" when the target is not checked out anywhere.
+	CheckedOut string
+	// Pushed is set when the remote's target ref was verified to hold Commit.
+	Pushed bool
+}
+
+// Merge squashes the item's branch onto the target branch as one commit
+// "{id}: {title}" with the trailer "Foreman-Item: {id}", and verifies that
+// the target advanced to it. Merges of one repository run one at a time.
+//
+// The squash is computed with `git merge-tree --write-tree` and written with
+// `commit-tree`, so no working tree is touched until it is known to be clean;
+// then the target moves by a compare-and-swap `update-ref`, or, when the
+// target is checked out, by `merge --ff-only` in that checkout, which
+// refuses (typed *DirtyError) rather than overwrite local changes.
+//
+// Outcomes: a Result with Merged or AlreadyMerged; ErrNothingToMerge;
+// *ConflictError (nothing changed anywhere); *DirtyError; *CheckError;
+// *PushError (the Result is valid: the local merge stands); *LockedError and
+// *InProgressError for leftovers it will not remove; other errors are
+// system faults (git failing, ctx ending).
+func (m *Manager) Merge(ctx context.Context, id foreman.ItemID, req Request) (Result, error) {
+	path, err := m.Path(id)
+	if err != nil {
+		return Result{}, err
+	}
+	var res Result
+	err = m.withLock(ctx, func() error {
+		var err error
+		res, err = m.mergeLocked(ctx, id, path, req)
+		return err
+	})
+	return res, err
+}
+
+func (m *Manager) mergeLocked(ctx context.Context, id foreman.ItemID, path string, req Request) (Result, error) {
+	branchRef := "refs/heads/" + m.cfg.BranchPrefix + "/" + string(id)
+	res := Result{Item: id, Target: m.cfg.TargetBranch}
+
+	if err := m.clearLeftoverCheck(id); err != nil {
+		return res, err
+	}
+	admin, healthy := inspectWorktree(path)
+	if !healthy {
+		// A half-made worktree holds no work; clear it and merge the branch.
+		if err := m.clearStale(path, admin); err != nil {
+			return res, err
+		}
+		admin = ""
+	}
+	var head string
+	if healthy {
+		if err := m.recoverItemWorktree(ctx, path, admin); err != nil {
+			return res, err
+		}
+		var err error
+		if head, err = m.cleanHead(ctx, id, path, branchRef, req); err != nil {
+			return res, err
+		}
+	}
+	if head == "" {
+		var err error
+		if head, err = m.resolveRef(ctx, branchRef); err != nil {
+			return res, err
+		}
+		if head == "" {
+			return res, fmt.Errorf("%w: %s", ErrNoBranch, branchRef)
+		}
+	}
+	base, err := m.baseOf(ctx, admin, m.cfg.BranchPrefix+"/"+string(id))
+	if err != nil {
+		return res, err
+	}
+	tip, err := m.resolveRef(ctx, m.target)
+	if err != nil {
+		return res, err
+	}
+	if tip == "" {
+		return res, fmt.Errorf("merge: target branch %s does not exist", m.cfg.TargetBranch)
+	}
+
+	// Idempotency: the item's trailer on the target means it landed before
+	// (a retry after a crash, a duplicate request). Only commits after the
+	// item's base can carry it.
+	if prior, err := m.findMerged(ctx, id, base, tip); err != nil || prior != "" {
+		if err != nil {
+			return res, err
+		}
+		res.Status, res.Commit = AlreadyMerged, prior
+		return m.pushIfAsked(ctx, res, req)
+	}
+	if head == base {
+		return res, ErrNothingToMerge
+	}
+	if req.Sync && healthy {
+		if head, err = m.sync(ctx, id, path, tip); err != nil {
+			return res, err
+		}
+		res.Synced = true
+	}
+
+	tree, err := m.squashTree(ctx, id, tip, head)
+	if err != nil {
+		return res, err
+	}
+	tipCommit, err := m.readCommit(ctx, tip)
+	if err != nil {
+		return res, err
+	}
+	if tree == tipCommit.Tree {
+		return res, ErrNothingToMerge
+	}
+	msg := commitMessage(id, req)
+	out, err := m.git.RunCmd(ctx, gitexec.Cmd{
+		Dir:   m.topDir,
+		Args:  []string{"commit-tree", tree, "-p", tip, "-F", "-"},
+		Stdin: strings.NewReader(msg),
+	})
+	if err != nil {
+		return res, err
+	}
+	commit := strings.TrimSpace(out)
+	if len(req.Check) > 0 {
+		if err := m.runCheck(ctx, id, commit, req.Check); err != nil {
+			return res, err
+		}
+	}
+	if res.CheckedOut, err = m.land(ctx, id, tip, commit); err != nil {
+		return res, err
+	}
+	if err := m.verify(ctx, id, tip, commit); err != nil {
+		return res, err
+	}
+	res.Status, res.Commit, res.Previous = Merged, commit, tip
+	m.log.Info("merge: landed", "item", id, "target", m.cfg.TargetBranch, "commit", commit, "previous", tip)
+	return m.pushIfAsked(ctx, res, req)
+}
+
+func commitMessage(id foreman.ItemID, req Request) string {
+	title := strings.Join(strings.Fields(req.Title), " ")
+	if title == "" {
+		title = string(id)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s\n\n", id, title)
+	if body := strings.TrimSpace(req.Body); body != "" {
+		b.WriteString(body)
+		b.WriteString("\n\n")
+	}
+	fmt.Fprintf(&b, "%s: %s\n", trailerKey, id)
+	return b.String()
+}
+
+// cleanHead checks the worktree for uncommitted changes (committing them when
+// asked) and returns the item branch's head as the worktree sees it, or ""
+// when the worktree is not on the item's branch.
+func (m *Manager) cleanHead(ctx context.Context, id foreman.ItemID, path, branchRef string, req Request) (string, error) {
+	out, err := m.git.Run(ctx, path, "status", "--porcelain=v2", "--branch", "-z")
+	if err != nil {
+		return "", err
+	}
+	head, onBranch, files := parseStatus(out, branchRef)
+	if len(files) > 0 {
+		if !req.CommitPending {
+			return "", &DirtyError{Path: path, Files: files}
+		}
+		msg := req.CommitMessage
+		if strings.TrimSpace(msg) == "" {
+			msg = string(id) + ": uncommitted work"
+		}
+		if _, err := m.git.Run(ctx, path, "add", "-A"); err != nil {
+			return "", err
+		}
+		if _, err := m.git.Run(ctx, path, "commit", "-q", "--no-verify", "-m", msg); err != nil {
+			return "", err
+		}
+		if out, err = m.git.Run(ctx, path, "rev-parse", "HEAD"); err != nil {
+			return "", err
+		}
+		head = strings.TrimSpace(out)
+	}
+	if !onBranch {
+		return "", nil
+	}
+	return head, nil
+}
+
+// parseStatus reads `git status --porcelain=v2 --branch -z`.
+func parseStatus(out, branchRef string) (head string, onBranch bool, files []string) {
+	fields := strings.Split(out, "\x00")
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		switch {
+		case strings.HasPrefix(f, "# branch.oid "):
+			head = strings.TrimPrefix(f, "# branch.oid ")
+		case strings.HasPrefix(f, "# branch.head "):
+			onBranch = "refs/heads/"+strings.TrimPrefix(f, "# branch.head ") == branchRef
+		case strings.HasPrefix(f, "1 "):
+			files = append(files, nthField(f, 8))
+		case strings.HasPrefix(f, "2 "):
+			files = append(files, nthField(f, 9))
+			i++ // the original path follows
+		case strings.HasPrefix(f, "u "):
+			files = append(files, nthField(f, 10))
+		case strings.HasPrefix(f, "? "):
+			files = append(files, f[2:])
+		}
+	}
+	if !isHash(head) {
+		head = ""
+	}
+	return head, onBranch, files
+}
+
+func nthField(s string, n int) string {
+	parts := strings.SplitN(s, " ", n+1)
+	if len(parts) <= n {
+		return s
+	}
+	return parts[n]
+}
+
+// findMerged returns a commit in base..tip whose trailer names id.
+func (m *Manager) findMerged(ctx context.Context, id foreman.ItemID, base, tip string) (string, error) {
+	pattern := "^" + trailerKey + ": " + strings.ReplaceAll(string(id), ".", `\.`) + "$"
+	rng := tip
+	if base != "" {
+		rng = base + ".." + tip
+	}
+	hits, err := m.git.Lines(ctx, m.topDir, "rev-list", "--grep="+pattern, rng)
+	if err != nil {
+		return "", err
+	}
+	for _, h := range hits {
+		c, err := m.readCommit(ctx, h)
+		if err != nil {
+			return "", err
+		}
+		if slices.Contains(trailerValues(c.Message, trailerKey), string(id)) {
+			return h, nil
+		}
+	}
+	return "", nil
+}
+
+// squashTree merges head into tip without touching any working tree and
+// returns the resulting tree, or a *ConflictError.
+func (m *Manager) squashTree(ctx context.Context, id foreman.ItemID, tip, head string) (string, error) {
+	out, err := m.git.Run(ctx, m.topDir, "merge-tree", "--write-tree", "-z", "--name-only", tip, head)
+	if err != nil && exitCode(err) != 1 {
+		return "", err
+	}
+	fields := strings.Split(out, "\x00")
+	tree := fields[0]
+	if err == nil {
+		if !isHash(tree) {
+			return "", fmt.Errorf("merge: unexpected merge-tree output %q", out)
+		}
+		return tree, nil
+	}
+	var files []string
+	for _, f := range fields[1:] {
+		if f == "" {
+			break // end of the conflicted-file list; messages follow
+		}
+		if !slices.Contains(files, f) {
+			files = append(files, f)
+		}
+	}
+	return "", &ConflictError{Item: id, Target: m.cfg.TargetBranch, Stage: "squash", Files: files}
+}
+
+// sync rebases the item's branch onto tip, falling back to merging tip in,
+// and returns the branch's new head.
+func (m *Manager) sync(ctx context.Context, id foreman.ItemID, path, tip string) (string, error) {
+	if _, err := m.git.Run(ctx, path, "rebase", "-q", tip); err != nil {
+		if ctx.Err() != nil {
+			return "", err
+		}
+		if _, err := m.git.Run(ctx, path, "rebase", "--abort"); err != nil {
+			return "", err
+		}
+		if _, err := m.git.Run(ctx, path, "merge", "-q", "--no-edit", "--no-verify", tip); err != nil {
+			if ctx.Err() != nil {
+				return "", err
+			}
+			files, _ := m.git.Lines(ctx, path, "diff", "--name-only", "--diff-filter=U")
+			if _, aerr := m.git.Run(ctx, path, "merge", "--abort"); aerr != nil {
+				return "", aerr
+			}
+			return "", &ConflictError{Item: id, Target: m.cfg.TargetBranch, Stage: "sync", Files: files}
+		}
+	}
+	out, err := m.git.Run(ctx, path, "rev-parse", "HEAD")
+	return strings.TrimSpace(out), err
+}
+
+// land moves the target from tip to commit and returns the checkout it
+// updated, if any.
+func (m *Manager) land(ctx context.Context, id foreman.ItemID, tip, commit string) (string, error) {
+	cos, err := m.checkouts()
+	if err != nil {
+		return "", err
+	}
+	if err := m.clearLockFile(filepath.Join(m.commonDir, filepath.FromSlash(m.target)+".lock")); err != nil {
+		return "", err
+	}
+	for _, co := range cos {
+		if co.Branch != m.target {
+			continue
+		}
+		// The target is checked out: moving only the ref would leave that
+		// checkout showing the merge reversed as local changes. A
+		// fast-forward in the checkout moves both, and refuses to overwrite
+		// local changes.
+		if err := m.checkTargetCheckout(co); err != nil {
+			return "", err
+		}
+		_, err := m.git.Run(ctx, co.Path, "merge", "-q", "--ff-only", "--no-verify", commit)
+		if err != nil {
+			if files := overwrittenFiles(err); len(files) > 0 {
+				return "", &DirtyError{Path: co.Path, Target: true, Files: files}
+			}
+			return "", err
+		}
+		return co.Path, nil
+	}
+	_, err = m.git.Run(ctx, m.topDir, "update-ref", "-m", "foreman: merge "+string(id), m.target, commit, tip)
+	return "", err
+}
+
+// overwrittenFiles extracts the files git refused to overwrite.
+func overwrittenFiles(err error) []string {
+	var gerr *gitexec.Error
+	if !errors.As(err, &gerr) || !strings.Contains(gerr.Stderr, "would be overwritten") {
+		return nil
+	}
+	var files []string
+	listing := false
+	for _, line := range strings.Split(gerr.Stderr, "\n") {
+		switch {
+		case strings.Contains(line, "would be overwritten"):
+			listing = true
+		case listing && strings.HasPrefix(line, "\t"):
+			files = append(files, strings.TrimSpace(line))
+		default:
+			listing = false
+		}
+	}
+	if len(files) == 0 {
+		files = []string{"(unknown)"}
+	}
+	return files
+}
+
+// verify reads the target back: it must be the squash commit, on top of the
+// old tip, carrying the item's trailer.
+func (m *Manager) verify(ctx context.Context, id foreman.ItemID, tip, commit string) error {
+	got, err := m.resolveRef(ctx, m.target)
+	if err != nil {
+		return err
+	}
+	if got != commit {
+		return &VerifyError{Target: m.cfg.TargetBranch, Want: commit, Got: got, Reason: "target did not advance to the squash commit"}
+	}
+	c, err := m.readCommit(ctx, got)
+	if err != nil {
+		return err
+	}
+	if len(c.Parents) != 1 || c.Parents[0] != tip {
+		return &VerifyError{Target: m.cfg.TargetBranch, Want: tip, Got: strings.Join(c.Parents, ","), Reason: "squash commit is not on the previous tip"}
+	}
+	if !slices.Contains(trailerValues(c.Message, trailerKey), string(id)) {
+		return &VerifyError{Target: m.cfg.TargetBranch, Want: string(id), Got: got, Reason: "tip lacks the item's trailer"}
+	}
+	return nil
+}
+
+func (m *Manager) clearLeftoverCheck(id foreman.ItemID) error {
+	path := filepath.Join(m.root, checkPrefix+string(id))
+	admin, _ := inspectWorktree(path)
+	return m.clearStale(path, admin)
+}
+
+// runCheck runs argv in a temporary detached checkout of commit.
+func (m *Manager) runCheck(ctx context.Context, id foreman.ItemID, commit string, argv []string) error {
+	dir := filepath.Join(m.root, checkPrefix+string(id))
+	if _, err := m.git.Run(ctx, m.topDir, "worktree", "add", "-q", "--detach", dir, commit); err != nil {
+		return err
+	}
+	defer func() {
+		admin, _ := inspectWorktree(dir)
+		if err := m.clearStale(dir, admin); err != nil {
+			m.log.Error("merge: removing check worktree", "path", dir, "err", err)
+		}
+	}()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Env = append(os.Environ(), "FOREMAN_ITEM="+string(id), "FOREMAN_COMMIT="+commit)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	code := -1
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	}
+	return &CheckError{Item: id, Command: argv, ExitCode: code, Output: out.String(), Err: err}
+}
+
+// pushIfAsked pushes the target and confirms the remote ref holds res.Commit.
+func (m *Manager) pushIfAsked(ctx context.Context, res Result, req Request) (Result, error) {
+	if !req.Push {
+		return res, nil
+	}
+	perr := &PushError{Remote: m.cfg.Remote, Ref: m.target, Want: res.Commit}
+	if _, err := m.git.Run(ctx, m.topDir, "push", "-q", m.cfg.Remote, m.target+":"+m.target); err != nil {
+		perr.Err = err
+		return res, perr
+	}
+	out, err := m.git.Run(ctx, m.topDir, "ls-remote", m.cfg.Remote, m.target)
+	if err != nil {
+		perr.Err = err
+		return res, perr
+	}
+	if f := strings.Fields(out); len(f) > 0 {
+		perr.Got = f[0]
+	}
+	if perr.Got == "" {
+		return res, perr
+	}
+	if perr.Got != res.Commit {
+		// After an AlreadyMerged retry the remote tip may be a later commit:
+		// it must contain ours.
+		if _, err := m.git.Run(ctx, m.topDir, "merge-base", "--is-ancestor", res.Commit, perr.Got); err != nil {
+			return res, perr
+		}
+	}
+	res.Pushed = true
+	return res, nil
+}
