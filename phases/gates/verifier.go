@@ -1,0 +1,264 @@
+package gates
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/agentforeman/foreman/internal/clock"
+	"github.com/agentforeman/foreman/phases"
+)
+
+// CIChecker reports the state of external CI for a snapshot: the L3 level.
+// An implementation typically pushes or looks up the snapshot's HeadCommit
+// and waits for the CI system's verdict. A returned error means CI could not
+// be asked (a system fault); failing CI is a LevelResult with Passed false.
+type CIChecker interface {
+	Check(ctx context.Context, snapshot phases.Snapshot) (phases.LevelResult, error)
+}
+
+// Defaults for VerifierConfig's zero values.
+const (
+	DefaultCheckTimeout = 10 * time.Minute
+	DefaultOutputLimit  = 64 << 10
+	DefaultWaitDelay    = 5 * time.Second
+)
+
+// VerifierConfig configures a Verifier. The zero value is ready to use.
+type VerifierConfig struct {
+	// DefaultTimeout applies to checks without their own Timeout; default
+	// DefaultCheckTimeout.
+	DefaultTimeout time.Duration
+	// OutputLimit bounds the output kept per check, in bytes (head and tail
+	// halves plus a marker line); default DefaultOutputLimit.
+	OutputLimit int
+	// CI answers for the L3 level. Nil means a plan's L3 level must have
+	// commands of its own.
+	CI CIChecker
+	// Parallelism is how many checks of one level may run at once; zero or
+	// one runs them one after another, in plan order.
+	Parallelism int
+	// Env is added to every check's environment, after the verifier's own;
+	// GateCheck.Env comes after it.
+	Env []string
+	// WaitDelay bounds how long a killed check may hold its output open
+	// (a grandchild that left the process group); default DefaultWaitDelay.
+	WaitDelay time.Duration
+	// Clock measures timeouts and durations; default the wall clock.
+	Clock clock.Clock
+	// Logger receives a debug record per check; nil discards.
+	Logger *slog.Logger
+}
+
+// Verifier is the command-running phases.Verifier.
+type Verifier struct {
+	defaultTimeout time.Duration
+	outputLimit    int
+	ci             CIChecker
+	parallelism    int
+	env            []string
+	waitDelay      time.Duration
+	clock          clock.Clock
+	log            *slog.Logger
+}
+
+var _ phases.Verifier = (*Verifier)(nil)
+
+// NewVerifier returns a Verifier configured by cfg.
+func NewVerifier(cfg VerifierConfig) *Verifier {
+	v := &Verifier{
+		defaultTimeout: orDefault(cfg.DefaultTimeout, DefaultCheckTimeout),
+		outputLimit:    orDefault(cfg.OutputLimit, DefaultOutputLimit),
+		ci:             cfg.CI,
+		parallelism:    max(cfg.Parallelism, 1),
+		env:            slices.Clone(cfg.Env),
+		waitDelay:      orDefault(cfg.WaitDelay, DefaultWaitDelay),
+		clock:          clock.OrReal(cfg.Clock),
+		log:            cfg.Logger,
+	}
+	if v.log == nil {
+		v.log = slog.New(slog.DiscardHandler)
+	}
+	return v
+}
+
+// orDefault returns v, or def when v is not positive.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// ErrInvalidPlan is matched (errors.Is) by every *PlanError.
+var ErrInvalidPlan = errors.New("gates: invalid gate plan")
+
+// ErrNoCIChecker is the cause of a PlanError for an L3 level that has no
+// commands while the Verifier has no CIChecker.
+var ErrNoCIChecker = errors.New("L3 level has no commands and no CIChecker is configured")
+
+// ErrNoWorkspace is returned when the snapshot has no WorkspacePath to run
+// checks in.
+var ErrNoWorkspace = errors.New("gates: snapshot has no workspace path")
+
+// PlanError reports a gate plan the Verifier cannot run. Nothing has run
+// when it is returned.
+type PlanError struct {
+	Level phases.Level
+	Check string // empty when the problem is the level itself
+	Err   error
+}
+
+func (e *PlanError) Error() string {
+	where := string(e.Level)
+	if e.Check != "" {
+		where += " check " + fmt.Sprintf("%q", e.Check)
+	}
+	return fmt.Sprintf("gates: invalid gate plan: %s: %v", where, e.Err)
+}
+
+// Unwrap returns the specific problem, such as ErrNoCIChecker.
+func (e *PlanError) Unwrap() error { return e.Err }
+
+// Is makes every *PlanError match ErrInvalidPlan.
+func (e *PlanError) Is(target error) bool { return target == ErrInvalidPlan }
+
+// Verify runs plan against the workspace of snapshot. See the package
+// documentation for the semantics.
+func (v *Verifier) Verify(ctx context.Context, snapshot phases.Snapshot, plan phases.GatePlan, opts phases.VerifyOptions) (phases.VerificationReport, error) {
+	if err := ctx.Err(); err != nil {
+		return phases.VerificationReport{}, fmt.Errorf("gates: %w", err)
+	}
+	if opts.Skip {
+		return phases.VerificationReport{Passed: true, Skipped: true}, nil
+	}
+	levels, err := v.validate(plan)
+	if err != nil {
+		return phases.VerificationReport{}, err
+	}
+	if snapshot.WorkspacePath == "" && len(levels) > 0 {
+		return phases.VerificationReport{}, ErrNoWorkspace
+	}
+	start := v.clock.Now()
+	report := phases.VerificationReport{Passed: true, Levels: make([]phases.LevelResult, 0, len(levels))}
+	for _, gl := range levels {
+		if !report.Passed && !plan.RunAll {
+			report.Levels = append(report.Levels, phases.LevelResult{Level: gl.Level, Skipped: true})
+			continue
+		}
+		lr, err := v.runLevel(ctx, snapshot, gl)
+		if err != nil {
+			report.Passed = false
+			report.Duration = v.clock.Since(start)
+			return report, err
+		}
+		report.Levels = append(report.Levels, lr)
+		report.Passed = report.Passed && lr.Passed
+	}
+	report.Duration = v.clock.Since(start)
+	v.log.LogAttrs(ctx, slog.LevelDebug, "verification done", slog.String("run_id", string(opts.RunID)),
+		slog.Int("iteration", opts.Iteration), slog.Bool("passed", report.Passed), slog.Duration("duration", report.Duration))
+	return report, nil
+}
+
+// validate checks the whole plan before anything runs and returns its
+// levels in execution order.
+func (v *Verifier) validate(plan phases.GatePlan) ([]phases.GateLevel, error) {
+	order := phases.Levels()
+	seen := map[phases.Level]bool{}
+	for _, gl := range plan.Levels {
+		if !slices.Contains(order, gl.Level) {
+			return nil, &PlanError{Level: gl.Level, Err: fmt.Errorf("unknown level (want one of %v)", order)}
+		}
+		if seen[gl.Level] {
+			return nil, &PlanError{Level: gl.Level, Err: errors.New("level appears twice")}
+		}
+		seen[gl.Level] = true
+		if gl.Level == phases.L3CI && len(gl.Checks) == 0 && v.ci == nil {
+			return nil, &PlanError{Level: gl.Level, Err: ErrNoCIChecker}
+		}
+		names := map[string]bool{}
+		for _, c := range gl.Checks {
+			switch {
+			case c.Name == "":
+				return nil, &PlanError{Level: gl.Level, Err: errors.New("a check has no name")}
+			case names[c.Name]:
+				return nil, &PlanError{Level: gl.Level, Check: c.Name, Err: errors.New("check name appears twice")}
+			case len(c.Argv) == 0 || c.Argv[0] == "":
+				return nil, &PlanError{Level: gl.Level, Check: c.Name, Err: errors.New("empty argv")}
+			case c.Timeout < 0:
+				return nil, &PlanError{Level: gl.Level, Check: c.Name, Err: errors.New("negative timeout")}
+			}
+			names[c.Name] = true
+		}
+	}
+	levels := slices.Clone(plan.Levels)
+	slices.SortFunc(levels, func(a, b phases.GateLevel) int {
+		return slices.Index(order, a.Level) - slices.Index(order, b.Level)
+	})
+	return levels, nil
+}
+
+func (v *Verifier) runLevel(ctx context.Context, snapshot phases.Snapshot, gl phases.GateLevel) (phases.LevelResult, error) {
+	start := v.clock.Now()
+	lr := phases.LevelResult{Level: gl.Level, Checks: make([]phases.CheckResult, len(gl.Checks))}
+	errs := make([]error, len(gl.Checks))
+	if v.parallelism == 1 {
+		for i, c := range gl.Checks {
+			if lr.Checks[i], errs[i] = v.runCheck(ctx, snapshot.WorkspacePath, gl.Level, c); errs[i] != nil {
+				break
+			}
+		}
+	} else {
+		sem := make(chan struct{}, v.parallelism)
+		var wg sync.WaitGroup
+		for i, c := range gl.Checks {
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				lr.Checks[i], errs[i] = v.runCheck(ctx, snapshot.WorkspacePath, gl.Level, c)
+			})
+		}
+		wg.Wait()
+	}
+	if err := errors.Join(errs...); err != nil {
+		lr.Duration = v.clock.Since(start)
+		return lr, err
+	}
+	if gl.Level == phases.L3CI && v.ci != nil {
+		ci, err := v.ci.Check(ctx, snapshot)
+		if err != nil {
+			lr.Duration = v.clock.Since(start)
+			return lr, fmt.Errorf("gates: CI check: %w", err)
+		}
+		lr.Checks = append(lr.Checks, ciChecks(ci)...)
+	}
+	lr.Passed = true
+	for _, c := range lr.Checks {
+		lr.Passed = lr.Passed && c.Passed
+	}
+	lr.Duration = v.clock.Since(start)
+	return lr, nil
+}
+
+// ciChecks normalises a CIChecker's answer into L3 checks, making sure a
+// failing verdict has at least one failing check for feedback to show.
+func ciChecks(ci phases.LevelResult) []phases.CheckResult {
+	checks := slices.Clone(ci.Checks)
+	anyFailed := false
+	for i := range checks {
+		checks[i].Level = phases.L3CI
+		anyFailed = anyFailed || !checks[i].Passed
+	}
+	if !ci.Passed && !anyFailed {
+		checks = append(checks, phases.CheckResult{
+			Name: "ci", Level: phases.L3CI, ExitCode: -1, Duration: ci.Duration,
+			Output: "CI reported a failure without details of failing checks.",
+		})
+	}
+	return checks
+}
