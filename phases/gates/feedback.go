@@ -59,8 +59,13 @@ func NewFeedbackGenerator(cfg FeedbackConfig) *FeedbackGenerator {
 // passed (or was skipped): there is nothing to fix.
 var ErrReportPassed = errors.New("gates: no feedback for a verification that passed")
 
-// maxCommandBytes bounds how much of a check's command line is quoted.
-const maxCommandBytes = 300
+const (
+	// maxCommandBytes bounds how much of a check's command line is quoted.
+	maxCommandBytes = 300
+	// minExcerptBytes is the least output shown for a failing check; checks
+	// that do not fit with that much are counted, not shown.
+	minExcerptBytes = 400
+)
 
 // Generate writes feedback for report. Its output is deterministic and at
 // most the configured number of bytes: the text around the failures is kept
@@ -82,15 +87,23 @@ func (g *FeedbackGenerator) Generate(ctx context.Context, snapshot phases.Snapsh
 
 	// Each shown check costs its description; the outputs share the rest.
 	blocks := make([]checkBlock, 0, len(failed))
+	reserve := budget
 	for i, c := range failed {
 		b := newCheckBlock(c, plan)
 		more := ""
 		if i < len(failed)-1 {
 			more = moreChecks(len(failed) - i - 1)
 		}
-		if b.fixedLen()+len(more) > budget {
+		// A check is shown only with room for a useful excerpt of its
+		// output, except the first, which gets whatever room there is.
+		excerpt := min(len(b.output), minExcerptBytes)
+		if i == 0 {
+			excerpt = 0
+		}
+		if b.fixedLen()+excerpt+len(more) > reserve {
 			break
 		}
+		reserve -= b.fixedLen() + excerpt
 		budget -= b.fixedLen()
 		blocks = append(blocks, b)
 	}
@@ -252,6 +265,10 @@ func (b checkBlock) write(sb *strings.Builder) {
 	sb.WriteString(b.command)
 	if b.output == "" {
 		sb.WriteString(noOutput)
+		return
+	}
+	if b.excerpt == "" { // cannot happen with minExcerptBytes reserved, but never print an empty block
+		sb.WriteString("Output: (omitted for lack of space)\n")
 		return
 	}
 	sb.WriteString(outputOpen)

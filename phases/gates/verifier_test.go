@@ -140,6 +140,7 @@ func readLine(t *testing.T, path string) string {
 }
 
 func TestTimeoutKillsTheWholeProcessGroup(t *testing.T) {
+	becomeSubreaper(t)
 	fc := clock.NewFake(time.Unix(0, 0))
 	snap := workspace(t)
 	fifo := mkfifo(t, snap.WorkspacePath)
@@ -177,17 +178,38 @@ func TestTimeoutKillsTheWholeProcessGroup(t *testing.T) {
 	assert.Equal(t, "before\nforeman: timed out after 30s; the check's process group was killed", check.Output)
 	assert.Equal(t, 30*time.Second, check.Duration)
 	assert.Equal(t, "L1:fail L2:skip", levelSummary(report))
-	assert.False(t, processAlive(pid), "grandchild %d still running", pid)
+	assertKilled(t, pid)
 }
 
-// processAlive reports whether pid exists and is not a zombie.
-func processAlive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
+// becomeSubreaper makes orphaned descendants of this test process its
+// children, so that the test can wait for a check's grandchild to die.
+func becomeSubreaper(t *testing.T) {
+	const prSetChildSubreaper = 36
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		t.Skipf("prctl(PR_SET_CHILD_SUBREAPER): %v", errno)
 	}
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+	t.Cleanup(func() { syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 0, 0) })
+}
+
+// assertKilled waits for the orphaned grandchild pid (reparented to this
+// process by becomeSubreaper) and checks that SIGKILL ended it. A live
+// process fails the test after a generous bound instead of hanging it.
+func assertKilled(t *testing.T, pid int) {
+	t.Helper()
+	done := make(chan syscall.WaitStatus, 1)
+	go func() {
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		assert.NoError(t, err)
+		done <- ws
+	}()
+	select {
+	case ws := <-done:
+		assert.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "grandchild ended with %v", ws)
+	case <-time.After(30 * time.Second):
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("grandchild %d still running", pid)
+	}
 }
 
 func TestDefaultTimeoutApplies(t *testing.T) {
@@ -250,6 +272,7 @@ func TestMissingBinaryIsAFailedCheck(t *testing.T) {
 
 func TestCancellationIsAnError(t *testing.T) {
 	t.Run("while a check runs", func(t *testing.T) {
+		becomeSubreaper(t)
 		snap := workspace(t)
 		fifo := mkfifo(t, snap.WorkspacePath)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -273,7 +296,7 @@ func TestCancellationIsAnError(t *testing.T) {
 		require.ErrorIs(t, r.err, context.Canceled)
 		assert.False(t, r.report.Passed)
 		assert.Equal(t, "L0:pass", levelSummary(r.report), "the report holds what finished")
-		assert.False(t, processAlive(pid))
+		assertKilled(t, pid)
 	})
 	t.Run("before starting", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
