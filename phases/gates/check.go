@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -160,6 +161,9 @@ func omissionMarker(n int) string {
 	return "\n[... " + strconv.Itoa(n) + " bytes omitted ...]\n"
 }
 
+// lineSnapBytes is how far trimMiddle moves a cut to land on a line break.
+const lineSnapBytes = 120
+
 // trimMiddle shortens s to at most max bytes, marker included, keeping its
 // head and tail.
 func trimMiddle(s string, maxLen int) string {
@@ -171,6 +175,13 @@ func trimMiddle(s string, maxLen int) string {
 		return ""
 	}
 	head, tail := s[:keep/2], s[len(s)-(keep-keep/2):]
+	// Prefer whole lines when a line break is near the cut.
+	if i := strings.LastIndexByte(head, '\n'); i >= 0 && len(head)-i <= lineSnapBytes {
+		head = head[:i+1]
+	}
+	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < lineSnapBytes {
+		tail = tail[i+1:]
+	}
 	out := joinCut(head, tail, len(s)-len(head)-len(tail))
 	for len(out) > maxLen { // the cut moved to rune boundaries can only shrink, but be sure
 		out = out[:maxLen]

@@ -202,3 +202,25 @@ func TestFeedbackFromARealVerification(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, text, "[L1] unit: exit code 2\nCommand: sh -c 'echo '\\''want 4, got 5'\\'' >&2; exit 2'\nOutput:\nwant 4, got 5\n")
 }
+
+func TestTrimMiddle(t *testing.T) {
+	lines := strings.Repeat("0123456789\n", 100)
+	tests := []struct {
+		name string
+		in   string
+		max  int
+		want string
+	}{
+		{"fits", "short", 10, "short"},
+		{"too small for the marker", strings.Repeat("x", 100), 10, ""},
+		{"cuts on line breaks", lines, 80, "0123456789\n0123456789\n\n[... 1056 bytes omitted ...]\n0123456789\n0123456789\n"},
+		{"keeps runes whole", strings.Repeat("é", 100), 60, strings.Repeat("é", 7) + "\n[... 170 bytes omitted ...]\n" + strings.Repeat("é", 8)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := trimMiddle(tt.in, tt.max)
+			assert.Equal(t, tt.want, got)
+			assert.LessOrEqual(t, len(got), tt.max)
+		})
+	}
+}
