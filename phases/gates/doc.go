@@ -21,8 +21,10 @@
 //
 // A failing check is a result, never an error: that includes a check whose
 // binary cannot be started (its output says why). Verify returns an error
-// only for an invalid plan (*PlanError), a CIChecker error, or a context
-// that ended; in the last case the report holds what had finished.
+// only for an invalid plan (*PlanError, before anything runs), a snapshot
+// without a WorkspacePath (ErrNoWorkspace), a CIChecker error, or a context
+// that ended; in the last two cases the report holds the levels that had
+// finished. An empty plan passes.
 //
 // The FeedbackGenerator writes plain text within a byte budget: what failed
 // (level, name, command, exit status, head and tail of the output), which

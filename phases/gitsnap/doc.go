@@ -7,11 +7,14 @@
 // staged, unstaged and untracked files alike; ignored files are not counted),
 // the paths still uncommitted, and a DiffHash that identifies the content of
 // the change, so that a run loop can tell when an agent produces the same
-// diff again. Committing a change does not alter its DiffHash.
+// diff again. The hash covers each changed path's modes and blob ids before
+// and after, so committing a change does not alter its DiffHash, and every
+// empty change has the same one.
 //
 // Capture never touches the user's index or working tree: untracked files
 // are counted by staging everything into a temporary copy of the index
-// (GIT_INDEX_FILE) that is deleted afterwards. That staging does write blob
+// (GIT_INDEX_FILE), written beside the real index in the git directory and
+// deleted afterwards. That staging does write blob
 // objects into the repository's object store, where unreferenced ones are
 // garbage-collected by git as usual.
 //
