@@ -1,0 +1,123 @@
+// Package demo builds the throwaway repositories and scripted agents that
+// the examples and integration tests run Foreman on: a tiny Go module in a
+// real git repository, and shell-script agents that really edit files and
+// commit.
+package demo
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/agentforeman/foreman/internal/gitexec"
+)
+
+// Identity is the git identity demo repositories and agents commit with.
+func Identity() gitexec.Identity {
+	return gitexec.Identity{Name: "Foreman Demo", Email: "demo@foreman.invalid"}
+}
+
+// GitEnv is the environment a scripted agent needs to commit on a machine
+// with no global git identity.
+func GitEnv() []string {
+	id := Identity()
+	return []string{
+		"GIT_AUTHOR_NAME=" + id.Name, "GIT_AUTHOR_EMAIL=" + id.Email,
+		"GIT_COMMITTER_NAME=" + id.Name, "GIT_COMMITTER_EMAIL=" + id.Email,
+	}
+}
+
+const goMod = "module example.com/calc\n\ngo 1.21\n"
+
+const calcGo = `// Package calc is the demo module Foreman's scripted agents work on.
+package calc
+
+// Sub returns a minus b.
+func Sub(a, b int) int { return a - b }
+`
+
+const calcTestGo = `package calc
+
+import "testing"
+
+func TestSub(t *testing.T) {
+	if got := Sub(5, 3); got != 2 {
+		t.Fatalf("Sub(5, 3) = %d, want 2", got)
+	}
+}
+`
+
+// NewGoModuleRepo creates a git repository in dir (which must be empty or
+// missing) holding a tiny Go module with one passing test, committed on
+// branch main.
+func NewGoModuleRepo(ctx context.Context, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	files := map[string]string{"go.mod": goMod, "calc.go": calcGo, "calc_test.go": calcTestGo}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	git := gitexec.Runner{Author: Identity()}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "-A"},
+		{"commit", "-q", "-m", "calc: initial module"},
+	} {
+		if _, err := git.Run(ctx, dir, args...); err != nil {
+			return fmt.Errorf("demo repo: %w", err)
+		}
+	}
+	return nil
+}
+
+// AddAgentScript is a scripted agent for the task "add an Add function with
+// a test". Its first attempt is wrong (Add subtracts); when its prompt
+// carries feedback naming the failing TestAdd, it fixes the bug. Each
+// attempt is committed. The prompt arrives as $1.
+const AddAgentScript = `#!/bin/sh
+set -eu
+prompt="$1"
+echo "agent: iteration ${FOREMAN_ITERATION:-?} in $(pwd)"
+if printf '%s' "$prompt" | grep -q 'TestAdd'; then
+  echo "agent: feedback names TestAdd; fixing the operator"
+  sed -i 's/return a - b \/\/ add/return a + b \/\/ add/' add.go
+  git commit -qam "calc: fix Add after feedback"
+else
+  echo "agent: writing Add and its test"
+  cat > add.go <<'GO'
+package calc
+
+// Add returns the sum of a and b.
+func Add(a, b int) int {
+	return a - b // add
+}
+GO
+  cat > add_test.go <<'GO'
+package calc
+
+import "testing"
+
+func TestAdd(t *testing.T) {
+	if got := Add(2, 3); got != 5 {
+		t.Fatalf("Add(2, 3) = %d, want 5", got)
+	}
+}
+GO
+  git add add.go add_test.go
+  git commit -qm "calc: add Add"
+fi
+echo "agent: done"
+`
+
+// WriteScript writes an executable script to dir/name and returns its path.
+func WriteScript(dir, name, body string) (string, error) {
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(body), 0o755); err != nil {
+		return "", err
+	}
+	return path, nil
+}

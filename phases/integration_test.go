@@ -1,0 +1,136 @@
+package phases_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/demo"
+	"github.com/agentforeman/foreman/internal/gitexec"
+	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/phases/agentcmd"
+	"github.com/agentforeman/foreman/phases/gates"
+	"github.com/agentforeman/foreman/phases/gitsnap"
+)
+
+// realServices wires the default services: a real agent subprocess, git
+// snapshots, gate commands and feedback from their output.
+func realServices(t *testing.T, argv []string) phases.PhaseServices {
+	t.Helper()
+	return phases.PhaseServices{
+		AgentDriver: agentcmd.New(agentcmd.Config{
+			Argv: argv, Env: demo.GitEnv(), KillGrace: 500 * time.Millisecond,
+		}),
+		Snapshotter:       gitsnap.New(gitsnap.Config{}),
+		Verifier:          gates.NewVerifier(gates.VerifierConfig{}),
+		FeedbackGenerator: gates.NewFeedbackGenerator(gates.FeedbackConfig{}),
+		ResultPersister:   phases.NewFilePersister(filepath.Join(t.TempDir(), "runs")),
+	}
+}
+
+func goGatePlan() phases.GatePlan {
+	return phases.GatePlan{Levels: []phases.GateLevel{
+		{Level: phases.L0Contracts, Checks: []phases.GateCheck{{Name: "vet", Argv: []string{"go", "vet", "./..."}, Timeout: 2 * time.Minute}}},
+		{Level: phases.L1Tests, Checks: []phases.GateCheck{{Name: "test", Argv: []string{"go", "test", "./..."}, Timeout: 2 * time.Minute}}},
+	}}
+}
+
+// A scripted agent writes a buggy Add, the real gates fail, the feedback
+// names the failing test, the agent reads it and fixes the bug: SUCCEEDED in
+// two iterations with two commits on the workspace.
+func TestIntegration_ScriptedAgentPassesAfterFeedback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go vet and go test in a real repository")
+	}
+	ctx := context.Background()
+	ws := filepath.Join(t.TempDir(), "repo")
+	require.NoError(t, demo.NewGoModuleRepo(ctx, ws))
+	script, err := demo.WriteScript(t.TempDir(), "agent.sh", demo.AddAgentScript)
+	require.NoError(t, err)
+
+	var lines []string
+	loop := phases.NewRunLoop(phases.Config{Services: realServices(t, []string{script, "{prompt}"})})
+	res, err := loop.Run(ctx, phases.RunRequest{
+		ItemID: "calc-add", RunID: "run-1", WorkspacePath: ws,
+		Task:   phases.TaskSpec{Prompt: "Add an Add function with a test.", GatePlan: goGatePlan()},
+		Stream: func(e phases.StreamEvent) { lines = append(lines, e.Line) },
+	})
+	require.NoError(t, err)
+
+	assert.Equal(t, phases.StateSucceeded, res.State, res.Message)
+	assert.Equal(t, phases.EventVerifyPassed, res.FinalEvent)
+	require.Len(t, res.Iterations, 2)
+	first := res.Iterations[0].Result
+	assert.Equal(t, phases.EventVerifyFailedRetryable, first.StateTransition)
+	assert.Contains(t, first.NextFeedback, "TestAdd", "feedback must name the failing test")
+	assert.Contains(t, first.NextFeedback, "Add(2, 3) = -1, want 5")
+	assert.Equal(t, phases.EventVerifyPassed, res.Iterations[1].Result.StateTransition)
+	assert.Contains(t, lines, "agent: feedback names TestAdd; fixing the operator")
+
+	git := gitexec.Runner{}
+	count, err := git.Run(ctx, ws, "rev-list", "--count", res.BeforeState.BaseCommit+"..HEAD")
+	require.NoError(t, err)
+	assert.Equal(t, "2", strings.TrimSpace(count))
+	status, err := git.Run(ctx, ws, "status", "--porcelain")
+	require.NoError(t, err)
+	assert.Empty(t, status)
+}
+
+// An agent that hangs, having spawned a child, is stopped when the run's wall
+// clock runs out: the run ends FAILED (wall_clock) and no process of the
+// agent's group is left, the child included.
+func TestIntegration_HangingAgentAndChildKilledAtTimeout(t *testing.T) {
+	ctx := context.Background()
+	ws := filepath.Join(t.TempDir(), "repo")
+	require.NoError(t, demo.NewGoModuleRepo(ctx, ws))
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	script, err := demo.WriteScript(t.TempDir(), "hang.sh",
+		"#!/bin/sh\nsleep 1000 &\necho $! > "+pidFile+"\necho $$ >> "+pidFile+"\nwait\n")
+	require.NoError(t, err)
+
+	loop := phases.NewRunLoop(phases.Config{
+		Services: realServices(t, []string{script}),
+		Limits:   phases.Limits{MaxWallClock: 2 * time.Second},
+	})
+	res, err := loop.Run(ctx, phases.RunRequest{
+		ItemID: "hang", RunID: "run-hang", WorkspacePath: ws,
+		Task: phases.TaskSpec{Prompt: "never finishes", GatePlan: goGatePlan()},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, phases.StateFailed, res.State)
+	assert.Equal(t, phases.Reason("wall_clock"), res.Reason)
+
+	data, err := os.ReadFile(pidFile)
+	require.NoError(t, err, "the agent must have started its child")
+	for _, field := range strings.Fields(string(data)) {
+		pid, err := strconv.Atoi(field)
+		require.NoError(t, err)
+		assertGone(t, pid)
+	}
+}
+
+// assertGone checks that pid no longer runs. A killed child of the agent is
+// re-parented to init, which reaps it; until then it is a zombie (state Z in
+// /proc/<pid>/stat), which counts as gone.
+func assertGone(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
+		return
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return // exited between the two checks
+	}
+	// The state follows the parenthesised command name.
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	require.NotEmpty(t, fields)
+	assert.Equal(t, "Z", fields[0], "process %d still running", pid)
+}
