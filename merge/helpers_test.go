@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/gitexec"
@@ -83,3 +84,5 @@ func porcelain(t testing.TB, dir string) string {
 func revParse(t testing.TB, dir, rev string) string {
 	return git(t, dir, "rev-parse", rev)
 }
+
+func newFakeClockAt(t time.Time) *foreman.FakeClock { return foreman.NewFakeClock(t) }

@@ -106,24 +106,24 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
-	lines, err := m.git.Lines(ctx, repo, "rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel")
+	// No `git worktree list` here: it reads every worktree's registration and
+	// fails while another process is in the middle of `worktree add`.
+	lines, err := m.git.Lines(ctx, repo, "rev-parse", "--path-format=absolute",
+		"--git-common-dir", "--git-dir", "--show-toplevel")
 	if err != nil {
 		return nil, fmt.Errorf("merge: %s is not a git work tree: %w", repo, err)
 	}
-	if len(lines) != 2 {
+	if len(lines) != 3 {
 		return nil, fmt.Errorf("merge: unexpected rev-parse output %q", lines)
 	}
-	m.commonDir, m.topDir = lines[0], lines[1]
-	// The main worktree is the first entry of "worktree list"; asked once.
-	wl, err := m.git.Lines(ctx, m.topDir, "worktree", "list", "--porcelain")
-	if err != nil {
-		return nil, err
-	}
-	if p, ok := strings.CutPrefix(wl[0], "worktree "); ok && !contains(wl, "bare") {
-		m.mainDir = p
-	}
-	if m.mainDir == "" {
-		return nil, fmt.Errorf("merge: %s is a bare repository; a main worktree is required", repo)
+	m.commonDir, m.topDir = lines[0], lines[2]
+	switch {
+	case lines[0] == lines[1]:
+		m.mainDir = m.topDir // Repo is the main worktree
+	case filepath.Base(m.commonDir) == ".git":
+		m.mainDir = filepath.Dir(m.commonDir)
+	default:
+		return nil, fmt.Errorf("merge: cannot find the main worktree of %s (git dir %s)", repo, m.commonDir)
 	}
 	m.root = cfg.Root
 	if m.root == "" {
@@ -139,15 +139,6 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	}
 	m.lock = newRepoLock(filepath.Join(m.commonDir, lockFileName), m.clk)
 	return m, nil
-}
-
-func contains(lines []string, s string) bool {
-	for _, l := range lines {
-		if l == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (m *Manager) validBranch(ctx context.Context, name string) error {

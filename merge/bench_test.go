@@ -1,0 +1,67 @@
+package merge
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentforeman/foreman"
+	"github.com/stretchr/testify/require"
+)
+
+// benchRepo is a repository of 300 files, the size the raw figures in
+// facts.md were measured on.
+func benchRepo(b *testing.B) string {
+	files := map[string]string{}
+	for i := range 300 {
+		files[fmt.Sprintf("pkg%02d/file%03d.go", i%20, i)] = fmt.Sprintf("package pkg\n\n// %d\nvar X%d = %d\n", i, i, i)
+	}
+	return newRepo(b, files)
+}
+
+// BenchmarkItemCycle measures one item's full cycle (create a worktree,
+// commit in it, squash-merge it onto the checked-out main, remove it and its
+// branch) through Manager and through the raw git commands, alternating
+// within one run so both see the same machine. It reports both per-cycle
+// times and their ratio (target: ≤ 1.1).
+func BenchmarkItemCycle(b *testing.B) {
+	ctx := context.Background()
+	repo := benchRepo(b)
+	m := newManager(b, repo, func(c *Config) { c.DeleteBranchOnRemove = true })
+	clk := foreman.RealClock()
+	var ours, raw time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		start := clk.Now()
+		id := foreman.ItemID(fmt.Sprintf("ours-%d", i))
+		wt, err := m.Create(ctx, id)
+		require.NoError(b, err)
+		commitFile(b, wt.Path, fmt.Sprintf("ours/%d.txt", i), "work\n", "work")
+		_, err = m.Merge(ctx, id, Request{Title: "cycle"})
+		require.NoError(b, err)
+		require.NoError(b, m.Remove(ctx, id))
+		ours += clk.Since(start)
+
+		start = clk.Now()
+		rawCycle(b, repo, i)
+		raw += clk.Since(start)
+	}
+	n := time.Duration(b.N)
+	b.ReportMetric(float64(ours/n), "ours-ns/cycle")
+	b.ReportMetric(float64(raw/n), "raw-ns/cycle")
+	b.ReportMetric(float64(ours)/float64(raw), "ratio")
+}
+
+// rawCycle is the same cycle as a shell script of git commands would run it.
+func rawCycle(b *testing.B, repo string, i int) {
+	branch := fmt.Sprintf("raw/%d", i)
+	path := filepath.Join(repo, ".worktrees", fmt.Sprintf("raw-%d", i))
+	git(b, repo, "worktree", "add", "-q", "-b", branch, path, "main")
+	commitFile(b, path, fmt.Sprintf("raw/%d.txt", i), "work\n", "work")
+	git(b, repo, "merge", "--squash", "-q", branch)
+	git(b, repo, "commit", "-q", "-m", fmt.Sprintf("raw-%d: cycle\n\nForeman-Item: raw-%d", i, i))
+	git(b, repo, "worktree", "remove", "--force", path)
+	git(b, repo, "branch", "-q", "-D", branch)
+}

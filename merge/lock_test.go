@@ -1,0 +1,171 @@
+package merge
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentforeman/foreman"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const helperEnv = "FOREMAN_MERGE_LOCK_HELPER"
+
+// TestMain doubles as the helper process of the multi-process lock test.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(helperEnv); spec != "" {
+		os.Exit(lockHelper(spec))
+	}
+	os.Exit(m.Run())
+}
+
+// lockHelper runs "repo|prefix|count" create/remove cycles and prints each failure.
+func lockHelper(spec string) int {
+	parts := strings.Split(spec, "|")
+	count, _ := strconv.Atoi(parts[2])
+	ctx := context.Background()
+	mgr, err := New(ctx, Config{Repo: parts[0], Git: testRunner(), DeleteBranchOnRemove: true})
+	if err != nil {
+		fmt.Println("new:", err)
+		return 1
+	}
+	failures := cycleWorktrees(ctx, mgr, parts[1], count, 2)
+	for _, f := range failures {
+		fmt.Println(f)
+	}
+	if len(failures) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// cycleWorktrees creates and removes count worktrees from workers
+// goroutines, checking each one, and returns the failures.
+func cycleWorktrees(ctx context.Context, mgr *Manager, prefix string, count, workers int) []string {
+	var (
+		mu       sync.Mutex
+		failures []string
+		next     atomic.Int64
+		wg       sync.WaitGroup
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		failures = append(failures, fmt.Sprintf(format, args...))
+	}
+	for range workers {
+		wg.Go(func() {
+			for {
+				n := next.Add(1)
+				if n > int64(count) {
+					return
+				}
+				id := foreman.ItemID(fmt.Sprintf("%s-%04d", prefix, n))
+				wt, err := mgr.Create(ctx, id)
+				if err != nil {
+					fail("create %s: %v", id, err)
+					continue
+				}
+				if _, healthy := inspectWorktree(wt.Path); !healthy || wt.Base == "" {
+					fail("create %s: unhealthy worktree (base %q)", id, wt.Base)
+				}
+				if err := mgr.Remove(ctx, id); err != nil {
+					fail("remove %s: %v", id, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return failures
+}
+
+func TestThousandParallelCreatesAcrossManagersFailZeroTimes(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, nil)
+	// Two Managers on one repository: they share nothing but the file lock.
+	// Branches are kept (one git process per cycle instead of two keeps the
+	// test fast); the multi-process test below deletes them.
+	m1 := newManager(t, repo, nil)
+	m2 := newManager(t, repo, nil)
+	var failures []string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, m := range []*Manager{m1, m2} {
+		wg.Go(func() {
+			f := cycleWorktrees(ctx, m, fmt.Sprintf("m%d", i), 500, 6)
+			mu.Lock()
+			failures = append(failures, f...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	assert.Empty(t, failures, "0 failures in 1,000 creates")
+	t.Logf("1000 create+remove cycles, %d failures", len(failures))
+	assertNoWorktreesLeft(t, m1, repo, false)
+	assert.Len(t, strings.Fields(git(t, repo, "branch", "--list", "foreman/*")), 1000)
+}
+
+func TestParallelCreatesAcrossProcessesFailZeroTimes(t *testing.T) {
+	repo := newRepo(t, nil)
+	const procs, each = 3, 25
+	var wg sync.WaitGroup
+	outs := make([]string, procs)
+	errs := make([]error, procs)
+	for p := range procs {
+		wg.Go(func() {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|p%d|%d", helperEnv, repo, p, each))
+			out, err := cmd.CombinedOutput()
+			outs[p], errs[p] = string(out), err
+		})
+	}
+	// This process takes part too.
+	m := newManager(t, repo, func(c *Config) { c.DeleteBranchOnRemove = true })
+	local := cycleWorktrees(context.Background(), m, "local", each, 2)
+	wg.Wait()
+	for p := range procs {
+		assert.NoError(t, errs[p], "process %d: %s", p, outs[p])
+	}
+	assert.Empty(t, local)
+	assertNoWorktreesLeft(t, m, repo, true)
+}
+
+func assertNoWorktreesLeft(t *testing.T, m *Manager, repo string, noBranches bool) {
+	t.Helper()
+	list, err := m.List(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, list)
+	assert.Equal(t, 1, strings.Count(git(t, repo, "worktree", "list", "--porcelain"), "worktree "))
+	if noBranches {
+		assert.Empty(t, git(t, repo, "branch", "--list", "foreman/*"))
+	}
+	assert.Empty(t, porcelain(t, repo))
+}
+
+func TestLockHonoursCancellation(t *testing.T) {
+	repo := newRepo(t, nil)
+	holder := newManager(t, repo, nil)
+	waiter := newManager(t, repo, nil)
+	unlock, err := holder.lock.lock(context.Background())
+	require.NoError(t, err)
+	defer unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = waiter.Create(ctx, "blocked")
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "another Manager's hold excludes this one")
+
+	// And in one Manager, a queued goroutine leaves when its context ends.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	_, err = holder.Merge(ctx2, "blocked", Request{})
+	assert.ErrorIs(t, err, context.Canceled)
+}
