@@ -450,6 +450,8 @@ func (m *Monitor) onProbeTimeout(w *watch, id uint64) {
 		return
 	}
 	w.timer = nil
+	w.out = &Outcome{} // nobody to return it to: OnTransition reports it
+	defer func() { w.out = nil }()
 	if err := m.apply(m.ctx, w, EventProbeTimeout); err != nil {
 		m.log.Error("health: probe timeout handling failed", "item", w.sub.Item, "err", err)
 	}

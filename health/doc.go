@@ -1,0 +1,46 @@
+// Package health decides whether a worker is alive, making progress, stuck
+// or crashed, and what to do about it. It has four independent parts.
+//
+// Deadlines tracks, per subject (an assignment), three independent
+// deadlines: liveness (heartbeat TTL, default 45 s), progress (meaningful
+// events only, default 15 min) and attempt (maximum duration, none by
+// default). Heartbeat moves only liveness; Progress moves progress and
+// liveness (invariant 4: liveness is not progress). Each expiry is reported
+// once, as a typed Expiry (subject, kind, deadline, how late) through the
+// OnExpiry hook. All deadlines share one clock timer armed for the earliest
+// one in a min-heap; a heartbeat updates its deadline in place and costs
+// O(1), heap work is at most once per timeout period, and nothing scans all
+// subjects. The clock is injectable (foreman.NewFakeClock in tests) and
+// optional jitter comes from an injectable source.
+//
+// The crash-detection protocol of the seed is a pure state machine, Step,
+// driven by a transition table: a worker idle without a completion becomes
+// Suspicious and is probed; a parseable status reply (ParseStatusReply)
+// clears it; idle again, or the probe timeout, confirms a crash. Within the
+// crash budget (default 1) the item is checked to be still open and then
+// resumed, in the agent's own session when the checkpoint names one and
+// otherwise in a fresh worker given the CHECKPOINT RESUME block
+// (RenderResume); beyond it, or when the check or the resume fails, the item
+// is Paused with an actionable Escalation. An item found closed is not
+// resumed. Monitor is the runtime: it carries out Step's effects through
+// small interfaces the host implements (Prober, ItemChecker, Escalator,
+// Resumer, CheckpointLoader, and optionally DoneMarkers and Completer),
+// reports every transition through OnTransition, and keeps an effect that
+// could not be carried out pending until the next call or Retry.
+// Lost completions (a done marker on an assignment that is still watched)
+// are completed from the checkpoint, or probed for when no checkpoint
+// confirms them or synthesis is disabled. Monitor does not watch the clock
+// for silence itself: a host typically feeds a liveness Expiry from
+// Deadlines to Monitor.Idle.
+//
+// CheckpointStore keeps one versioned JSON checkpoint per item, written
+// atomically in an absolute directory that must lie outside the item's
+// worktree (WorktreePathError otherwise). A corrupt or newer-version file is
+// a *CheckpointError on Load, is never modified, and Save refuses to replace
+// it unless SaveOptions.ReplaceInvalid says so (invariant 8).
+//
+// StuckQG hashes each quality-gate output and reports a subject stuck after
+// 3 identical outputs in a row (configurable), remembering the last 10.
+//
+// Package healthmock holds gomock mocks of the service interfaces.
+package health
