@@ -61,7 +61,7 @@ func commitFile(t testing.TB, dir, name, content, msg string) string {
 
 func newManager(t testing.TB, repo string, mod func(*Config)) *Manager {
 	t.Helper()
-	cfg := Config{Repo: repo, Git: testRunner()}
+	cfg := Config{Repo: repo, Author: Identity(testIdentity)}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -32,7 +32,7 @@ func lockHelper(spec string) int {
 	parts := strings.Split(spec, "|")
 	count, _ := strconv.Atoi(parts[2])
 	ctx := context.Background()
-	mgr, err := New(ctx, Config{Repo: parts[0], Git: testRunner(), DeleteBranchOnRemove: true})
+	mgr, err := New(ctx, Config{Repo: parts[0], Author: Identity(testIdentity), DeleteBranchOnRemove: true})
 	if err != nil {
 		fmt.Println("new:", err)
 		return 1

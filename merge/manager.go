@@ -43,13 +43,24 @@ type Config struct {
 	// ref's .lock) found in Foreman's way is taken for a crash leftover and
 	// removed. Younger ones are reported as *LockedError. Default 2 minutes.
 	StaleLockAge time.Duration
-	// Git runs git; its Author and Committer sign the squash commits.
-	// Default: a zero gitexec.Runner (identity gitexec.DefaultIdentity).
-	Git *gitexec.Runner
+	// Git is the git binary. Default: "git" from PATH.
+	Git string
+	// Author and Committer sign the commits Foreman makes (squash commits,
+	// CommitPending). Default author: "Foreman <foreman@localhost>";
+	// default committer: the author.
+	Author, Committer Identity
+	// GitEnv is extra environment for every git command (e.g. GIT_CONFIG_*).
+	GitEnv []string
 	// Clock measures lock ages and paces the file-lock polling. Default: the wall clock.
 	Clock foreman.Clock
 	// Logger receives one line per repair and per merge. Default: discard.
 	Logger *slog.Logger
+}
+
+// Identity is a git author or committer.
+type Identity struct {
+	Name  string
+	Email string
 }
 
 const (
@@ -80,9 +91,12 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.Repo == "" {
 		return nil, errors.New("merge: Config.Repo is required")
 	}
-	m := &Manager{cfg: cfg, git: cfg.Git, clk: clock.OrReal(cfg.Clock), log: cfg.Logger}
-	if m.git == nil {
-		m.git = &gitexec.Runner{}
+	m := &Manager{cfg: cfg, clk: clock.OrReal(cfg.Clock), log: cfg.Logger}
+	m.git = &gitexec.Runner{
+		Git:       cfg.Git,
+		Author:    gitexec.Identity(cfg.Author),
+		Committer: gitexec.Identity(cfg.Committer),
+		Env:       append([]string(nil), cfg.GitEnv...),
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.NewTextHandler(io.Discard, nil))

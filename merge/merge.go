@@ -1,16 +1,13 @@
 package merge
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
+	"sync"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/gitexec"
@@ -123,26 +120,20 @@ func (m *Manager) mergeLocked(ctx context.Context, id foreman.ItemID, path strin
 		}
 		admin = ""
 	}
-	var head string
+	branch := m.cfg.BranchPrefix + "/" + string(id)
+	head, err := m.resolveRef(ctx, branchRef)
+	if err != nil {
+		return res, err
+	}
+	if head == "" {
+		return res, fmt.Errorf("%w: %s", ErrNoBranch, branch)
+	}
 	if healthy {
 		if err := m.recoverItemWorktree(ctx, path, admin); err != nil {
 			return res, err
 		}
-		var err error
-		if head, err = m.cleanHead(ctx, id, path, branchRef, req); err != nil {
-			return res, err
-		}
 	}
-	if head == "" {
-		var err error
-		if head, err = m.resolveRef(ctx, branchRef); err != nil {
-			return res, err
-		}
-		if head == "" {
-			return res, fmt.Errorf("%w: %s", ErrNoBranch, branchRef)
-		}
-	}
-	base, err := m.baseOf(ctx, admin, m.cfg.BranchPrefix+"/"+string(id))
+	base, err := m.baseOf(ctx, admin, branch)
 	if err != nil {
 		return res, err
 	}
@@ -154,29 +145,66 @@ func (m *Manager) mergeLocked(ctx context.Context, id foreman.ItemID, path strin
 		return res, fmt.Errorf("merge: target branch %s does not exist", m.cfg.TargetBranch)
 	}
 
+	// A merge first asks three independent questions: is the worktree
+	// clean, did the item land before, does it squash cleanly. Git answers
+	// them at once; the answers are then acted on in that order, and the
+	// squash is recomputed if the head moved meanwhile (pending changes
+	// committed, sync).
+	var (
+		wg                  sync.WaitGroup
+		status, prior, tree string
+		statusErr, priorErr error
+		treeErr             error
+		speculativeHead     = head
+	)
+	if healthy {
+		wg.Go(func() {
+			status, statusErr = m.git.Run(ctx, path, "status", "--porcelain=v2", "--branch", "-z")
+		})
+	}
+	wg.Go(func() { prior, priorErr = m.findMerged(ctx, id, base, tip) })
+	if head != base {
+		wg.Go(func() { tree, treeErr = m.squashTree(ctx, id, tip, speculativeHead) })
+	}
+	wg.Wait()
+
+	onBranch := false
+	if healthy {
+		if statusErr != nil {
+			return res, statusErr
+		}
+		var h string
+		if h, onBranch, err = m.cleanHead(ctx, id, path, branchRef, status, req); err != nil {
+			return res, err
+		}
+		if onBranch {
+			head = h
+		}
+	}
 	// Idempotency: the item's trailer on the target means it landed before
 	// (a retry after a crash, a duplicate request). Only commits after the
 	// item's base can carry it.
-	if prior, err := m.findMerged(ctx, id, base, tip); err != nil || prior != "" {
-		if err != nil {
-			return res, err
-		}
+	if priorErr != nil {
+		return res, priorErr
+	}
+	if prior != "" {
 		res.Status, res.Commit = AlreadyMerged, prior
 		return m.pushIfAsked(ctx, res, req)
 	}
 	if head == base {
 		return res, ErrNothingToMerge
 	}
-	if req.Sync && healthy {
+	if req.Sync && onBranch {
 		if head, err = m.sync(ctx, id, path, tip); err != nil {
 			return res, err
 		}
 		res.Synced = true
 	}
-
-	tree, err := m.squashTree(ctx, id, tip, head)
-	if err != nil {
-		return res, err
+	if head != speculativeHead || (tree == "" && treeErr == nil) {
+		tree, treeErr = m.squashTree(ctx, id, tip, head)
+	}
+	if treeErr != nil {
+		return res, treeErr
 	}
 	tipCommit, err := m.readCommit(ctx, tip)
 	if err != nil {
@@ -226,38 +254,36 @@ func commitMessage(id foreman.ItemID, req Request) string {
 	return b.String()
 }
 
-// cleanHead checks the worktree for uncommitted changes (committing them when
-// asked) and returns the item branch's head as the worktree sees it, or ""
-// when the worktree is not on the item's branch.
-func (m *Manager) cleanHead(ctx context.Context, id foreman.ItemID, path, branchRef string, req Request) (string, error) {
-	out, err := m.git.Run(ctx, path, "status", "--porcelain=v2", "--branch", "-z")
-	if err != nil {
-		return "", err
-	}
-	head, onBranch, files := parseStatus(out, branchRef)
+// cleanHead reads the worktree's status for uncommitted changes (committing them when
+// asked) and returns the item branch's head and whether the worktree has the
+// item's branch checked out (head is "" when it has not).
+func (m *Manager) cleanHead(ctx context.Context, id foreman.ItemID, path, branchRef, status string, req Request) (string, bool, error) {
+	head, onBranch, files := parseStatus(status, branchRef)
 	if len(files) > 0 {
-		if !req.CommitPending {
-			return "", &DirtyError{Path: path, Files: files}
+		// Committing is only safe on the item's own branch.
+		if !req.CommitPending || !onBranch {
+			return "", false, &DirtyError{Path: path, Files: files}
 		}
 		msg := req.CommitMessage
 		if strings.TrimSpace(msg) == "" {
 			msg = string(id) + ": uncommitted work"
 		}
 		if _, err := m.git.Run(ctx, path, "add", "-A"); err != nil {
-			return "", err
+			return "", false, err
 		}
 		if _, err := m.git.Run(ctx, path, "commit", "-q", "--no-verify", "-m", msg); err != nil {
-			return "", err
+			return "", false, err
 		}
-		if out, err = m.git.Run(ctx, path, "rev-parse", "HEAD"); err != nil {
-			return "", err
+		out, err := m.git.Run(ctx, path, "rev-parse", "HEAD")
+		if err != nil {
+			return "", false, err
 		}
 		head = strings.TrimSpace(out)
 	}
 	if !onBranch {
-		return "", nil
+		return "", false, nil
 	}
-	return head, nil
+	return head, true, nil
 }
 
 // parseStatus reads `git status --porcelain=v2 --branch -z`.
@@ -449,76 +475,4 @@ func (m *Manager) verify(ctx context.Context, id foreman.ItemID, tip, commit str
 		return &VerifyError{Target: m.cfg.TargetBranch, Want: string(id), Got: got, Reason: "tip lacks the item's trailer"}
 	}
 	return nil
-}
-
-func (m *Manager) clearLeftoverCheck(id foreman.ItemID) error {
-	path := filepath.Join(m.root, checkPrefix+string(id))
-	admin, _ := inspectWorktree(path)
-	return m.clearStale(path, admin)
-}
-
-// runCheck runs argv in a temporary detached checkout of commit.
-func (m *Manager) runCheck(ctx context.Context, id foreman.ItemID, commit string, argv []string) error {
-	dir := filepath.Join(m.root, checkPrefix+string(id))
-	if _, err := m.git.Run(ctx, m.topDir, "worktree", "add", "-q", "--detach", dir, commit); err != nil {
-		return err
-	}
-	defer func() {
-		admin, _ := inspectWorktree(dir)
-		if err := m.clearStale(dir, admin); err != nil {
-			m.log.Error("merge: removing check worktree", "path", dir, "err", err)
-		}
-	}()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.Env = append(os.Environ(), "FOREMAN_ITEM="+string(id), "FOREMAN_COMMIT="+commit)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	if err == nil {
-		return nil
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	code := -1
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	}
-	return &CheckError{Item: id, Command: argv, ExitCode: code, Output: out.String(), Err: err}
-}
-
-// pushIfAsked pushes the target and confirms the remote ref holds res.Commit.
-func (m *Manager) pushIfAsked(ctx context.Context, res Result, req Request) (Result, error) {
-	if !req.Push {
-		return res, nil
-	}
-	perr := &PushError{Remote: m.cfg.Remote, Ref: m.target, Want: res.Commit}
-	if _, err := m.git.Run(ctx, m.topDir, "push", "-q", m.cfg.Remote, m.target+":"+m.target); err != nil {
-		perr.Err = err
-		return res, perr
-	}
-	out, err := m.git.Run(ctx, m.topDir, "ls-remote", m.cfg.Remote, m.target)
-	if err != nil {
-		perr.Err = err
-		return res, perr
-	}
-	if f := strings.Fields(out); len(f) > 0 {
-		perr.Got = f[0]
-	}
-	if perr.Got == "" {
-		return res, perr
-	}
-	if perr.Got != res.Commit {
-		// After an AlreadyMerged retry the remote tip may be a later commit:
-		// it must contain ours.
-		if _, err := m.git.Run(ctx, m.topDir, "merge-base", "--is-ancestor", res.Commit, perr.Got); err != nil {
-			return res, perr
-		}
-	}
-	res.Pushed = true
-	return res, nil
 }

@@ -259,6 +259,9 @@ func TestMergeSyncRebasesOrFallsBackToMerge(t *testing.T) {
 		assert.Contains(t, parents, mainTip)
 		assert.Equal(t, "one\nMAIN\nthree", git(t, repo, "show", "main:shared.txt"))
 		assert.Empty(t, porcelain(t, wt.Path))
+		stat, err := m.DiffStat(ctx, "f")
+		require.NoError(t, err)
+		assert.Equal(t, DiffStat{Files: 1, Insertions: 1}, stat, "measured from where the item last met main")
 	})
 }
 

@@ -3,8 +3,6 @@ package merge
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -22,15 +20,15 @@ func (d DiffStat) String() string {
 	return fmt.Sprintf("%d files changed, +%d/-%d", d.Files, d.Insertions, d.Deletions)
 }
 
-// DiffStat measures the item's branch against its base: the commits it
-// carries, not uncommitted changes. It works before and after the merge, and
-// after the worktree is gone as long as the branch is kept.
+// DiffStat measures the item's branch against the point where it last met
+// the target (its base, or the target's tip when Request.Sync brought it up
+// to date): the commits it carries, not uncommitted changes. It works before
+// and after the merge, and after the worktree is gone while the branch is kept.
 func (m *Manager) DiffStat(ctx context.Context, id foreman.ItemID) (DiffStat, error) {
-	path, err := m.Path(id)
+	branch, err := m.Branch(id)
 	if err != nil {
 		return DiffStat{}, err
 	}
-	branch := m.cfg.BranchPrefix + "/" + string(id)
 	head, err := m.resolveRef(ctx, "refs/heads/"+branch)
 	if err != nil {
 		return DiffStat{}, err
@@ -38,15 +36,7 @@ func (m *Manager) DiffStat(ctx context.Context, id foreman.ItemID) (DiffStat, er
 	if head == "" {
 		return DiffStat{}, fmt.Errorf("%w: %s", ErrNoBranch, branch)
 	}
-	admin := ""
-	if data, err := os.ReadFile(filepath.Join(path, ".git")); err == nil {
-		admin = strings.TrimPrefix(strings.TrimSpace(string(data)), "gitdir: ")
-	}
-	base, err := m.baseOf(ctx, admin, branch)
-	if err != nil {
-		return DiffStat{}, err
-	}
-	lines, err := m.git.Lines(ctx, m.topDir, "diff", "--numstat", "--no-renames", base, head)
+	lines, err := m.git.Lines(ctx, m.topDir, "diff", "--numstat", "--no-renames", m.target+"..."+head)
 	if err != nil {
 		return DiffStat{}, err
 	}

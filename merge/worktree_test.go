@@ -213,3 +213,17 @@ func TestBadIDsRejectedBeforeGitRuns(t *testing.T) {
 		assert.NotEqual(t, "escape", e.Name())
 	}
 }
+
+func TestNewFromALinkedWorktreeFindsTheMainOne(t *testing.T) {
+	repo := newRepo(t, nil)
+	linked := filepath.Join(t.TempDir(), "linked")
+	git(t, repo, "worktree", "add", "-q", "-b", "side", linked)
+	m := newManager(t, filepath.Join(linked, "."), nil)
+	assert.Equal(t, filepath.Join(repo, ".worktrees"), m.Root())
+	wt := create(t, m, "from-linked")
+	commitFile(t, wt.Path, "l.txt", "l\n", "l")
+	res, err := m.Merge(context.Background(), "from-linked", Request{Title: "L"})
+	require.NoError(t, err)
+	assert.Equal(t, repo, res.CheckedOut)
+	assert.Equal(t, res.Commit, revParse(t, repo, "main"))
+}
