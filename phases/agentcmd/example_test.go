@@ -1,0 +1,54 @@
+package agentcmd_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/phases/agentcmd"
+)
+
+// A tiny shell agent: the prompt arrives as $1 and each output line is
+// streamed as it is printed.
+func Example() {
+	workspace, err := os.MkdirTemp("", "agentcmd-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(workspace)
+
+	driver := agentcmd.New(agentcmd.Config{
+		Argv:    []string{"sh", "-c", `echo "working on: $1"; echo done > result.txt; echo finished`, "agent"},
+		Timeout: time.Minute,
+	})
+	res, err := driver.Execute(context.Background(), phases.AgentRequest{
+		WorkspacePath: workspace,
+		TaskPrompt:    "write result.txt",
+	}, func(ev phases.StreamEvent) {
+		fmt.Printf("%s: %s\n", ev.Kind, ev.Text)
+	})
+	if err != nil {
+		panic(err)
+	}
+	written, _ := os.ReadFile(workspace + "/result.txt")
+	fmt.Printf("success=%v exit=%d wrote %q\n", res.Success, res.ExitCode, written)
+	// Output:
+	// text: working on: write result.txt
+	// text: finished
+	// success=true exit=0 wrote "done\n"
+}
+
+// Claude Code with its stream-json output parsed: the session id comes back
+// in the result, to be passed as AgentRequest.SessionID next time, which
+// adds --resume <id>.
+func ExampleConfig_claudeCode() {
+	driver := agentcmd.New(agentcmd.Config{
+		Format: agentcmd.FormatClaude,
+		// The default command is claude -p --output-format stream-json
+		// --verbose; a real run also needs a permission mode.
+		Argv: []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits"},
+	})
+	_ = driver // driver.Execute(ctx, req, onEvent) runs claude in req.WorkspacePath
+}
