@@ -365,6 +365,7 @@ echo
 		}
 	}
 	require.Len(t, long, 3, "a 5000-byte line comes in pieces of at most 2048")
+	assert.Len(t, long[0], 2048)
 	assert.Equal(t, strings.Repeat("x", 5000), strings.Join(long, ""))
 	assert.Len(t, rec.lines(phases.StreamStderr), 500)
 }

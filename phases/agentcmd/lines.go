@@ -22,20 +22,26 @@ type outputLine struct {
 func readLines(r io.Reader, stderr bool, maxLine int, out chan<- outputLine) {
 	br := bufio.NewReaderSize(r, min(maxLine, 64<<10))
 	var buf []byte
+	split := false // the current line has already been sent in part
 	for {
 		chunk, err := br.ReadSlice('\n')
 		buf = append(buf, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {
-			if len(buf) >= maxLine {
-				out <- outputLine{stderr: stderr, text: string(buf)}
-				buf = buf[:0]
+			for len(buf) >= maxLine {
+				out <- outputLine{stderr: stderr, text: string(buf[:maxLine])}
+				buf = append(buf[:0], buf[maxLine:]...)
+				split = true
 			}
 			continue
 		}
 		if len(buf) > 0 {
 			line := bytes.TrimSuffix(bytes.TrimSuffix(buf, []byte("\n")), []byte("\r"))
-			out <- outputLine{stderr: stderr, text: string(line)}
-			buf = buf[:0]
+			// A split line whose pieces ended exactly at its newline has
+			// nothing left to send.
+			if len(line) > 0 || !split {
+				out <- outputLine{stderr: stderr, text: string(line)}
+			}
+			buf, split = buf[:0], false
 		}
 		if err != nil {
 			out <- outputLine{stderr: stderr, eof: true}
