@@ -57,8 +57,9 @@ const (
 // documented default; the zero Config runs nothing (FormatText has no default
 // command) and Execute reports ErrNoCommand.
 type Config struct {
-	// Argv is the agent command: Argv[0] is looked up in PATH, the rest are
-	// its arguments. Every element may hold placeholders, expanded once per
+	// Argv is the agent command: Argv[0] is looked up in PATH (a relative
+	// path with a slash is taken from the workspace), the rest are its
+	// arguments. Every element may hold placeholders, expanded once per
 	// execution: {prompt} (the composed prompt), {task} (the task prompt),
 	// {feedback}, {session} (the session id, possibly empty), {workspace}
 	// and {iteration}. Empty means the Format's default command.
@@ -89,8 +90,9 @@ type Config struct {
 	// output pipes to close before abandoning them. Zero means
 	// DefaultKillGrace.
 	KillGrace time.Duration
-	// OutputLimit bounds AgentResult.Output (the tail of stdout), in bytes.
-	// Zero means DefaultOutputLimit.
+	// OutputLimit bounds AgentResult.Output, the tail of stdout, in bytes
+	// (plus a one-line marker saying how much was omitted). Zero means
+	// DefaultOutputLimit.
 	OutputLimit int
 	// StderrLimit bounds AgentResult.Stderr, in bytes. Zero means
 	// DefaultStderrLimit.
