@@ -81,10 +81,12 @@ func BuildErrorFromAgentResult(r AgentResult, runID RunID, iteration int) *Build
 	case r.Signal != "":
 		e.Kind, e.Recoverable = BuildAgentCrash, false
 		e.Message = "agent killed by signal " + r.Signal
+	case r.Error != "":
+		e.Message = "agent reported an error: " + r.Error
 	default:
 		e.Message = fmt.Sprintf("agent failed with exit code %d", r.ExitCode)
 	}
-	if last := lastLine(r.Stderr); last != "" {
+	if last := lastLine(r.Stderr); last != "" && r.Error == "" {
 		e.Message += ": " + last
 	}
 	return e

@@ -54,6 +54,9 @@ type AgentResult struct {
 	SessionID string
 	// Result is the agent's final message, when its output format has one.
 	Result string
+	// Error is the failure the agent reported itself (a Claude Code result
+	// with is_error, a Codex turn.failed), even when it exited zero.
+	Error string
 	// Output holds the last part of the agent's output (bounded by the
 	// driver) for diagnostics and error classification.
 	Output   string

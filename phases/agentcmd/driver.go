@@ -309,11 +309,7 @@ func (p *process) result(sum Summary) phases.AgentResult {
 		res.Signal = signalName(ws.Signal())
 	}
 	res.Success = ps.Success() && sum.AgentError == ""
-	if sum.AgentError != "" && res.Result == "" {
-		// AgentResult has no field of its own for the agent's error; the
-		// final message is where a reader looks for why it failed.
-		res.Result = sum.AgentError
-	}
+	res.Error = sum.AgentError
 	return res
 }
 

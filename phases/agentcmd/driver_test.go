@@ -120,7 +120,7 @@ func TestExecuteClaudeCode(t *testing.T) {
 			check: func(t *testing.T, res phases.AgentResult) {
 				assert.False(t, res.Success)
 				assert.Equal(t, 0, res.ExitCode)
-				assert.Equal(t, "error_max_turns: Reached maximum number of turns (1)", res.Result)
+				assert.Equal(t, "error_max_turns: Reached maximum number of turns (1)", res.Error)
 				assert.Equal(t, "5d8e2f90-1a3b-4c5d-8e6f-7a8b9c0d1e2f", res.SessionID)
 			},
 		},
@@ -175,7 +175,7 @@ func TestExecuteCodex(t *testing.T) {
 			check: func(t *testing.T, res phases.AgentResult) {
 				assert.False(t, res.Success)
 				assert.Equal(t, 0, res.ExitCode)
-				assert.Contains(t, res.Result, "stream disconnected")
+				assert.Contains(t, res.Error, "stream disconnected")
 			},
 		},
 		{
