@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/agentforeman/foreman/internal/clock"
 	"github.com/agentforeman/foreman/phases"
@@ -206,26 +207,27 @@ func (v *Verifier) validate(plan phases.GatePlan) ([]phases.GateLevel, error) {
 func (v *Verifier) runLevel(ctx context.Context, snapshot phases.Snapshot, gl phases.GateLevel) (phases.LevelResult, error) {
 	start := v.clock.Now()
 	lr := phases.LevelResult{Level: gl.Level, Checks: make([]phases.CheckResult, len(gl.Checks))}
-	errs := make([]error, len(gl.Checks))
-	if v.parallelism == 1 {
-		for i, c := range gl.Checks {
-			if lr.Checks[i], errs[i] = v.runCheck(ctx, snapshot.WorkspacePath, gl.Level, c); errs[i] != nil {
-				break
-			}
+	// Checks run through an errgroup limited to the configured parallelism
+	// (one at a time by default, in plan order). A check's own failure is a
+	// result; only a system fault (a cancelled context) is an error, and the
+	// first one stops the level.
+	var g errgroup.Group
+	g.SetLimit(v.parallelism)
+	for i, c := range gl.Checks {
+		if ctx.Err() != nil {
+			break
 		}
-	} else {
-		sem := make(chan struct{}, v.parallelism)
-		var wg sync.WaitGroup
-		for i, c := range gl.Checks {
-			wg.Go(func() {
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				lr.Checks[i], errs[i] = v.runCheck(ctx, snapshot.WorkspacePath, gl.Level, c)
-			})
-		}
-		wg.Wait()
+		g.Go(func() error {
+			var err error
+			lr.Checks[i], err = v.runCheck(ctx, snapshot.WorkspacePath, gl.Level, c)
+			return err
+		})
 	}
-	if err := errors.Join(errs...); err != nil {
+	err := g.Wait()
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
 		lr.Duration = v.clock.Since(start)
 		return lr, err
 	}
