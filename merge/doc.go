@@ -11,8 +11,10 @@
 // stale one (directory deleted by hand, registration lost, a crash in the
 // middle of `git worktree add`) is cleared and made again, keeping the
 // branch and its commits. Remove tolerates a missing worktree and deletes the
-// branch only with Config.DeleteBranchOnRemove. List and Prune read git's
-// worktree registry directly. Item ids are validated (foreman.ItemID) before
+// branch only with Config.DeleteBranchOnRemove (never one checked out
+// elsewhere); uncommitted changes in a removed worktree are discarded, as
+// with `git worktree remove --force`. List reads git's worktree registry
+// directly; Prune removes the worktrees its keep function rejects. Item ids are validated (foreman.ItemID) before
 // any path or git argument is built from them.
 //
 // # Locking
@@ -45,10 +47,16 @@
 //   - the target moves by compare-and-swap update-ref when it is not checked
 //     out, or by `merge --ff-only` inside the worktree that has it checked out
 //     (main or linked), so that checkout follows; git refuses, and Merge
-//     returns *DirtyError, rather than overwrite local changes there;
+//     returns *DirtyError, rather than overwrite local changes there
+//     (Config.RequireCleanTarget refuses on any local change);
 //   - the target is read back: it must be the squash commit, on the old tip,
 //     carrying the trailer (else *VerifyError);
 //   - optional Request.Push, verified with ls-remote (*PushError).
+//
+// One item lands once: after it has landed, a later Merge of the same id
+// returns AlreadyMerged even if its branch has gained commits since. Merges
+// of one repository are queued on the repository lock (first come, first
+// served within a Manager), so concurrent calls are safe.
 //
 // Before it acts, Merge repairs crash leftovers: an interrupted merge or
 // rebase in the item's worktree is aborted, a half-made worktree is cleared,

@@ -37,6 +37,11 @@ type Config struct {
 	// too. Default false: the branch is kept (the squash commit carries the
 	// work, the branch its history).
 	DeleteBranchOnRemove bool
+	// RequireCleanTarget refuses (*DirtyError with Target set) to merge when
+	// a checkout of the target branch has any uncommitted change. Default
+	// false: like `git merge`, local changes the merge does not touch are
+	// carried along, and only changes it would overwrite refuse the merge.
+	RequireCleanTarget bool
 	// Remote is where Request.Push pushes the target. Default "origin".
 	Remote string
 	// StaleLockAge is the age after which a git lock file (index.lock, a

@@ -417,6 +417,15 @@ func (m *Manager) land(ctx context.Context, id foreman.ItemID, tip, commit strin
 		if err := m.checkTargetCheckout(co); err != nil {
 			return "", err
 		}
+		if m.cfg.RequireCleanTarget {
+			out, err := m.git.Run(ctx, co.Path, "status", "--porcelain=v2", "-z")
+			if err != nil {
+				return "", err
+			}
+			if _, _, files := parseStatus(out, ""); len(files) > 0 {
+				return "", &DirtyError{Path: co.Path, Target: true, Files: files}
+			}
+		}
 		_, err := m.git.Run(ctx, co.Path, "merge", "-q", "--ff-only", "--no-verify", commit)
 		if err != nil {
 			if files := overwrittenFiles(err); len(files) > 0 {

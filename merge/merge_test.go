@@ -225,6 +225,18 @@ func TestMergeRefusesToOverwriteTargetCheckout(t *testing.T) {
 	assert.Equal(t, Merged, res.Status)
 	assert.Equal(t, "M shared.txt", git(t, repo, "status", "--porcelain"))
 	assert.Equal(t, "item", git(t, repo, "show", "main:README.md"))
+
+	// Stricter by option: any local change refuses.
+	strict := newManager(t, repo, func(c *Config) { c.RequireCleanTarget = true })
+	wt2 := create(t, strict, "t2")
+	commitFile(t, wt2.Path, "t2.txt", "t2\n", "t2")
+	writeFile(t, repo, "untracked.txt", "u\n")
+	before := revParse(t, repo, "main")
+	_, err = strict.Merge(ctx, "t2", Request{Title: "T2"})
+	require.ErrorAs(t, err, &dirty)
+	assert.True(t, dirty.Target)
+	assert.ElementsMatch(t, []string{"shared.txt", "untracked.txt"}, dirty.Files)
+	assert.Equal(t, before, revParse(t, repo, "main"))
 }
 
 func TestMergeSyncRebasesOrFallsBackToMerge(t *testing.T) {
@@ -330,6 +342,7 @@ func TestSixteenConcurrentMergesLandOnceEachOnALinearMain(t *testing.T) {
 	ctx := context.Background()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, nil)
+	m2 := newManager(t, repo, nil) // a second Manager shares only the file lock
 	const n = 16
 	ids := make([]foreman.ItemID, n)
 	for i := range ids {
@@ -345,7 +358,11 @@ func TestSixteenConcurrentMergesLandOnceEachOnALinearMain(t *testing.T) {
 	errs := make([]error, 2*n)
 	for i := range 2 * n {
 		wg.Go(func() {
-			results[i], errs[i] = m.Merge(ctx, ids[i%n], Request{Title: "concurrent"})
+			mgr := m
+			if i%3 == 0 {
+				mgr = m2
+			}
+			results[i], errs[i] = mgr.Merge(ctx, ids[i%n], Request{Title: "concurrent"})
 		})
 	}
 	wg.Wait()
