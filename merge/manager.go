@@ -89,6 +89,7 @@ type Manager struct {
 	commonDir string // the shared git directory
 	root      string
 	target    string // fully qualified target ref
+	merges    int    // landed merges, guarded by lock
 }
 
 // New opens the repository named by cfg.Repo.

@@ -159,7 +159,8 @@ func (m *Manager) mergeLocked(ctx context.Context, id foreman.ItemID, path strin
 	)
 	if healthy {
 		wg.Go(func() {
-			status, statusErr = m.git.Run(ctx, path, "status", "--porcelain=v2", "--branch", "-z")
+			// Read-only: no opportunistic index refresh written back.
+			status, statusErr = m.git.Run(ctx, path, "--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z")
 		})
 	}
 	wg.Go(func() { prior, priorErr = m.findMerged(ctx, id, base, tip) })
@@ -168,6 +169,16 @@ func (m *Manager) mergeLocked(ctx context.Context, id foreman.ItemID, path strin
 	}
 	wg.Wait()
 
+	// Idempotency first: the item's trailer on the target means it landed
+	// before (a retry after a crash, a duplicate request), whatever its
+	// worktree looks like now. Only commits after the item's base can carry it.
+	if priorErr != nil {
+		return res, priorErr
+	}
+	if prior != "" {
+		res.Status, res.Commit = AlreadyMerged, prior
+		return m.pushIfAsked(ctx, res, req)
+	}
 	onBranch := false
 	if healthy {
 		if statusErr != nil {
@@ -180,16 +191,6 @@ func (m *Manager) mergeLocked(ctx context.Context, id foreman.ItemID, path strin
 		if onBranch {
 			head = h
 		}
-	}
-	// Idempotency: the item's trailer on the target means it landed before
-	// (a retry after a crash, a duplicate request). Only commits after the
-	// item's base can carry it.
-	if priorErr != nil {
-		return res, priorErr
-	}
-	if prior != "" {
-		res.Status, res.Commit = AlreadyMerged, prior
-		return m.pushIfAsked(ctx, res, req)
 	}
 	if head == base {
 		return res, ErrNothingToMerge
@@ -236,6 +237,7 @@ func (m *Manager) mergeLocked(ctx context.Context, id foreman.ItemID, path strin
 	}
 	res.Status, res.Commit, res.Previous = Merged, commit, tip
 	m.log.Info("merge: landed", "item", id, "target", m.cfg.TargetBranch, "commit", commit, "previous", tip)
+	m.maintain(ctx)
 	return m.pushIfAsked(ctx, res, req)
 }
 
@@ -426,7 +428,9 @@ func (m *Manager) land(ctx context.Context, id foreman.ItemID, tip, commit strin
 				return "", &DirtyError{Path: co.Path, Target: true, Files: files}
 			}
 		}
-		_, err := m.git.Run(ctx, co.Path, "merge", "-q", "--ff-only", "--no-verify", commit)
+		// Auto maintenance is run by maintain, not after every merge.
+		_, err := m.git.Run(ctx, co.Path, "-c", "maintenance.auto=false",
+			"merge", "-q", "--ff-only", "--no-verify", commit)
 		if err != nil {
 			if files := overwrittenFiles(err); len(files) > 0 {
 				return "", &DirtyError{Path: co.Path, Target: true, Files: files}
@@ -484,4 +488,20 @@ func (m *Manager) verify(ctx context.Context, id foreman.ItemID, tip, commit str
 		return &VerifyError{Target: m.cfg.TargetBranch, Want: string(id), Got: got, Reason: "tip lacks the item's trailer"}
 	}
 	return nil
+}
+
+// maintainEvery is how many landed merges pass between two runs of git's
+// auto maintenance. git merge and git commit run it after every call (a
+// process each time); a merge writes only a handful of loose objects, so
+// checking once in a while keeps the repository as tidy for less.
+const maintainEvery = 32
+
+func (m *Manager) maintain(ctx context.Context) {
+	m.merges++
+	if m.merges%maintainEvery != 0 {
+		return
+	}
+	if _, err := m.git.Run(ctx, m.topDir, "maintenance", "run", "--auto", "--quiet"); err != nil {
+		m.log.Warn("merge: git maintenance failed", "err", err)
+	}
 }

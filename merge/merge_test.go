@@ -102,12 +102,14 @@ func TestMergeIsIdempotent(t *testing.T) {
 	commitFile(t, wt.Path, "o.txt", "o\n", "work")
 	first, err := m.Merge(ctx, "once", Request{Title: "Once"})
 	require.NoError(t, err)
+	writeFile(t, wt.Path, "junk.txt", "left behind\n")
 
-	again, err := m.Merge(ctx, "once", Request{Title: "Once"})
+	again, err := m.Merge(ctx, "once", Request{Title: "Once", CommitPending: true})
 	require.NoError(t, err)
 	assert.Equal(t, AlreadyMerged, again.Status)
 	assert.Equal(t, first.Commit, again.Commit)
 	assert.Equal(t, first.Commit, revParse(t, repo, "main"))
+	assert.Equal(t, "?? junk.txt", porcelain(t, wt.Path), "a retry commits nothing, even with CommitPending")
 
 	// Other work lands on top, the worktree goes, a retry still finds it.
 	other := create(t, m, "other")

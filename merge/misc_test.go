@@ -5,7 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/agentforeman/foreman"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -99,4 +102,23 @@ func TestErrorsDescribeThemselves(t *testing.T) {
 	assert.Equal(t, "…6789", tail("0123456789", 4))
 	assert.Equal(t, "already-merged", AlreadyMerged.String())
 	assert.Equal(t, "Status(9)", Status(9).String())
+}
+
+func TestAutoMaintenanceRunsEveryFewMerges(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, nil)
+	m := newManager(t, repo, nil)
+	r, log := recordingGit(t)
+	m.git = r
+	for i, id := range []foreman.ItemID{"m1", "m2"} {
+		wt := create(t, m, id)
+		commitFile(t, wt.Path, string(id)+".txt", "x\n", "x")
+		if i == 1 {
+			m.merges = maintainEvery - 1
+		}
+		_, err := m.Merge(ctx, id, Request{Title: "M"})
+		require.NoError(t, err)
+		data, _ := os.ReadFile(log)
+		assert.Equal(t, i == 1, strings.Contains(string(data), "maintenance run --auto"), "merge %d", i)
+	}
 }
