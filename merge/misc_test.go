@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/agentforeman/foreman"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

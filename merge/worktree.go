@@ -84,6 +84,13 @@ func (m *Manager) createLocked(ctx context.Context, id foreman.ItemID, path stri
 		if cerr := m.clearStale(path, admin); cerr != nil {
 			return wt, cerr
 		}
+		// The failed add may have made the branch before it failed.
+		if existing, err = m.resolveRef(ctx, "refs/heads/"+branch); err != nil {
+			return wt, err
+		}
+		if existing != "" {
+			args = []string{"worktree", "add", "-q", path, branch}
+		}
 		if _, err := m.git.Run(ctx, m.topDir, args...); err != nil {
 			return wt, err
 		}

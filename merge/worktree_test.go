@@ -227,3 +227,27 @@ func TestNewFromALinkedWorktreeFindsTheMainOne(t *testing.T) {
 	assert.Equal(t, repo, res.CheckedOut)
 	assert.Equal(t, res.Commit, revParse(t, repo, "main"))
 }
+
+// A `git worktree add` that fails after it has made the branch (as a crash
+// would) is retried once, on the branch it left behind.
+func TestCreateRetriesAFailedAdd(t *testing.T) {
+	repo := newRepo(t, nil)
+	m := newManager(t, repo, nil)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "failed-once")
+	script := filepath.Join(dir, "git")
+	require.NoError(t, os.WriteFile(script, []byte(`#!/bin/sh
+git "$@"; rc=$?
+if [ "$1" = worktree ] && [ "$2" = add ] && [ ! -e `+marker+` ]; then
+  touch `+marker+`; echo "fatal: simulated crash" >&2; exit 128
+fi
+exit $rc
+`), 0o755))
+	m.git.Git = script
+	wt, err := m.Create(context.Background(), "retry")
+	require.NoError(t, err)
+	assert.FileExists(t, marker)
+	assert.Equal(t, revParse(t, repo, "main"), wt.Base)
+	assert.Equal(t, "foreman/retry", git(t, wt.Path, "branch", "--show-current"))
+	assert.Empty(t, porcelain(t, wt.Path))
+}
