@@ -1,0 +1,155 @@
+package worker
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"time"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/health"
+	"github.com/agentforeman/foreman/phases"
+)
+
+// Defaults of Config. Timeouts come from health (seed 004); the review and
+// crash limits from the seeds (invariant 7).
+const (
+	DefaultMaxWorkers          = 4
+	DefaultMaxReviewRejections = 2
+	DefaultCrashBudget         = health.DefaultCrashBudget
+	DefaultStallBudget         = 1
+	DefaultShutdownTimeout     = 30 * time.Second
+	DefaultKillTimeout         = 15 * time.Second
+	DefaultRememberFinished    = 10000
+)
+
+// Config configures a Dispatcher. The zero value of every field means its
+// documented default; only Agent (or Transport) must be set.
+type Config struct {
+	// Mode: pooled long-lived workers (default) or a fresh worker per
+	// assignment.
+	Mode Mode
+	// MaxWorkers is the pool size (pooled) or the most fresh workers at
+	// once; default 4. Pooled workers are named WorkerPrefix+"1", "2", ...
+	MaxWorkers int
+
+	// HeartbeatInterval is how often the Runtime heartbeats (default 10 s).
+	HeartbeatInterval time.Duration
+	// LivenessTimeout: no heartbeat for this long means the worker is dead
+	// (default 45 s). ProgressTimeout: no meaningful event for this long,
+	// heartbeats or not, means it is stuck (default 15 min). AttemptTimeout
+	// bounds one assignment (default none). Negative disables each.
+	LivenessTimeout time.Duration
+	ProgressTimeout time.Duration
+	AttemptTimeout  time.Duration
+
+	// MaxReviewRejections: rejections retried before REVIEW_LIMIT (default
+	// 2; the third rejection escalates). Negative means 0.
+	MaxReviewRejections int
+	// CrashBudget: crashes (agent failures, dead workers) of one item that
+	// are retried before CRASH_LIMIT (default 1). Negative means 0.
+	CrashBudget int
+	// StallBudget: STUCK_WORKER kills of one item after which it is still
+	// requeued (default 1); beyond it the item is parked. Negative means 0.
+	StallBudget int
+	// StuckQGIdentical: identical failing quality-gate outputs in a row
+	// that mean STUCK_QG (default 3).
+	StuckQGIdentical int
+
+	// ItemBudget and TotalBudget bound tokens and cost per item and for the
+	// whole dispatcher; zero fields are unlimited. See the package doc for
+	// the overshoot.
+	ItemBudget  Budget
+	TotalBudget Budget
+
+	// ShutdownTimeout is how long Shutdown waits for running assignments to
+	// finish before killing them (default 30 s). KillTimeout is how long it
+	// then waits for workers to stop (default 15 s, three times agentcmd's
+	// kill grace).
+	ShutdownTimeout time.Duration
+	KillTimeout     time.Duration
+
+	// RememberFinished is how many finished assignments are remembered to
+	// tell a duplicate completion from a stale message (default 10000).
+	RememberFinished int
+	// AssignmentPrefix starts every AssignmentID (default "a-" plus six
+	// random hex digits and "-", so that ids differ across restarts).
+	// WorkerPrefix starts generated worker ids (default "w").
+	AssignmentPrefix string
+	WorkerPrefix     string
+
+	// Transport carries commands to workers. Nil means an in-process
+	// Runtime running Agent.
+	Transport Transport
+	// Agent runs one assignment in the default Runtime (for example an
+	// agentcmd.Driver). Commits reads the worktree's HEAD for heartbeats
+	// (default: git rev-parse HEAD). AgentTimeout bounds one execution
+	// (default none).
+	Agent        phases.AgentDriver
+	Commits      CommitReader
+	AgentTimeout time.Duration
+
+	// Escalator receives escalations; nil means they reach only OnEvent.
+	Escalator Escalator
+	// OnEvent receives every lifecycle change (see SlogEvents).
+	OnEvent EventHook
+	// Clock drives every deadline; nil means the wall clock.
+	Clock foreman.Clock
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxWorkers <= 0 {
+		c.MaxWorkers = DefaultMaxWorkers
+	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = health.DefaultHeartbeatInterval
+	}
+	if c.LivenessTimeout == 0 {
+		c.LivenessTimeout = health.DefaultLivenessTimeout
+	}
+	if c.ProgressTimeout == 0 {
+		c.ProgressTimeout = health.DefaultProgressTimeout
+	}
+	c.MaxReviewRejections = limit(c.MaxReviewRejections, DefaultMaxReviewRejections)
+	c.CrashBudget = limit(c.CrashBudget, DefaultCrashBudget)
+	c.StallBudget = limit(c.StallBudget, DefaultStallBudget)
+	if c.StuckQGIdentical <= 0 {
+		c.StuckQGIdentical = health.DefaultStuckIdentical
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.KillTimeout <= 0 {
+		c.KillTimeout = DefaultKillTimeout
+	}
+	if c.RememberFinished <= 0 {
+		c.RememberFinished = DefaultRememberFinished
+	}
+	if c.AssignmentPrefix == "" {
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		c.AssignmentPrefix = "a-" + hex.EncodeToString(b[:]) + "-"
+	}
+	if c.WorkerPrefix == "" {
+		c.WorkerPrefix = "w"
+	}
+	if c.Clock == nil {
+		c.Clock = foreman.RealClock()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func limit(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}

@@ -1,0 +1,463 @@
+package worker
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/health"
+)
+
+// The core is the Dispatcher's deterministic part: the pool, the queue and
+// every decision about them. It does no I/O, reads no clock (time arrives as
+// an argument) and is not safe for concurrent use; the Dispatcher holds its
+// lock around every call and carries out the effects it leaves in out.
+
+type coreConfig struct {
+	mode                Mode
+	maxWorkers          int
+	maxReviewRejections int
+	crashBudget         int
+	stallBudget         int
+	itemBudget          Budget
+	totalBudget         Budget
+	assignmentPrefix    string
+	workerPrefix        string
+	rememberFinished    int
+	hooked              bool
+}
+
+type effectKind uint8
+
+const (
+	effTrack     effectKind = iota + 1 // start the assignment's deadlines
+	effUntrack                         // stop them
+	effHeartbeat                       // move liveness
+	effProgress                        // move progress (and liveness)
+	effSend                            // send cmd through the transport
+	effEscalate                        // hand esc to the Escalator
+	effEvent                           // report ev through the hook
+)
+
+type effect struct {
+	kind       effectKind
+	assignment foreman.AssignmentID
+	cmd        Command
+	esc        *Escalation
+	ev         Event
+}
+
+type workerSlot struct {
+	id         foreman.WorkerID
+	state      WorkerState
+	assignment foreman.AssignmentID
+	item       *itemRec
+	worktree   string
+	pendingQG  string
+	lastCommit string
+	sawRunning bool
+	final      MessageKind // the completion message that ended the assignment
+	lastSeen   time.Time
+	lastOutput time.Time
+	progressAt time.Time
+	inIdle     bool
+}
+
+type itemRec struct {
+	item       Item
+	state      ItemState
+	seq        uint64
+	qIndex     int
+	attempt    int
+	rejections int
+	feedback   []string
+	crashes    int
+	stalls     int
+	usage      Usage
+	overBudget bool
+	worker     *workerSlot
+}
+
+// finishedRing remembers how recent assignments ended: which worker held
+// them and which completion message (if any) ended them, so that a repeat
+// of that message is a Duplicate and anything else about them is Stale.
+type finishedRing struct {
+	by   map[foreman.AssignmentID]finishedAs
+	ring []foreman.AssignmentID
+	next int
+}
+
+type finishedAs struct {
+	worker foreman.WorkerID
+	final  MessageKind
+}
+
+func (f *finishedRing) add(a foreman.AssignmentID, w foreman.WorkerID, final MessageKind) {
+	if len(f.ring) == 0 {
+		return
+	}
+	if old := f.ring[f.next]; old != "" {
+		delete(f.by, old)
+	}
+	f.ring[f.next] = a
+	f.by[a] = finishedAs{w, final}
+	f.next = (f.next + 1) % len(f.ring)
+}
+
+type core struct {
+	cfg          coreConfig
+	workers      map[foreman.WorkerID]*workerSlot
+	idle         []*workerSlot // FIFO from idleHead
+	idleHead     int
+	live         int
+	items        map[foreman.ItemID]*itemRec
+	queue        readyQueue
+	byAssignment map[foreman.AssignmentID]*workerSlot
+	finished     finishedRing
+	stuckQG      *health.StuckQG
+	seq          uint64
+	assignSeq    uint64
+	workerSeq    uint64
+	stopping     bool
+	halted       bool
+	total        Usage
+	stats        Stats
+	out          []effect
+}
+
+func newCore(cfg coreConfig, stuck *health.StuckQG) *core {
+	return &core{
+		cfg:          cfg,
+		workers:      make(map[foreman.WorkerID]*workerSlot),
+		items:        make(map[foreman.ItemID]*itemRec),
+		byAssignment: make(map[foreman.AssignmentID]*workerSlot),
+		finished: finishedRing{
+			by:   make(map[foreman.AssignmentID]finishedAs, cfg.rememberFinished),
+			ring: make([]foreman.AssignmentID, cfg.rememberFinished),
+		},
+		stuckQG: stuck,
+	}
+}
+
+func (c *core) emit(ev Event) {
+	if c.cfg.hooked {
+		c.out = append(c.out, effect{kind: effEvent, ev: ev})
+	}
+}
+
+func (c *core) send(cmd Command) {
+	c.out = append(c.out, effect{kind: effSend, cmd: cmd})
+}
+
+// move applies ev to w through the worker table. An invalid pair is a bug
+// in the core, not in its input, so it panics rather than corrupt the pool.
+func (c *core) move(w *workerSlot, ev WorkerEvent, now time.Time) {
+	to, err := NextWorkerState(w.state, ev)
+	if err != nil {
+		panic(fmt.Sprintf("worker core: %v (worker %s)", err, w.id))
+	}
+	if to != w.state {
+		c.emit(Event{Kind: EventWorkerState, At: now, Worker: w.id, Assignment: w.assignment, From: w.state, To: to})
+	}
+	w.state = to
+	if to == Idle && !w.inIdle {
+		w.inIdle = true
+		c.idle = append(c.idle, w)
+	}
+}
+
+func (c *core) moveItem(r *itemRec, ev ItemEvent) {
+	to, err := NextItemState(r.state, ev)
+	if err != nil {
+		panic(fmt.Sprintf("worker core: %v (item %s)", err, r.item.ID))
+	}
+	r.state = to
+}
+
+func (c *core) addWorker(id foreman.WorkerID, now time.Time) error {
+	if err := id.Validate(); err != nil {
+		return err
+	}
+	if c.stopping {
+		return ErrStopped
+	}
+	if _, ok := c.workers[id]; ok {
+		return fmt.Errorf("%w: %s", ErrWorkerExists, id)
+	}
+	if c.live >= c.cfg.maxWorkers {
+		return ErrPoolFull
+	}
+	w := &workerSlot{id: id, state: Idle, inIdle: true}
+	c.workers[id] = w
+	c.idle = append(c.idle, w)
+	c.live++
+	c.emit(Event{Kind: EventWorkerAdded, At: now, Worker: id})
+	c.tryAssign(now)
+	return nil
+}
+
+func (c *core) nextWorkerID() foreman.WorkerID {
+	c.workerSeq++
+	return foreman.WorkerID(c.cfg.workerPrefix + strconv.FormatUint(c.workerSeq, 10))
+}
+
+func (c *core) submit(it Item, now time.Time) error {
+	if err := it.ID.Validate(); err != nil {
+		return err
+	}
+	if c.stopping {
+		return ErrStopped
+	}
+	if r, ok := c.items[it.ID]; ok {
+		if r.state != Parked {
+			return fmt.Errorf("%w: %s is %s", ErrItemActive, it.ID, r.state)
+		}
+		delete(c.items, it.ID)
+		c.stuckQG.Reset(string(it.ID))
+	}
+	c.seq++
+	r := &itemRec{item: it, state: Queued, seq: c.seq, qIndex: -1}
+	c.items[it.ID] = r
+	c.queue.push(r)
+	c.stats.Submitted++
+	c.emit(Event{Kind: EventSubmitted, At: now, Item: it.ID})
+	c.tryAssign(now)
+	return nil
+}
+
+// tryAssign hands queued items to free workers, highest priority first,
+// until the queue or the capacity runs out.
+func (c *core) tryAssign(now time.Time) {
+	for !c.stopping && !c.halted && c.queue.Len() > 0 {
+		var w *workerSlot
+		if c.cfg.mode == ModePooled {
+			if w = c.popIdle(); w == nil {
+				return
+			}
+		} else if c.live >= c.cfg.maxWorkers {
+			return
+		}
+		r := c.queue.pop()
+		if r.overBudget || c.cfg.itemBudget.exceededBy(r.usage) {
+			c.park(r, now)
+			if w != nil {
+				w.inIdle = true
+				c.idle = append(c.idle, w)
+			}
+			continue
+		}
+		if w == nil {
+			w = &workerSlot{id: c.nextWorkerID(), state: Idle}
+			c.workers[w.id] = w
+			c.live++
+			c.emit(Event{Kind: EventWorkerAdded, At: now, Worker: w.id})
+		}
+		c.move(w, WorkerReserve, now)
+		c.moveItem(r, ItemAssign)
+		c.start(w, r, now)
+	}
+}
+
+// popIdle takes the worker that has been idle longest (FIFO, so work
+// spreads over the pool). Entries are removed lazily: a worker that left
+// Idle since it was queued is skipped.
+func (c *core) popIdle() *workerSlot {
+	for c.idleHead < len(c.idle) {
+		w := c.idle[c.idleHead]
+		c.idle[c.idleHead] = nil
+		c.idleHead++
+		if c.idleHead > 1024 && c.idleHead*2 > len(c.idle) {
+			n := copy(c.idle, c.idle[c.idleHead:])
+			clear(c.idle[n:])
+			c.idle, c.idleHead = c.idle[:n], 0
+		}
+		w.inIdle = false
+		if w.state == Idle {
+			return w
+		}
+	}
+	c.idle, c.idleHead = c.idle[:0], 0
+	return nil
+}
+
+// start issues a new assignment of r to w (Reserved), clearing everything
+// the worker held for an earlier one.
+func (c *core) start(w *workerSlot, r *itemRec, now time.Time) {
+	c.assignSeq++
+	id := foreman.AssignmentID(c.cfg.assignmentPrefix + strconv.FormatUint(c.assignSeq, 10))
+	r.attempt++
+	r.worker = w
+	w.assignment = id
+	w.item = r
+	w.worktree = r.item.Worktree
+	w.pendingQG = ""
+	w.lastCommit = ""
+	w.sawRunning = false
+	w.lastSeen, w.progressAt, w.lastOutput = now, now, time.Time{}
+	c.byAssignment[id] = w
+	a := &Assignment{
+		ID: id, Worker: w.id, Item: r.item.ID, Stage: r.item.Stage,
+		Prompt: r.item.Prompt, Worktree: r.item.Worktree, Attempt: r.attempt,
+		MemoryContext: memoryContext(r), RequireReview: r.item.RequireReview,
+	}
+	if n := len(r.feedback); n > 0 {
+		a.Feedback = r.feedback[n-1]
+	}
+	c.stats.Assigned++
+	c.out = append(c.out, effect{kind: effTrack, assignment: id})
+	c.send(Command{Kind: CommandAssign, Worker: w.id, Assignment: id, Assign: a})
+	c.emit(Event{Kind: EventAssigned, At: now, Worker: w.id, Assignment: id, Item: r.item.ID, Attempt: r.attempt})
+}
+
+// memoryContext is the item's own context followed by every reviewer's
+// feedback so far, so a retry knows what was said before (seed 004, fix 3).
+func memoryContext(r *itemRec) string {
+	if len(r.feedback) == 0 {
+		return r.item.MemoryContext
+	}
+	var b strings.Builder
+	if r.item.MemoryContext != "" {
+		b.WriteString(r.item.MemoryContext)
+		b.WriteString("\n\n")
+	}
+	fmt.Fprintf(&b, "Reviewer feedback on earlier attempts (this is attempt %d):\n", r.attempt)
+	for i, fb := range r.feedback {
+		fmt.Fprintf(&b, "\n--- Rejection %d ---\n%s\n", i+1, strings.TrimSpace(fb))
+	}
+	return b.String()
+}
+
+// sent records that the assignment reached its worker.
+func (c *core) sent(id foreman.AssignmentID, now time.Time) {
+	if w := c.byAssignment[id]; w != nil && w.state == Reserved {
+		c.move(w, WorkerStart, now)
+	}
+}
+
+// sendFailed drops a worker that could not be reached. An assignment it
+// held goes back to the queue without counting against the item: the item
+// never got a chance.
+func (c *core) sendFailed(cmd Command, err error, now time.Time) {
+	w := c.workers[cmd.Worker]
+	if w == nil || w.state == Stopped {
+		return
+	}
+	c.emit(Event{Kind: EventWorkerLost, At: now, Worker: w.id, Assignment: cmd.Assignment, Command: cmd.Kind, Err: err})
+	r := w.item
+	if w.assignment != "" {
+		c.finishAssignment(w)
+	}
+	c.move(w, WorkerGone, now)
+	c.removeWorker(w)
+	if r != nil {
+		c.requeue(r, now)
+	}
+	c.tryAssign(now)
+}
+
+func (c *core) removeWorker(w *workerSlot) {
+	if _, ok := c.workers[w.id]; ok {
+		delete(c.workers, w.id)
+		c.live--
+	}
+}
+
+// finishAssignment forgets w's current assignment and everything held for it.
+func (c *core) finishAssignment(w *workerSlot) {
+	id := w.assignment
+	c.out = append(c.out, effect{kind: effUntrack, assignment: id})
+	delete(c.byAssignment, id)
+	c.finished.add(id, w.id, w.final)
+	w.final = 0
+	if w.item != nil {
+		w.item.worker = nil
+	}
+	w.assignment, w.item, w.worktree, w.pendingQG, w.lastCommit, w.sawRunning = "", nil, "", "", "", false
+}
+
+// release ends w's assignment. stop (CommandKill or CommandReset), when
+// non-zero, is sent first so the agent's process group is terminated. A
+// pooled worker goes back to Idle; a fresh one is shut down.
+func (c *core) release(w *workerSlot, stop CommandKind, reason string, now time.Time) {
+	id := w.assignment
+	c.finishAssignment(w)
+	if stop != 0 {
+		c.stats.Kills++
+		c.send(Command{Kind: stop, Worker: w.id, Assignment: id, Reason: reason})
+	}
+	if c.cfg.mode == ModePooled && !c.stopping {
+		c.move(w, WorkerRelease, now)
+		return
+	}
+	c.move(w, WorkerShutdown, now)
+	c.send(Command{Kind: CommandShutdown, Worker: w.id, Assignment: id, Reason: reason})
+	c.move(w, WorkerGone, now)
+	c.removeWorker(w)
+}
+
+func (c *core) requeue(r *itemRec, now time.Time) {
+	c.moveItem(r, ItemRequeue)
+	c.queue.push(r)
+	c.stats.Requeued++
+	c.emit(Event{Kind: EventRequeued, At: now, Item: r.item.ID, Attempt: r.attempt})
+}
+
+func (c *core) park(r *itemRec, now time.Time) {
+	c.queue.remove(r)
+	c.moveItem(r, ItemPark)
+	c.stats.Parked++
+	c.emit(Event{Kind: EventParked, At: now, Item: r.item.ID, Attempt: r.attempt})
+}
+
+func (c *core) complete(w *workerSlot, now time.Time) {
+	r := w.item
+	id := w.assignment
+	c.moveItem(r, ItemComplete)
+	c.stats.Completed++
+	c.stuckQG.Reset(string(r.item.ID))
+	c.emit(Event{Kind: EventCompleted, At: now, Worker: w.id, Assignment: id, Item: r.item.ID, Attempt: r.attempt, Usage: r.usage})
+	c.release(w, 0, "completed", now)
+	delete(c.items, r.item.ID)
+	c.tryAssign(now)
+}
+
+func (c *core) escalate(kind EscalationKind, w *workerSlot, r *itemRec, reason string, requeued bool, now time.Time) {
+	e := &Escalation{
+		Kind: kind, Reason: reason, Requeued: requeued,
+		MaxReviewRejections: c.cfg.maxReviewRejections, CrashBudget: c.cfg.crashBudget,
+		StallBudget: c.cfg.stallBudget, TotalUsage: c.total,
+		SuggestedAction: suggestedAction(kind, requeued), At: now,
+	}
+	if w != nil {
+		e.Worker, e.Assignment = w.id, w.assignment
+	}
+	if r != nil {
+		e.Item, e.Stage, e.Attempt, e.Rejections = r.item.ID, r.item.Stage, r.attempt, r.rejections
+		e.Crashes, e.Stalls, e.ItemUsage = r.crashes, r.stalls, r.usage
+	}
+	c.stats.Escalations++
+	c.out = append(c.out, effect{kind: effEscalate, esc: e})
+	c.emit(Event{Kind: EventEscalated, At: now, Worker: e.Worker, Assignment: e.Assignment, Item: e.Item, Attempt: e.Attempt, Reason: reason, Escalation: e})
+}
+
+// recordUsage adds u to r's and the dispatcher's totals and escalates the
+// first time either goes over its budget. Work already running is not
+// stopped: it may overshoot by what it spends before it next reports.
+func (c *core) recordUsage(w *workerSlot, r *itemRec, u Usage, now time.Time) {
+	if u == (Usage{}) {
+		return
+	}
+	r.usage = r.usage.add(u)
+	c.total = c.total.add(u)
+	c.emit(Event{Kind: EventUsage, At: now, Worker: w.id, Assignment: w.assignment, Item: r.item.ID, Usage: u})
+	if !r.overBudget && c.cfg.itemBudget.exceededBy(r.usage) {
+		r.overBudget = true
+		c.escalate(BudgetExceeded, w, r, fmt.Sprintf("item budget exceeded: %d tokens, $%.4f", r.usage.Tokens, r.usage.CostUSD), false, now)
+	}
+	if !c.halted && c.cfg.totalBudget.exceededBy(c.total) {
+		c.halted = true
+		c.escalate(BudgetExceeded, nil, nil, fmt.Sprintf("dispatcher budget exceeded: %d tokens, $%.4f; no further work is assigned", c.total.Tokens, c.total.CostUSD), false, now)
+	}
+}

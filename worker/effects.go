@@ -1,0 +1,114 @@
+package worker
+
+import (
+	"github.com/agentforeman/foreman/health"
+)
+
+// absorb takes the core's effects after a call. Deadline effects are cheap
+// and applied at once, under the lock, so that a deadline never runs for an
+// assignment the core already ended; the others are queued in order for
+// unlockAndDrain. Called with d.mu held.
+func (d *Dispatcher) absorb() {
+	out := d.core.out
+	for i := range out {
+		e := &out[i]
+		switch e.kind {
+		case effTrack:
+			_ = d.deadlines.Add(e.assignment)
+		case effUntrack:
+			d.deadlines.Remove(e.assignment)
+		case effHeartbeat:
+			_ = d.deadlines.Heartbeat(e.assignment)
+		case effProgress:
+			_ = d.deadlines.Progress(e.assignment)
+		default:
+			d.pending = append(d.pending, *e)
+		}
+	}
+	clear(out)
+	d.core.out = out[:0]
+	if d.core.stopping && !d.idleSent && len(d.core.byAssignment) == 0 {
+		d.idleSent = true
+		close(d.idle)
+	}
+}
+
+// unlockAndDrain absorbs the core's effects, releases d.mu and carries out
+// the queued effects in the order they were produced. Only one goroutine
+// drains at a time; a call that finds another draining leaves its effects
+// to it. So effects keep their order, and a Transport or Escalator that
+// calls back into the Dispatcher does not deadlock.
+func (d *Dispatcher) unlockAndDrain() {
+	d.absorb()
+	if d.draining || len(d.pending) == 0 {
+		d.mu.Unlock()
+		return
+	}
+	d.draining = true
+	for len(d.pending) > 0 {
+		batch := d.pending
+		d.pending = d.spare[:0]
+		d.mu.Unlock()
+		for i := range batch {
+			d.execute(&batch[i])
+		}
+		clear(batch)
+		d.mu.Lock()
+		d.spare = batch[:0]
+	}
+	d.draining = false
+	d.mu.Unlock()
+}
+
+// execute carries out one effect, without d.mu held.
+func (d *Dispatcher) execute(e *effect) {
+	switch e.kind {
+	case effEvent:
+		d.cfg.OnEvent(e.ev)
+	case effEscalate:
+		if d.cfg.Escalator == nil {
+			return
+		}
+		if err := d.cfg.Escalator.Escalate(d.base, *e.esc); err != nil {
+			d.mu.Lock()
+			d.core.emit(Event{Kind: EventEscalationFailed, At: d.cfg.Clock.Now(), Item: e.esc.Item,
+				Worker: e.esc.Worker, Assignment: e.esc.Assignment, Escalation: e.esc, Err: err})
+			d.absorb()
+			d.mu.Unlock()
+		}
+	case effSend:
+		err := d.transport.Send(d.base, e.cmd)
+		d.mu.Lock()
+		now := d.cfg.Clock.Now()
+		switch {
+		case err != nil:
+			d.core.sendFailed(e.cmd, err, now)
+		case e.cmd.Kind == CommandAssign:
+			d.core.sent(e.cmd.Assignment, now)
+		}
+		if d.core.cfg.hooked {
+			d.core.emit(Event{Kind: EventCommandSent, At: now, Worker: e.cmd.Worker, Assignment: e.cmd.Assignment,
+				Command: e.cmd.Kind, Reason: e.cmd.Reason, Err: err})
+		}
+		d.absorb()
+		d.mu.Unlock()
+	}
+}
+
+// onExpiry receives the deadlines' expiries.
+func (d *Dispatcher) onExpiry(x health.Expiry) {
+	d.mu.Lock()
+	d.core.expired(x.Subject, x.Kind, x.At)
+	d.unlockAndDrain()
+}
+
+// external reports a Runtime event through the one hook, in order with the
+// Dispatcher's own.
+func (d *Dispatcher) external(ev Event) {
+	if d.cfg.OnEvent == nil {
+		return
+	}
+	d.mu.Lock()
+	d.core.emit(ev)
+	d.unlockAndDrain()
+}

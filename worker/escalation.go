@@ -1,0 +1,111 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/health"
+)
+
+//go:generate go tool mockgen -destination workermock/mocks.go -package workermock github.com/agentforeman/foreman/worker Transport,Escalator,CommitReader
+
+// EscalationKind says why a person is asked to act.
+type EscalationKind string
+
+const (
+	// StuckWorker: heartbeating but no progress within ProgressTimeout (or
+	// over the attempt deadline). The worker was killed.
+	StuckWorker EscalationKind = "STUCK_WORKER"
+	// ReviewLimit: rejected by reviewers more than MaxReviewRejections times.
+	ReviewLimit EscalationKind = "REVIEW_LIMIT"
+	// CrashLimit: the item's workers crashed or died more than CrashBudget times.
+	CrashLimit EscalationKind = "CRASH_LIMIT"
+	// StuckQG: the quality gate produced the same output StuckQGIdentical
+	// times in a row: another retry will not help.
+	StuckQG EscalationKind = "STUCK_QG"
+	// BudgetExceeded: the item's or the dispatcher's token or cost budget
+	// is spent.
+	BudgetExceeded EscalationKind = "BUDGET"
+)
+
+// Escalation asks a person to act (invariant 9): what happened to which
+// item at which stage, by which worker and assignment, the counters that led
+// there, and what to do next.
+type Escalation struct {
+	Kind       EscalationKind
+	Item       foreman.ItemID // empty for a dispatcher-wide budget
+	Stage      int
+	Worker     foreman.WorkerID
+	Assignment foreman.AssignmentID
+	Reason     string
+	// Requeued: the item went back to the queue and will be retried; when
+	// false it is Parked until submitted again.
+	Requeued bool
+
+	Attempt             int
+	Rejections          int
+	MaxReviewRejections int
+	Crashes             int
+	CrashBudget         int
+	Stalls              int
+	StallBudget         int
+	QGStreak            int
+	ItemUsage           Usage
+	TotalUsage          Usage
+
+	SuggestedAction string
+	At              time.Time
+}
+
+// Escalator hands an escalation to a person (or whatever stands for one).
+type Escalator interface {
+	Escalate(ctx context.Context, e Escalation) error
+}
+
+// EscalatorFunc adapts a function to Escalator.
+type EscalatorFunc func(ctx context.Context, e Escalation) error
+
+// Escalate calls f.
+func (f EscalatorFunc) Escalate(ctx context.Context, e Escalation) error { return f(ctx, e) }
+
+// Health converts e for a health.Escalator, so one escalation channel can
+// serve both packages. Kind and counters that health has no field for are
+// folded into Message and Detail.
+func (e Escalation) Health() health.Escalation {
+	return health.Escalation{
+		Item:            e.Item,
+		Stage:           e.Stage,
+		Assignment:      e.Assignment,
+		Worker:          e.Worker,
+		Message:         string(e.Kind) + ": " + e.Reason,
+		Crashes:         e.Crashes,
+		CrashBudget:     e.CrashBudget,
+		SuggestedAction: e.SuggestedAction,
+		At:              e.At,
+	}
+}
+
+// HealthEscalator forwards escalations to a health.Escalator.
+func HealthEscalator(h health.Escalator) Escalator {
+	return EscalatorFunc(func(ctx context.Context, e Escalation) error { return h.Escalate(ctx, e.Health()) })
+}
+
+func suggestedAction(k EscalationKind, requeued bool) string {
+	switch k {
+	case StuckWorker:
+		if requeued {
+			return "The worker was killed and the item requeued; if it stalls again, read the agent's last output and split or clarify the task."
+		}
+		return "The item stalled more often than the stall budget allows and is parked: read the agent's last output, fix the task or the environment, then submit it again."
+	case ReviewLimit:
+		return "Reviewers rejected the work too often: read their feedback, rewrite the task or fix the code by hand, then submit the item again."
+	case CrashLimit:
+		return "Workers on this item keep dying: check the agent's stderr, the machine and the worktree, then submit the item again."
+	case StuckQG:
+		return "The quality gate fails the same way every time: fix the failing check or the test by hand, then submit the item again."
+	case BudgetExceeded:
+		return "The token or cost budget is spent: raise the budget in Config or finish the work by hand; work already running may have overshot it."
+	}
+	return "Investigate the item."
+}

@@ -1,0 +1,128 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/agentforeman/foreman"
+)
+
+// EventKind names a lifecycle change.
+type EventKind string
+
+// Every lifecycle change the Dispatcher and its Runtime report.
+const (
+	EventWorkerAdded      EventKind = "worker_added"
+	EventWorkerState      EventKind = "worker_state" // From, To
+	EventSubmitted        EventKind = "submitted"
+	EventAssigned         EventKind = "assigned"
+	EventHeartbeat        EventKind = "heartbeat"
+	EventProgress         EventKind = "progress" // Reason says which event
+	EventStale            EventKind = "stale_message"
+	EventDuplicate        EventKind = "duplicate_message"
+	EventInvalid          EventKind = "invalid_message"
+	EventCompleted        EventKind = "completed"
+	EventReviewRequested  EventKind = "review_requested"
+	EventReviewApproved   EventKind = "review_approved"
+	EventReviewRejected   EventKind = "review_rejected"
+	EventQGResult         EventKind = "qg_result"
+	EventFailed           EventKind = "failed"
+	EventWorkerDead       EventKind = "worker_dead" // liveness expired
+	EventWorkerStalled    EventKind = "worker_stalled"
+	EventWorkerLost       EventKind = "worker_lost" // unreachable: Send failed
+	EventRequeued         EventKind = "requeued"
+	EventParked           EventKind = "parked"
+	EventEscalated        EventKind = "escalated"
+	EventEscalationFailed EventKind = "escalation_failed"
+	EventCommandSent      EventKind = "command_sent"
+	EventUsage            EventKind = "usage"
+	EventShutdown         EventKind = "shutdown"
+	EventAgentStarted     EventKind = "agent_started" // Runtime
+	EventAgentExited      EventKind = "agent_exited"  // Runtime
+)
+
+// Event is one lifecycle change. Fields that do not apply are zero.
+type Event struct {
+	Kind       EventKind
+	At         time.Time
+	Worker     foreman.WorkerID
+	Assignment foreman.AssignmentID
+	Item       foreman.ItemID
+	From, To   WorkerState
+	Message    MessageKind
+	Command    CommandKind
+	Attempt    int
+	Reason     string
+	Usage      Usage
+	Escalation *Escalation
+	Err        error
+}
+
+// EventHook receives every Event. Calls are serialized in the order the
+// changes happened and made without the Dispatcher's lock held; the hook may
+// read the Dispatcher but should not block for long.
+type EventHook func(Event)
+
+// SlogEvents returns a hook that logs every event to l: heartbeats at
+// Debug, stale, duplicate and invalid messages and failures at Warn,
+// escalations at Error, the rest at Info.
+func SlogEvents(l *slog.Logger) EventHook {
+	if l == nil {
+		return func(Event) {}
+	}
+	return func(e Event) {
+		level := slog.LevelInfo
+		switch e.Kind {
+		case EventHeartbeat, EventProgress, EventWorkerState, EventCommandSent, EventUsage:
+			level = slog.LevelDebug
+		case EventStale, EventDuplicate, EventInvalid, EventFailed, EventWorkerDead, EventWorkerLost, EventEscalationFailed:
+			level = slog.LevelWarn
+		case EventEscalated, EventWorkerStalled:
+			level = slog.LevelError
+		}
+		ctx := context.Background()
+		if !l.Enabled(ctx, level) {
+			return
+		}
+		attrs := make([]slog.Attr, 0, 10)
+		add := func(a slog.Attr) { attrs = append(attrs, a) }
+		if e.Worker != "" {
+			add(slog.String("worker", string(e.Worker)))
+		}
+		if e.Assignment != "" {
+			add(slog.String("assignment", string(e.Assignment)))
+		}
+		if e.Item != "" {
+			add(slog.String("item", string(e.Item)))
+		}
+		if e.Kind == EventWorkerState {
+			add(slog.String("from", e.From.String()))
+			add(slog.String("to", e.To.String()))
+		}
+		if e.Message != 0 {
+			add(slog.String("message", e.Message.String()))
+		}
+		if e.Command != 0 {
+			add(slog.String("command", e.Command.String()))
+		}
+		if e.Attempt != 0 {
+			add(slog.Int("attempt", e.Attempt))
+		}
+		if e.Reason != "" {
+			add(slog.String("reason", e.Reason))
+		}
+		if e.Usage != (Usage{}) {
+			add(slog.Int64("tokens", e.Usage.Tokens))
+			add(slog.Float64("cost_usd", e.Usage.CostUSD))
+		}
+		if e.Escalation != nil {
+			add(slog.String("escalation", string(e.Escalation.Kind)))
+			add(slog.String("suggested_action", e.Escalation.SuggestedAction))
+		}
+		if e.Err != nil {
+			add(slog.String("error", e.Err.Error()))
+		}
+		l.LogAttrs(ctx, level, "worker: "+string(e.Kind), attrs...)
+	}
+}

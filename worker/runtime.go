@@ -1,0 +1,312 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/health"
+	"github.com/agentforeman/foreman/internal/gitexec"
+	"github.com/agentforeman/foreman/phases"
+	"github.com/hashicorp/go-multierror"
+)
+
+// CommitReader reads a worktree's current commit, the evidence of progress
+// a heartbeat carries. An error means "no evidence" and is not fatal.
+type CommitReader interface {
+	Head(ctx context.Context, dir string) (string, error)
+}
+
+// CommitReaderFunc adapts a function to CommitReader.
+type CommitReaderFunc func(ctx context.Context, dir string) (string, error)
+
+// Head calls f.
+func (f CommitReaderFunc) Head(ctx context.Context, dir string) (string, error) { return f(ctx, dir) }
+
+// NoCommits reads no commit: heartbeats then carry only the last output time.
+var NoCommits CommitReader = CommitReaderFunc(func(context.Context, string) (string, error) { return "", nil })
+
+type gitHead struct{ git gitexec.Runner }
+
+func (g *gitHead) Head(ctx context.Context, dir string) (string, error) {
+	out, err := g.git.Run(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD")
+	return strings.TrimSpace(out), err
+}
+
+// AgentFunc adapts a function to phases.AgentDriver, for in-process agents.
+type AgentFunc func(ctx context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (phases.AgentResult, error)
+
+// Execute calls f.
+func (f AgentFunc) Execute(ctx context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (phases.AgentResult, error) {
+	return f(ctx, req, onEvent)
+}
+
+// RuntimeConfig configures a Runtime; zero values mean the defaults.
+type RuntimeConfig struct {
+	// Agent runs each assignment; required.
+	Agent phases.AgentDriver
+	// Commits reads the worktree's HEAD for every heartbeat; nil means
+	// git rev-parse HEAD.
+	Commits CommitReader
+	// HeartbeatInterval: default 10 s.
+	HeartbeatInterval time.Duration
+	// AgentTimeout bounds one execution; zero means none beyond KILL.
+	AgentTimeout time.Duration
+	Clock        foreman.Clock
+	Logger       *slog.Logger
+	// OnEvent receives EventAgentStarted and EventAgentExited.
+	OnEvent EventHook
+}
+
+// Runtime is the default, in-process Transport: each worker is a goroutine
+// that supervises one agent execution per assignment through the
+// phases.AgentDriver, in the assignment's worktree. The Runtime, not the
+// agent, heartbeats every HeartbeatInterval, and each heartbeat carries the
+// agent's last output time and the worktree's HEAD, so a heartbeat shows
+// work, not uptime. The first line of output is reported as the running
+// STATUS. KILL, RESET and SHUTDOWN cancel the execution's context, which
+// makes agentcmd terminate the agent's process group (SIGTERM, grace,
+// SIGKILL); nothing of one assignment survives into the next.
+type Runtime struct {
+	cfg   RuntimeConfig
+	inbox Inbox
+
+	mu      sync.Mutex
+	runs    map[foreman.WorkerID]*run // the current run of each worker
+	live    map[*run]struct{}         // runs whose goroutine has not ended
+	closed  bool
+	wg      sync.WaitGroup
+	stopped chan struct{}
+}
+
+type run struct {
+	a          Assignment
+	cancel     context.CancelFunc
+	done       chan struct{}
+	killed     atomic.Bool
+	lastOutput atomic.Int64
+	running    atomic.Bool
+}
+
+// NewRuntime returns a runtime delivering workers' messages to inbox.
+func NewRuntime(cfg RuntimeConfig, inbox Inbox) *Runtime {
+	if cfg.Commits == nil {
+		cfg.Commits = &gitHead{}
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = health.DefaultHeartbeatInterval
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = foreman.RealClock()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Runtime{cfg: cfg, inbox: inbox, runs: map[foreman.WorkerID]*run{}, live: map[*run]struct{}{}, stopped: make(chan struct{})}
+}
+
+// Send carries out a command. It never blocks on the agent.
+func (r *Runtime) Send(ctx context.Context, c Command) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrStopped
+	}
+	cur := r.runs[c.Worker]
+	switch c.Kind {
+	case CommandAssign:
+		if c.Assign == nil {
+			return fmt.Errorf("%w: ASSIGN without an assignment", ErrInvalidMessage)
+		}
+		if cur != nil {
+			r.stopLocked(c.Worker, cur) // per-assignment state never carries over
+		}
+		r.startLocked(*c.Assign)
+	case CommandKill, CommandReset:
+		if cur != nil && cur.a.ID == c.Assignment {
+			r.stopLocked(c.Worker, cur)
+		}
+	case CommandShutdown:
+		if cur != nil {
+			r.stopLocked(c.Worker, cur)
+		}
+	default:
+		return fmt.Errorf("%w: command %d", ErrInvalidMessage, c.Kind)
+	}
+	return nil
+}
+
+func (r *Runtime) stopLocked(w foreman.WorkerID, cur *run) {
+	cur.killed.Store(true)
+	cur.cancel()
+	delete(r.runs, w)
+}
+
+func (r *Runtime) startLocked(a Assignment) {
+	ctx, cancel := context.WithCancel(context.Background())
+	rn := &run{a: a, cancel: cancel, done: make(chan struct{})}
+	r.runs[a.Worker] = rn
+	r.live[rn] = struct{}{}
+	r.wg.Add(1)
+	go r.supervise(ctx, rn)
+}
+
+func (r *Runtime) emit(ev Event) {
+	if r.cfg.OnEvent != nil {
+		r.cfg.OnEvent(ev)
+	}
+}
+
+func (r *Runtime) deliver(ctx context.Context, m Message) {
+	if _, err := r.inbox.Deliver(ctx, m); err != nil && !errors.Is(err, context.Canceled) {
+		r.cfg.Logger.Warn("worker runtime: message not delivered", "worker", m.Worker,
+			"assignment", m.Assignment, "message", m.Kind.String(), "error", err)
+	}
+}
+
+func (r *Runtime) heartbeat(ctx context.Context, rn *run) {
+	commit, err := r.cfg.Commits.Head(ctx, rn.a.Worktree)
+	if err != nil {
+		commit = ""
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	m := Message{Kind: MsgHeartbeat, Worker: rn.a.Worker, Assignment: rn.a.ID, Commit: commit}
+	if ns := rn.lastOutput.Load(); ns != 0 {
+		m.LastOutput = time.Unix(0, ns)
+	}
+	r.deliver(ctx, m)
+}
+
+type execResult struct {
+	res phases.AgentResult
+	err error
+}
+
+// supervise runs one assignment: an immediate heartbeat (the commit it
+// starts from), the agent, heartbeats until it ends, then the outcome.
+func (r *Runtime) supervise(ctx context.Context, rn *run) {
+	defer r.wg.Done()
+	defer func() {
+		r.mu.Lock()
+		delete(r.live, rn)
+		r.mu.Unlock()
+		close(rn.done)
+	}()
+	a := rn.a
+	clk := r.cfg.Clock
+	r.heartbeat(ctx, rn)
+	r.emit(Event{Kind: EventAgentStarted, At: clk.Now(), Worker: a.Worker, Assignment: a.ID, Item: a.Item, Attempt: a.Attempt})
+	results := make(chan execResult, 1)
+	onEvent := func(ev phases.StreamEvent) {
+		t := ev.Time
+		if t.IsZero() {
+			t = clk.Now()
+		}
+		rn.lastOutput.Store(t.UnixNano())
+		if !rn.running.Swap(true) && ctx.Err() == nil {
+			r.deliver(ctx, Message{Kind: MsgStatus, Worker: a.Worker, Assignment: a.ID, Status: StatusRunning})
+		}
+	}
+	go func() {
+		res, err := r.cfg.Agent.Execute(ctx, agentRequest(a, r.cfg.AgentTimeout), onEvent)
+		results <- execResult{res, err}
+	}()
+	ticker := clk.NewTicker(r.cfg.HeartbeatInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ticker.C():
+			r.heartbeat(ctx, rn)
+		case out := <-results:
+			r.finish(rn, out)
+			return
+		}
+	}
+}
+
+func agentRequest(a Assignment, timeout time.Duration) phases.AgentRequest {
+	prompt := a.Prompt
+	if a.MemoryContext != "" {
+		prompt += "\n\n## Context from earlier attempts\n\n" + a.MemoryContext
+	}
+	return phases.AgentRequest{
+		WorkspacePath: a.Worktree, TaskPrompt: prompt, Feedback: a.Feedback,
+		Iteration: a.Attempt, Timeout: timeout,
+	}
+}
+
+func (r *Runtime) finish(rn *run, out execResult) {
+	a := rn.a
+	res := out.res
+	reason := exitReason(res, out.err)
+	r.emit(Event{Kind: EventAgentExited, At: r.cfg.Clock.Now(), Worker: a.Worker, Assignment: a.ID, Item: a.Item,
+		Reason: reason, Usage: UsageOf(res), Err: out.err})
+	r.mu.Lock()
+	if r.runs[a.Worker] == rn {
+		delete(r.runs, a.Worker)
+	}
+	r.mu.Unlock()
+	if rn.killed.Load() {
+		return // the Dispatcher ended this assignment; it expects nothing more
+	}
+	m := Message{Worker: a.Worker, Assignment: a.ID, Usage: UsageOf(res)}
+	switch {
+	case out.err != nil || !res.Success:
+		m.Kind, m.Reason = MsgFailed, reason
+	case a.RequireReview:
+		m.Kind = MsgReadyForReview
+	default:
+		m.Kind = MsgDone
+	}
+	r.deliver(context.Background(), m)
+}
+
+func exitReason(res phases.AgentResult, err error) string {
+	switch {
+	case err != nil:
+		return err.Error()
+	case res.Signal != "":
+		return "killed by " + res.Signal
+	case res.TimedOut:
+		return "timed out"
+	case res.Error != "":
+		return fmt.Sprintf("exit %d: %s", res.ExitCode, res.Error)
+	}
+	return fmt.Sprintf("exit %d", res.ExitCode)
+}
+
+// Close stops every worker: running agents are cancelled (their process
+// groups terminated) and Close waits for them until ctx ends. The error, a
+// *multierror.Error of *StopError, names every worker still running then.
+// Safe to call more than once.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if !r.closed {
+		r.closed = true
+		go func() { r.wg.Wait(); close(r.stopped) }()
+	}
+	for w, rn := range r.runs {
+		r.stopLocked(w, rn)
+	}
+	r.mu.Unlock()
+	select {
+	case <-r.stopped:
+		return nil
+	case <-ctx.Done():
+	}
+	var errs *multierror.Error
+	r.mu.Lock()
+	for rn := range r.live {
+		errs = multierror.Append(errs, &StopError{Worker: rn.a.Worker, Assignment: rn.a.ID, Err: ctx.Err()})
+	}
+	r.mu.Unlock()
+	return errs.ErrorOrNil()
+}
