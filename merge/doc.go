@@ -14,8 +14,9 @@
 // branch only with Config.DeleteBranchOnRemove (never one checked out
 // elsewhere); uncommitted changes in a removed worktree are discarded, as
 // with `git worktree remove --force`. List reads git's worktree registry
-// directly; Prune removes the worktrees its keep function rejects. Item ids are validated (foreman.ItemID) before
-// any path or git argument is built from them.
+// directly; Prune removes the worktrees its keep function rejects. Item ids
+// are validated (foreman.ItemID) before any path or git argument is built
+// from them. DiffStat measures an item's branch for reports.
 //
 // # Locking
 //
@@ -26,7 +27,9 @@
 // time, so that it excludes other processes and other Managers of the same
 // process alike, behind a per-Manager channel mutex so that one Manager's
 // goroutines queue in Go. There is no package-level state: a host that wants
-// a single in-process queue per repository shares one Manager.
+// a single in-process queue per repository shares one Manager. git commands
+// a host runs itself, outside this lock, can still meet git's own race (for
+// example `git worktree list` failing while an add is under way).
 //
 // # Merging
 //
@@ -58,14 +61,25 @@
 // of one repository are queued on the repository lock (first come, first
 // served within a Manager), so concurrent calls are safe.
 //
+// Outcomes a host acts on are typed errors, as the merge contract names
+// them: ErrNothingToMerge, *ConflictError (pause the item and escalate with
+// its Files), *DirtyError, *CheckError, *PushError (the returned Result is
+// valid: the local merge stands and a retry pushes again), *LockedError,
+// *InProgressError, *VerifyError. Any other error is a system fault.
+//
 // Before it acts, Merge repairs crash leftovers: an interrupted merge or
-// rebase in the item's worktree is aborted, a half-made worktree is cleared,
+// rebase in the item's worktree is aborted, a half-made worktree is cleared
+// (the branch is merged without it),
 // git lock files older than Config.StaleLockAge are removed (younger ones are
 // *LockedError), and an operation in progress in a checkout of the target is
 // reported as *InProgressError rather than touched.
 //
-// To keep a cycle close to the cost of the raw git commands, reads that git
-// would answer from a few files (refs, HEADs of worktrees, the commit Merge
-// just wrote, the worktree registry) are done directly, falling back to git
-// when the layout is not the simple one.
+// To keep a cycle close to the cost of the raw git commands
+// (BenchmarkItemCycle compares the two in one run): reads that git would
+// answer from a few files (refs, HEADs of worktrees, the commit Merge just
+// wrote, the worktree registry) are done directly, falling back to git when
+// the layout is not the simple one; the three independent questions a merge
+// starts with (clean worktree, landed before, clean squash) are asked of git
+// in parallel; worktrees are removed without a git process; and git's auto
+// maintenance runs every 32 merges rather than after each command.
 package merge

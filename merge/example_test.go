@@ -2,6 +2,7 @@ package merge_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -78,4 +79,54 @@ func Example() {
 	//
 	// retry: already-merged true
 	// worktrees left: 0
+}
+
+// A conflict changes nothing: the host pauses the item and tells a person
+// which files to look at.
+func ExampleConflictError() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "foreman-merge-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	run := func(dir string, args ...string) {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Ada", "GIT_AUTHOR_EMAIL=ada@example.com",
+			"GIT_COMMITTER_NAME=Ada", "GIT_COMMITTER_EMAIL=ada@example.com")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			log.Fatalf("%v: %s", err, out)
+		}
+	}
+	write := func(path, content string) {
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
+	run(dir, "init", "-q", "-b", "main")
+	write(filepath.Join(dir, "config.yaml"), "port: 80\n")
+	run(dir, "add", "-A")
+	run(dir, "commit", "-q", "-m", "initial")
+
+	m, err := merge.New(ctx, merge.Config{Repo: dir})
+	if err != nil {
+		log.Fatal(err)
+	}
+	wt, err := m.Create(ctx, "story-9")
+	if err != nil {
+		log.Fatal(err)
+	}
+	write(filepath.Join(wt.Path, "config.yaml"), "port: 8080\n")
+	run(wt.Path, "commit", "-q", "-am", "change the port")
+	write(filepath.Join(dir, "config.yaml"), "port: 443\n")
+	run(dir, "commit", "-q", "-am", "meanwhile on main")
+
+	_, err = m.Merge(ctx, "story-9", merge.Request{Title: "Move to 8080"})
+	var conflict *merge.ConflictError
+	if errors.As(err, &conflict) {
+		fmt.Println("PAUSE", conflict.Item, "- resolve:", conflict.Files)
+	}
+	// Output:
+	// PAUSE story-9 - resolve: [config.yaml]
 }
