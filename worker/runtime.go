@@ -270,17 +270,23 @@ func (r *Runtime) finish(rn *run, out execResult) {
 }
 
 func exitReason(res phases.AgentResult, err error) string {
+	var reason string
 	switch {
+	case res.Signal != "":
+		reason = "killed by " + res.Signal
+	case res.TimedOut:
+		reason = "timed out"
 	case err != nil:
 		return err.Error()
-	case res.Signal != "":
-		return "killed by " + res.Signal
-	case res.TimedOut:
-		return "timed out"
 	case res.Error != "":
 		return fmt.Sprintf("exit %d: %s", res.ExitCode, res.Error)
+	default:
+		return fmt.Sprintf("exit %d", res.ExitCode)
 	}
-	return fmt.Sprintf("exit %d", res.ExitCode)
+	if err != nil {
+		reason += " (" + err.Error() + ")"
+	}
+	return reason
 }
 
 // Close stops every worker: running agents are cancelled (their process
