@@ -206,8 +206,17 @@ func readSymbolicHEAD(gitDir string) (string, error) {
 		return "", fmt.Errorf("merge: read HEAD: %w", err)
 	}
 	ref, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "ref: ")
-	if !ok {
-		return "", nil
+	if ok {
+		return ref, nil
 	}
-	return ref, nil
+	// A branch being rebased is checked out even though HEAD is detached:
+	// moving it underneath the rebase would lose the move when it finishes.
+	for _, dir := range []string{"rebase-merge", "rebase-apply"} {
+		if name, err := os.ReadFile(filepath.Join(gitDir, dir, "head-name")); err == nil {
+			if ref := strings.TrimSpace(string(name)); strings.HasPrefix(ref, "refs/") {
+				return ref, nil
+			}
+		}
+	}
+	return "", nil
 }

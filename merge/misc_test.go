@@ -121,3 +121,25 @@ func TestAutoMaintenanceRunsEveryFewMerges(t *testing.T) {
 		assert.Equal(t, i == 1, strings.Contains(string(data), "maintenance run --auto"), "merge %d", i)
 	}
 }
+
+func TestBaseAndTargetMayDiffer(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, nil)
+	git(t, repo, "branch", "develop")
+	git(t, repo, "branch", "release")
+	commitFile(t, repo, "main-only.txt", "m\n", "main moves")
+	m := newManager(t, repo, func(c *Config) { c.BaseBranch, c.TargetBranch = "develop", "release" })
+	wt := create(t, m, "r")
+	assert.Equal(t, revParse(t, repo, "develop"), wt.Base)
+	commitFile(t, wt.Path, "r.txt", "r\n", "r")
+	mainBefore, releaseBefore := revParse(t, repo, "main"), revParse(t, repo, "release")
+
+	res, err := m.Merge(ctx, "r", Request{Title: "R"})
+	require.NoError(t, err)
+	assert.Equal(t, "release", res.Target)
+	assert.Empty(t, res.CheckedOut)
+	assert.Equal(t, releaseBefore, revParse(t, repo, "release^"))
+	assert.Equal(t, res.Commit, revParse(t, repo, "release"))
+	assert.Equal(t, mainBefore, revParse(t, repo, "main"))
+	assert.Empty(t, porcelain(t, repo))
+}

@@ -98,6 +98,23 @@ func TestMergeReportsLeftoversItMustNotTouch(t *testing.T) {
 		_, err = m.Merge(ctx, "x", Request{Title: "X"})
 		require.NoError(t, err)
 	})
+	t.Run("target being rebased in a checkout", func(t *testing.T) {
+		repo := newRepo(t, nil)
+		m := newManager(t, repo, nil)
+		wt := create(t, m, "x")
+		commitFile(t, wt.Path, "x.txt", "x\n", "x")
+		sideBranch(t, repo)
+		commitFile(t, repo, "shared.txt", "one\nMAIN\nthree\n", "main")
+		_, err := testRunner().Run(ctx, repo, "rebase", "side")
+		require.Error(t, err, "conflicts, main stays mid-rebase")
+		before := revParse(t, repo, "refs/heads/main")
+
+		_, err = m.Merge(ctx, "x", Request{Title: "X"})
+		var ip *InProgressError
+		require.ErrorAs(t, err, &ip)
+		assert.Equal(t, "rebase", ip.Operation)
+		assert.Equal(t, before, revParse(t, repo, "refs/heads/main"))
+	})
 	t.Run("merge in progress in the target checkout", func(t *testing.T) {
 		repo := newRepo(t, nil)
 		m := newManager(t, repo, nil)
