@@ -62,6 +62,13 @@ func (c *core) progress(w *workerSlot, reason string, now time.Time) {
 func (c *core) deliver(m Message, now time.Time) (Disposition, error) {
 	w := c.byAssignment[m.Assignment]
 	if w == nil || w.id != m.Worker {
+		// Ids are validated only here: a current assignment's ids were
+		// issued by the core, so the hot path skips the check.
+		for _, err := range []error{m.Worker.Validate(), m.Assignment.Validate()} {
+			if err != nil {
+				return c.invalid(m, fmt.Errorf("%w: %w", ErrInvalidMessage, err), now)
+			}
+		}
 		if f, ok := c.finished.by[m.Assignment]; ok && f.worker == m.Worker && f.final == m.Kind {
 			return c.stale(m, EventDuplicate, now), nil
 		}

@@ -124,22 +124,8 @@ func (d *Dispatcher) Deliver(ctx context.Context, m Message) (Disposition, error
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if err := m.Worker.Validate(); err != nil {
-		return d.reject(m, err)
-	}
-	if err := m.Assignment.Validate(); err != nil {
-		return d.reject(m, err)
-	}
 	d.mu.Lock()
 	disp, err := d.core.deliver(m, d.cfg.Clock.Now())
-	d.unlockAndDrain()
-	return disp, err
-}
-
-func (d *Dispatcher) reject(m Message, err error) (Disposition, error) {
-	err = fmt.Errorf("%w: %w", ErrInvalidMessage, err)
-	d.mu.Lock()
-	disp, err := d.core.invalid(m, err, d.cfg.Clock.Now())
 	d.unlockAndDrain()
 	return disp, err
 }
