@@ -34,3 +34,12 @@ func ExampleItemID_Validate() {
 	// ../../etc/passwd true
 	// --force true
 }
+
+func TestGitErrorIsMatchableOutsideTheModule(t *testing.T) {
+	var err error = fmt.Errorf("merge: %w", &foreman.GitError{Args: []string{"merge-tree"}, ExitCode: 1, Stderr: "conflict"})
+	var gerr *foreman.GitError
+	if assert.ErrorAs(t, err, &gerr) {
+		assert.Equal(t, 1, gerr.ExitCode)
+		assert.Equal(t, "conflict", gerr.Stderr)
+	}
+}
