@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -333,4 +334,23 @@ func TestNewRequiresATransportOrAgent(t *testing.T) {
 	require.NoError(t, d.Close())
 	require.NoError(t, d.Close(), "safe twice")
 	assert.ErrorIs(t, d.Submit(context.Background(), item("x")), worker.ErrStopped)
+}
+
+func TestAttemptDeadlineStallsEvenABusyWorkerAndFreshWorkersAreReplaced(t *testing.T) {
+	h := newHarness(t, worker.Config{Mode: worker.ModeFresh, MaxWorkers: 1, AttemptTimeout: 20 * time.Minute})
+	h.submit(item("story-a"))
+	a := h.lastAssign()
+	for i := range 4 { // progress every 5 minutes: never stuck, but too long
+		h.heartbeatFor(a, 5*time.Minute)
+		m := msg(worker.MsgQGResult, a)
+		m.QGOutput = fmt.Sprint(i)
+		h.deliver(m)
+	}
+	esc := h.escalations()
+	require.Len(t, esc, 1)
+	assert.Equal(t, worker.StuckWorker, esc[0].Kind)
+	assert.Equal(t, "attempt deadline passed", esc[0].Reason)
+	b := h.lastAssign()
+	assert.NotEqual(t, a.Worker, b.Worker, "a fresh worker takes the retry")
+	assert.Len(t, h.commands(worker.CommandShutdown), 1)
 }
