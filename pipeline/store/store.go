@@ -1,12 +1,3 @@
-// Package store is the durable state behind the pipeline: a small,
-// versioned document store with optimistic concurrency. The coordinator
-// keeps each item's state (and the effects it has yet to carry out) in one
-// record, so persisting a transition is one atomic Apply.
-//
-// Implementations: Memory in this package (tests, embedding), and the
-// durable SQLite store in pipeline/sqlitestore (its own package, so hosts
-// that bring their own store do not compile SQLite). Every implementation
-// must pass the conformance suite in pipeline/store/storetest.
 package store
 
 import (
@@ -23,9 +14,15 @@ type Record struct {
 	Kind string
 	ID   string
 	// Version is 1 after the first write and grows by one with each write.
+	// A deleted record is gone: creating it again starts over at 1.
 	Version int64
 	// Data is the document, usually JSON; the store does not interpret it.
-	Data      []byte
+	// Records returned by a store own their Data: callers may change it
+	// without affecting the store.
+	Data []byte
+	// UpdatedAt is when the write that produced this version was applied,
+	// read from the store's clock and returned in UTC at nanosecond
+	// precision without a monotonic reading.
 	UpdatedAt time.Time
 }
 
@@ -35,9 +32,10 @@ type Op struct {
 	ID   string
 	// ExpectVersion is the version the record must have for the write to
 	// happen: 0 means the record must not exist yet. Any mismatch aborts the
-	// whole Apply with a *ConflictError.
+	// whole Apply with a *ConflictError. A Delete needs ExpectVersion >= 1.
 	ExpectVersion int64
-	// Data is the new content; ignored when Delete is set.
+	// Data is the new content; ignored when Delete is set. The store copies
+	// it: the caller may reuse the slice once Apply returns.
 	Data   []byte
 	Delete bool
 }
@@ -53,10 +51,13 @@ type Store interface {
 	// Apply performs all ops atomically: either every op is written (and
 	// the new records are returned, in op order; a deleted record is
 	// returned with Version 0) or none is and the error says why. Two ops
-	// on the same record in one Apply are an error matching ErrInvalidOp.
+	// on the same record in one Apply are an error matching ErrInvalidOp,
+	// as is any op ValidateOps rejects. When several ops conflict, the
+	// *ConflictError names the first in op order. An Apply without ops
+	// writes nothing and returns no records.
 	Apply(ctx context.Context, ops ...Op) ([]Record, error)
-	// Close releases the store; it is safe to call twice. Calls after
-	// Close fail with ErrClosed.
+	// Close releases the store; it is safe to call twice (the second call
+	// returns nil). Calls after Close fail with ErrClosed.
 	Close() error
 }
 
@@ -68,7 +69,8 @@ var (
 	ErrClosed    = errors.New("store: closed")
 )
 
-// ConflictError says which record did not have the expected version.
+// ConflictError says which record did not have the expected version. The
+// Apply that returns it wrote nothing.
 type ConflictError struct {
 	Kind     string
 	ID       string
@@ -82,3 +84,29 @@ func (e *ConflictError) Error() string {
 
 // Is makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// ValidateOps checks a batch before any of it is applied: every op needs a
+// Kind and an ID, ExpectVersion is never negative, a Delete expects an
+// existing version (>= 1), and no two ops name the same record. The error
+// matches ErrInvalidOp. Implementations call it first, so that every store
+// rejects the same batches the same way.
+func ValidateOps(ops []Op) error {
+	type key struct{ kind, id string }
+	seen := make(map[key]struct{}, len(ops))
+	for i, op := range ops {
+		switch {
+		case op.Kind == "" || op.ID == "":
+			return fmt.Errorf("%w: op %d has an empty kind or id (%q/%q)", ErrInvalidOp, i, op.Kind, op.ID)
+		case op.ExpectVersion < 0:
+			return fmt.Errorf("%w: op %d on %s/%s expects negative version %d", ErrInvalidOp, i, op.Kind, op.ID, op.ExpectVersion)
+		case op.Delete && op.ExpectVersion == 0:
+			return fmt.Errorf("%w: op %d deletes %s/%s without an expected version", ErrInvalidOp, i, op.Kind, op.ID)
+		}
+		k := key{op.Kind, op.ID}
+		if _, dup := seen[k]; dup {
+			return fmt.Errorf("%w: two ops on %s/%s in one Apply", ErrInvalidOp, op.Kind, op.ID)
+		}
+		seen[k] = struct{}{}
+	}
+	return nil
+}

@@ -1,0 +1,34 @@
+// Package store is the durable state behind the pipeline: a small,
+// versioned document store with optimistic concurrency. The coordinator
+// keeps each item's state (and the effects it has yet to carry out) in one
+// record, so persisting a transition is one atomic Apply.
+//
+// # Contract
+//
+// A Record is identified by (Kind, ID) and carries opaque Data, a Version
+// and the time of its last write. Apply takes a batch of Ops and writes all
+// of them or none:
+//
+//   - every Op states the version it expects (ExpectVersion 0: the record
+//     must not exist yet), so two writers that read the same version cannot
+//     both win: the loser gets a *ConflictError (errors.Is ErrConflict) with
+//     the expected and actual versions, and nothing of its batch is written;
+//   - versions start at 1 and grow by one per write; a deleted record is
+//     gone, and creating it again starts over at 1;
+//   - malformed batches (empty kind or id, a negative version, a delete
+//     without an expected version, two ops on one record) fail with
+//     ErrInvalidOp before anything is looked at (ValidateOps);
+//   - data is copied in and out: neither the slices passed to Apply nor
+//     those returned by Get, List and Apply alias what the store holds;
+//   - List returns one kind's records ordered by ID;
+//   - a cancelled context fails the call; Close is idempotent and later
+//     calls fail with ErrClosed.
+//
+// # Implementations
+//
+// Memory, in this package, keeps everything in a map behind a mutex: for
+// tests and for hosts that need no durability. The durable default is
+// pipeline/sqlitestore (its own package, so that hosts that bring their own
+// store do not compile SQLite). Every implementation must pass the
+// conformance suite in pipeline/store/storetest.
+package store
