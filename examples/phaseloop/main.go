@@ -8,8 +8,10 @@
 //
 //	go run ./examples/phaseloop
 //	go run ./examples/phaseloop -dir ~/src/myrepo -format claude \
-//	    -agent 'claude -p {prompt} --output-format stream-json --verbose' \
 //	    -prompt 'Make the failing tests pass' -gate 'go test ./...'
+//
+// With -dir the agent works in that repository's working tree in place (no
+// worktree is made): commit or stash your own changes first.
 package main
 
 import (
@@ -33,20 +35,30 @@ import (
 )
 
 type options struct {
-	dir, agent, format, prompt string
-	gates                      []string
-	maxIterations              int
-	timeout                    time.Duration
-	keep, quiet                bool
+	dir, agent, prompt string
+	format             agentcmd.Format
+	promptSet          bool
+	gates              []string
+	maxIterations      int
+	timeout            time.Duration
+	keep, quiet        bool
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.dir, "dir", "", "run in this git repository instead of a throwaway demo repo")
-	flag.StringVar(&o.agent, "agent", "", "agent command, split on spaces; placeholders {prompt} {feedback} {session} {workspace} {iteration} (default: the demo's scripted agent)")
-	flag.StringVar(&o.format, "format", "text", "agent output format: text, claude (stream-json) or codex (exec --json)")
-	flag.StringVar(&o.prompt, "prompt", "Add an Add function with a test.", "the task prompt")
-	flag.Func("gate", "an L1 gate command, split on spaces (repeatable; default: go vet + go test)", func(s string) error {
+	flag.Usage = usage
+	flag.StringVar(&o.dir, "dir", "", "run in this git repository's working tree, in place, instead of a throwaway demo repo (requires -prompt)")
+	flag.StringVar(&o.agent, "agent", "", "agent command line, split like a shell would (quotes work); placeholders {prompt} {feedback} {session} {workspace} {iteration}\n(default: the demo's scripted agent, or the -format's own command: claude -p ... / codex exec --json)")
+	flag.Func("format", "agent output format: text, claude (Claude Code stream-json) or codex (codex exec --json) (default text)", func(s string) error {
+		f, err := agentcmd.ParseFormat(s)
+		o.format = f
+		return err
+	})
+	flag.StringVar(&o.prompt, "prompt", demoPrompt, "the task prompt")
+	flag.Func("gate", "an L1 gate command line, split like a shell would (repeatable; default: go vet, then go test)", func(s string) error {
+		if _, err := splitWords(s); err != nil {
+			return err
+		}
 		o.gates = append(o.gates, s)
 		return nil
 	})
@@ -55,6 +67,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the throwaway repository")
 	flag.BoolVar(&o.quiet, "quiet", false, "do not echo the agent's output")
 	flag.Parse()
+	flag.Visit(func(f *flag.Flag) { o.promptSet = o.promptSet || f.Name == "prompt" })
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -79,7 +92,7 @@ func run(ctx context.Context, o options, out io.Writer) (bool, error) {
 	loop := phases.NewRunLoop(phases.Config{
 		Services: phases.PhaseServices{
 			AgentDriver: agentcmd.New(agentcmd.Config{
-				Argv: argv, Format: agentcmd.Format(o.format), Env: demo.GitEnv(),
+				Argv: argv, Format: o.format, Env: demo.GitEnv(),
 			}),
 			Snapshotter:       gitsnap.New(gitsnap.Config{}),
 			Verifier:          gates.NewVerifier(gates.VerifierConfig{}),
@@ -134,15 +147,23 @@ func prepare(ctx context.Context, o options, out io.Writer) (ws string, argv []s
 			}
 			argv = []string{script, "{prompt}"}
 		}
-	} else if ws, err = filepath.Abs(ws); err != nil {
-		return "", nil, nil, err
+	} else {
+		if !o.promptSet {
+			return "", nil, nil, errors.New("-dir needs -prompt: the default prompt is the demo's task")
+		}
+		if ws, err = filepath.Abs(ws); err != nil {
+			return "", nil, nil, err
+		}
 	}
 	if o.agent != "" {
-		argv = strings.Fields(o.agent)
+		if argv, err = splitWords(o.agent); err != nil {
+			cleanup()
+			return "", nil, nil, fmt.Errorf("-agent: %w", err)
+		}
 	}
-	if len(argv) == 0 {
+	if len(argv) == 0 && (o.format == "" || o.format == agentcmd.FormatText) {
 		cleanup()
-		return "", nil, nil, errors.New("-dir needs -agent: there is no scripted agent for your repository")
+		return "", nil, nil, errors.New("-dir needs -agent (or -format claude / codex, which have a default command): there is no scripted agent for your repository")
 	}
 	return ws, argv, cleanup, nil
 }
@@ -156,7 +177,8 @@ func gatePlan(commands []string) phases.GatePlan {
 	}
 	level := phases.GateLevel{Level: phases.L1Tests}
 	for i, c := range commands {
-		level.Checks = append(level.Checks, phases.GateCheck{Name: fmt.Sprintf("gate-%d", i+1), Argv: strings.Fields(c)})
+		argv, _ := splitWords(c) // validated when the flag was parsed
+		level.Checks = append(level.Checks, phases.GateCheck{Name: fmt.Sprintf("gate-%d", i+1), Argv: argv})
 	}
 	return phases.GatePlan{Levels: []phases.GateLevel{level}}
 }
@@ -169,7 +191,15 @@ func report(out io.Writer, res phases.RunResult) {
 		if p.Build != nil {
 			detail := "ok"
 			if a := p.Build.AgentResult; a != nil {
-				detail = fmt.Sprintf("exit %d", a.ExitCode)
+				detail = fmt.Sprintf("exit %d, %d tokens, $%.4f", a.ExitCode, a.Tokens.Total(), a.CostUSD)
+				if a.SessionID != "" {
+					detail += ", session " + a.SessionID
+				}
+			}
+			if e := p.Build.BuildError; e != nil {
+				detail += ": " + e.Message
+			} else if e := p.Build.Error; e != nil {
+				detail += ": " + e.Message
 			}
 			phaseLine(out, "build", p.Build.PhaseResult, detail)
 		}
@@ -201,6 +231,11 @@ func report(out io.Writer, res phases.RunResult) {
 		}
 	}
 	fmt.Fprintf(out, "\noutcome   %s (%s) after %d iterations in %s\n", res.State, res.Reason, len(res.Iterations), round(res.Duration))
+	fmt.Fprintf(out, "usage     %d tokens (in %d, out %d, cache %d), $%.4f", res.Tokens.Total(), res.Tokens.Input, res.Tokens.Output, res.Tokens.CacheRead+res.Tokens.CacheWrite, res.CostUSD)
+	if res.SessionID != "" {
+		fmt.Fprintf(out, ", session %s", res.SessionID)
+	}
+	fmt.Fprintln(out)
 	if res.Message != "" {
 		fmt.Fprintf(out, "          %s\n", res.Message)
 	}
@@ -212,6 +247,81 @@ func phaseLine(out io.Writer, name string, r phases.PhaseResult, detail string) 
 		mark = "✗"
 	}
 	fmt.Fprintf(out, "  %s %-9s %8s  %s\n", mark, name, round(r.Duration), detail)
+}
+
+const demoPrompt = "Add an Add function with a test."
+
+func usage() {
+	fmt.Fprint(flag.CommandLine.Output(), `phaseloop runs one agent's build → snapshot → verify → feedback loop.
+
+  go run ./examples/phaseloop
+      the demo: a throwaway repo, a scripted agent, go vet + go test as gates
+  go run ./examples/phaseloop -dir ~/src/repo -format claude -prompt 'Make the failing tests pass' -gate 'go test ./...'
+      Claude Code on your repository (its working tree is edited in place)
+  go run ./examples/phaseloop -dir ~/src/repo -agent './my-agent.sh {prompt}' -prompt '...' -gate 'make check'
+      any agent command; it gets the prompt (with feedback after a failed iteration) as {prompt}
+
+Exit status: 0 succeeded, 1 the run failed, 2 bad usage or a system fault.
+
+Flags:
+`)
+	flag.PrintDefaults()
+}
+
+// splitWords splits a command line the way a POSIX shell splits words:
+// whitespace separates words, single quotes keep everything literally,
+// double quotes keep whitespace and honour backslash escapes of " \ $ and backquote,
+// and a backslash outside quotes escapes the next character. Nothing is
+// expanded: no variables, globs or command substitution.
+func splitWords(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\':
+			if i+1 >= len(s) {
+				return nil, errors.New("trailing backslash")
+			}
+			i++
+			cur.WriteByte(s[i])
+			inWord = true
+		case c == '\'':
+			end := strings.IndexByte(s[i+1:], '\'')
+			if end < 0 {
+				return nil, errors.New("unterminated single quote")
+			}
+			cur.WriteString(s[i+1 : i+1+end])
+			i += end + 1
+			inWord = true
+		case c == '"':
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0 {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, errors.New("unterminated double quote")
+			}
+			inWord = true
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
 }
 
 func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }

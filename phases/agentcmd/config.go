@@ -1,6 +1,7 @@
 package agentcmd
 
 import (
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -202,4 +203,21 @@ func (cfg Config) withDefaults() Config {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return cfg
+}
+
+// ParseFormat reads a format name as a person would type it: the Format
+// values themselves, or the short names "claude" and "codex". An unknown
+// name is an error matching ErrUnknownFormat.
+func ParseFormat(name string) (Format, error) {
+	switch f := Format(name); f {
+	case "claude":
+		return FormatClaude, nil
+	case "codex":
+		return FormatCodex, nil
+	default:
+		if _, ok := adapterFor(f); ok {
+			return f, nil
+		}
+		return "", fmt.Errorf("%w: %q (want text, claude or codex)", ErrUnknownFormat, name)
+	}
 }
