@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/clock"
 	"github.com/agentforeman/foreman/phases"
 )
@@ -106,7 +107,7 @@ type Config struct {
 	// their own. It is called once per execution.
 	NewParser func() OutputParser
 	// Clock times executions and timeouts. Nil means the wall clock.
-	Clock clock.Clock
+	Clock foreman.Clock
 	// Logger receives start, exit and termination records. Nil discards.
 	Logger *slog.Logger
 }

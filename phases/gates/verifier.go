@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/clock"
 	"github.com/agentforeman/foreman/phases"
 )
@@ -50,7 +51,7 @@ type VerifierConfig struct {
 	// (a grandchild that left the process group); default DefaultWaitDelay.
 	WaitDelay time.Duration
 	// Clock measures timeouts and durations; default the wall clock.
-	Clock clock.Clock
+	Clock foreman.Clock
 	// Logger receives a debug record per check; nil discards.
 	Logger *slog.Logger
 }
@@ -100,7 +101,7 @@ var ErrInvalidPlan = errors.New("gates: invalid gate plan")
 
 // ErrNoCIChecker is the cause of a PlanError for an L3 level that has no
 // commands while the Verifier has no CIChecker.
-var ErrNoCIChecker = errors.New("L3 level has no commands and no CIChecker is configured")
+var ErrNoCIChecker = errors.New("gates: L3 level has no commands and no CIChecker is configured")
 
 // ErrNoWorkspace is returned when the snapshot has no WorkspacePath to run
 // checks in.

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/clock"
 	"github.com/agentforeman/foreman/internal/gitexec"
 	"github.com/agentforeman/foreman/phases"
@@ -27,7 +28,7 @@ type Config struct {
 	Env []string
 	// Clock stamps BeforeState.CapturedAt and Snapshot.CapturedAt; default
 	// the wall clock.
-	Clock clock.Clock
+	Clock foreman.Clock
 }
 
 // Snapshotter is the git phases.Snapshotter. It holds no per-workspace
@@ -48,7 +49,7 @@ func New(cfg Config) *Snapshotter {
 }
 
 // ErrNotRepository is matched (errors.Is) by a *NotRepositoryError.
-var ErrNotRepository = errors.New("not a git repository")
+var ErrNotRepository = errors.New("gitsnap: not a git repository")
 
 // ErrInvalidBefore is returned by Capture when the BeforeState has no base.
 var ErrInvalidBefore = errors.New("gitsnap: before state has no base commit")
