@@ -19,6 +19,9 @@ var (
 	ErrNoBranch = errors.New("merge: item has no branch")
 	// ErrLocked is matched by *LockedError.
 	ErrLocked = errors.New("merge: a git lock file is held")
+	// ErrUnknownBranch: Config.BaseBranch or TargetBranch does not exist
+	// in the repository (New reports it, naming the branch).
+	ErrUnknownBranch = errors.New("merge: branch does not exist")
 )
 
 // ConflictError is a merge that could not be done without a person: nothing

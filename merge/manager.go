@@ -145,6 +145,14 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	default:
 		return nil, fmt.Errorf("merge: cannot find the main worktree of %s (git dir %s)", repo, m.commonDir)
 	}
+	for _, branch := range []string{m.cfg.BaseBranch, m.cfg.TargetBranch} {
+		if _, err := m.git.Run(ctx, m.mainDir, "show-ref", "--verify", "--quiet", "refs/heads/"+branch); err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("merge: %w", err)
+			}
+			return nil, fmt.Errorf("%w: %q in %s (set Config.BaseBranch / TargetBranch)", ErrUnknownBranch, branch, m.mainDir)
+		}
+	}
 	m.root = cfg.Root
 	if m.root == "" {
 		m.root = ".worktrees"

@@ -251,3 +251,21 @@ exit $rc
 	assert.Equal(t, "foreman/retry", git(t, wt.Path, "branch", "--show-current"))
 	assert.Empty(t, porcelain(t, wt.Path))
 }
+
+// A repository whose default branch is not the configured base is refused by
+// New with a typed error naming the branch, not later by a raw git failure.
+func TestNewRejectsAMissingBaseOrTargetBranch(t *testing.T) {
+	repo := newRepo(t, nil)
+	git(t, repo, "branch", "-m", "main", "master")
+	_, err := New(context.Background(), Config{Repo: repo})
+	require.ErrorIs(t, err, ErrUnknownBranch)
+	assert.ErrorContains(t, err, `"main"`)
+
+	_, err = New(context.Background(), Config{Repo: repo, BaseBranch: "master", TargetBranch: "release"})
+	require.ErrorIs(t, err, ErrUnknownBranch)
+	assert.ErrorContains(t, err, `"release"`)
+
+	m, err := New(context.Background(), Config{Repo: repo, BaseBranch: "master"})
+	require.NoError(t, err)
+	assert.Equal(t, "master", m.Target())
+}
