@@ -82,7 +82,8 @@ type Message interface {
 	ItemID() foreman.ItemID
 	// StageNum is the stage the message is about, or NoStage.
 	StageNum() int
-	sealed()
+	// format renders the canonical line; unexported, so the set is closed.
+	format() string
 }
 
 // Stage1Verdict is the verdict of story validation.
@@ -320,17 +321,3 @@ func (m Ack) StageNum() int          { return m.Stage }
 func (m ExecuteStage) StageNum() int { return m.Stage }
 func (m StatusCheck) StageNum() int  { return m.Stage }
 func (m Shutdown) StageNum() int     { return NoStage }
-func (Stage0Complete) sealed()       {}
-func (Stage0Error) sealed()          {}
-func (Stage1Complete) sealed()       {}
-func (Stage1Error) sealed()          {}
-func (Stage2Complete) sealed()       {}
-func (Stage2Error) sealed()          {}
-func (Stage3Complete) sealed()       {}
-func (Stage3Error) sealed()          {}
-func (StatusReply) sealed()          {}
-func (Callback) sealed()             {}
-func (Ack) sealed()                  {}
-func (ExecuteStage) sealed()         {}
-func (StatusCheck) sealed()          {}
-func (Shutdown) sealed()             {}

@@ -1,6 +1,12 @@
 package message
 
-import "github.com/agentforeman/foreman"
+import (
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/agentforeman/foreman"
+)
 
 // Role is a worker role of the team lifecycle (seed 003).
 type Role string
@@ -81,7 +87,82 @@ type Router struct {
 // Route routes text with the zero Router.
 func Route(text string) WakeUp { return Router{}.Route(text) }
 
-// Route routes text.
+var roleTagRE = regexp.MustCompile(`\[([A-Za-z][A-Za-z0-9_-]*)\]`)
+
+// Route routes text by the seed's priorities, first match wins:
+//
+//  1. it contains "[<role>]" for a known role → WakeCallback;
+//  2. it contains "check" or "status" → WakeCheck;
+//  3. it contains "resume", "continue" or "next" → WakeResume;
+//  4. otherwise → WakeSpawnNext (the initial spawn after dispatch).
+//
+// Matching is case-insensitive and, as in the seed, by substring: "checkpoint"
+// contains "check", "nextjs" contains "next". A tag of an unknown role does
+// not route (it is reported in UnknownRole).
 func (r Router) Route(text string) WakeUp {
-	return WakeUp{Kind: WakeSpawnNext}
+	roles := r.Roles
+	if roles == nil {
+		roles = KnownRoles()
+	}
+	var w WakeUp
+	for _, tag := range roleTagRE.FindAllStringSubmatch(text, -1) {
+		role, ok := knownRole(roles, tag[1])
+		if !ok {
+			if w.UnknownRole == "" {
+				w.UnknownRole = tag[1]
+			}
+			continue
+		}
+		w.Kind, w.Role = WakeCallback, role
+		w.Callback = callbackIn(text, role)
+		return w
+	}
+	lower := strings.ToLower(text)
+	switch {
+	case strings.Contains(lower, "check") || strings.Contains(lower, "status"):
+		w.Kind = WakeCheck
+	case strings.Contains(lower, "resume") || strings.Contains(lower, "continue") || strings.Contains(lower, "next"):
+		w.Kind = WakeResume
+	default:
+		w.Kind = WakeSpawnNext
+	}
+	return w
+}
+
+func knownRole(roles []Role, tag string) (Role, bool) {
+	for _, r := range roles {
+		if strings.EqualFold(string(r), tag) {
+			return r, true
+		}
+	}
+	return "", false
+}
+
+// callbackIn returns the first line of text that is a canonical callback of
+// role, or the zero Callback.
+func callbackIn(text string, role Role) Callback {
+	for _, line := range strings.Split(text, "\n") {
+		m, err := Parse(line)
+		if err != nil {
+			continue
+		}
+		if cb, ok := m.(Callback); ok && strings.EqualFold(string(cb.Role), string(role)) {
+			return cb
+		}
+	}
+	return Callback{}
+}
+
+func (k WakeUpKind) String() string {
+	switch k {
+	case WakeCallback:
+		return "callback"
+	case WakeCheck:
+		return "check"
+	case WakeResume:
+		return "resume"
+	case WakeSpawnNext:
+		return "spawn-next"
+	}
+	return "WakeUpKind(" + strconv.Itoa(int(k)) + ")"
 }

@@ -1,0 +1,70 @@
+package message
+
+import (
+	"testing"
+)
+
+// nearMisses are lines one edit away from canonical ones.
+var nearMisses = []string{
+	"Stage 0 COMPLETE for PROJ-42. 3 tasks created. Plan score: 5/4.",
+	"Stage 0 COMPLETE for PROJ-42 3 tasks created. Plan score: 4/4.",
+	"Stage 1 COMPLETE for PROJ-42. Verdict: GO. Readiness: 8. Reason: . Agents: .",
+	"Stage 1 COMPLETE for PROJ-42. Verdict: NO-GO. Readiness: 3. Reason: a. Agents: b. Agents: c.",
+	"Stage 1 COMPLETE for PROJ-42. Verdict: GO. Readiness: 8. Agents: x. Agents: y.",
+	"Stage 3 COMPLETE for PROJ-42. Verdict: FAIL. Quality Score: 100/100. Issues: a.. Agents: b..",
+	"Stage 3 COMPLETE for a.. Verdict: PASS. Quality Score: 0/100.",
+	"Stage 9 ERROR for PROJ-42: x",
+	"Stage 2 ERROR for PROJ-42:",
+	"Status for PROJ-42:: Stage 1 EXECUTING. Current step: .",
+	"Status for PROJ-42: Stage 99999999999999999999 EXECUTING. Current step: x.",
+	"Status check: are you still working on Stage 1 for PROJ-42??",
+	"ACK Stage 1 for PROJ-42.",
+	"[executor] IMPL-001 completed:",
+	"[executor] IMPL-001 completed: \u00a0x",
+	"[coordinator] Pipeline Status",
+	"Pipeline complete for PROJ-42.. Shutting down.",
+	"Stage 0 COMPLETE for PROJ-42.\u00a03 tasks created. Plan score: 4/4.",
+	"Stage 1 ERROR for PROJ-42: a\rb",
+	"\xff\xfe",
+}
+
+// FuzzParse checks that Parse never panics and that whatever it accepts
+// survives the round trip through Format.
+func FuzzParse(f *testing.F) {
+	for _, tc := range canonical {
+		f.Add(tc.line)
+	}
+	for _, line := range nearMisses {
+		f.Add(line)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		m, err := Parse(line)
+		if err != nil {
+			if m != nil {
+				t.Fatalf("Parse(%q) returned %#v with error %v", line, m, err)
+			}
+			return
+		}
+		text := Format(m)
+		again, err := Parse(text)
+		if err != nil {
+			t.Fatalf("Parse(%q) = %#v, but its Format %q does not parse: %v", line, m, text, err)
+		}
+		if again != m {
+			t.Fatalf("Parse(%q) = %#v; Format = %q; re-parsed = %#v", line, m, text, again)
+		}
+		_ = Route(line)
+	})
+}
+
+func TestNearMissesDoNotPanic(t *testing.T) {
+	for _, line := range nearMisses {
+		m, err := Parse(line)
+		if err == nil {
+			again, err := Parse(Format(m))
+			if err != nil || again != m {
+				t.Errorf("%q: round trip %#v → %q → %#v, %v", line, m, Format(m), again, err)
+			}
+		}
+	}
+}
