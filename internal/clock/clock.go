@@ -1,6 +1,3 @@
-// Package clock abstracts time so that every timeout in Foreman can be
-// driven by a fake clock in tests. Code never calls time.Now or time.After
-// directly; it takes a Clock.
 package clock
 
 import (

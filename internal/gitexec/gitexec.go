@@ -1,6 +1,3 @@
-// Package gitexec runs the git CLI: argv only, never a shell, with an
-// explicit author and committer, a C locale, no terminal prompts, and
-// stderr carried in a typed error. Every call honours its context.
 package gitexec
 
 import (
@@ -23,14 +20,15 @@ type Identity struct {
 }
 
 // DefaultIdentity is used when a Runner has none configured.
-var DefaultIdentity = Identity{Name: "Foreman", Email: "foreman@localhost"}
+func DefaultIdentity() Identity { return Identity{Name: "Foreman", Email: "foreman@localhost"} }
 
 // Runner runs git commands. The zero value is ready to use.
 type Runner struct {
 	// Git is the git binary; default "git" from PATH.
 	Git string
 	// Author and Committer are set on every command through the
-	// GIT_AUTHOR_* and GIT_COMMITTER_* variables; default DefaultIdentity.
+	// GIT_AUTHOR_* and GIT_COMMITTER_* variables; default DefaultIdentity();
+	// the committer defaults to the author.
 	Author    Identity
 	Committer Identity
 	// Env is appended to the environment after Foreman's own variables.
@@ -125,7 +123,7 @@ func (r *Runner) RunCmd(ctx context.Context, c Cmd) (string, error) {
 func (r *Runner) environ(extra []string) []string {
 	author, committer := r.Author, r.Committer
 	if author.Name == "" {
-		author = DefaultIdentity
+		author = DefaultIdentity()
 	}
 	if committer.Name == "" {
 		committer = author

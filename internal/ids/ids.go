@@ -1,5 +1,3 @@
-// Package ids validates the identifiers that Foreman turns into paths,
-// branch names and commit trailers.
 package ids
 
 import (
