@@ -11,8 +11,8 @@
 //
 // The layers, each usable alone, dependencies pointing down:
 //
-//	pipeline   items moving through stages; guarded, idempotent message handling
-//	worker     the Dispatcher: assignment, heartbeats, progress timeouts, escalation
+//	pipeline   items moving through stages; guarded, idempotent message handling (being built)
+//	worker     the Dispatcher: fenced assignment, heartbeats, progress timeouts, escalation
 //	phases     one run's build → snapshot → verify → feedback loop and its services
 //	health     liveness, progress and crash detection; checkpoints and resume
 //	merge      a git worktree per item; one serialized, verified squash merge
