@@ -1,0 +1,445 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/health"
+)
+
+// ErrInvalidTransition is matched by *TransitionError.
+var ErrInvalidTransition = errors.New("pipeline: invalid transition")
+
+// TransitionError is an event that is not defined for the item's status, or
+// a report whose outcome the stage's table does not define. The state is
+// unchanged.
+type TransitionError struct {
+	Item    foreman.ItemID
+	Status  Status
+	Event   EventKind
+	Stage   int
+	Outcome Outcome
+}
+
+func (e *TransitionError) Error() string {
+	if e.Event == EventReport {
+		return fmt.Sprintf("pipeline: item %s: no rule for Stage %d %s (status %s)", e.Item, e.Stage, e.Outcome, e.Status)
+	}
+	return fmt.Sprintf("pipeline: item %s: event %s not defined in status %s", e.Item, e.Event, e.Status)
+}
+
+// Is matches ErrInvalidTransition.
+func (e *TransitionError) Is(target error) bool { return target == ErrInvalidTransition }
+
+// handler is a cell of the status × event table.
+type handler uint8
+
+const (
+	invalid handler = iota
+	onStart
+	onReport
+	onStatusReply
+	onIdle
+	onProbeTimeout
+	onUnparseable
+	onMerged
+	onMergeConflict
+	onMergeFailed
+	onResolve
+	// onLateReport: a report after the item left its stages: fenced, then
+	// re-ACKed as a duplicate.
+	onLateReport
+	// onIgnore: a worker event with nothing left to do (an idle after the
+	// last report); fenced, then ignored.
+	onIgnore
+)
+
+// table is the whole item lifecycle: every (status, event) pair not listed
+// is a *TransitionError. Stage outcomes are the flow's own tables (Rule).
+var table = [numStatuses][numEventKinds]handler{
+	StatusNew: {EventStart: onStart},
+	StatusActive: {EventReport: onReport, EventStatusReply: onStatusReply, EventIdle: onIdle,
+		EventProbeTimeout: onProbeTimeout, EventUnparseable: onUnparseable},
+	StatusMerging: {EventReport: onLateReport, EventStatusReply: onIgnore, EventIdle: onIgnore,
+		EventProbeTimeout: onIgnore, EventUnparseable: onIgnore,
+		EventMerged: onMerged, EventMergeConflict: onMergeConflict, EventMergeFailed: onMergeFailed},
+	StatusDone: {EventReport: onLateReport, EventStatusReply: onIgnore, EventIdle: onIgnore,
+		EventProbeTimeout: onIgnore, EventUnparseable: onIgnore},
+	StatusPaused: {EventReport: onLateReport, EventStatusReply: onIgnore, EventIdle: onIgnore,
+		EventProbeTimeout: onIgnore, EventUnparseable: onIgnore, EventResolve: onResolve},
+}
+
+// sender is what the guards make of a worker event's sender.
+type sender uint8
+
+const (
+	fromCurrent  sender = iota // the item's current assignment
+	fromLast                   // the assignment whose report moved the item last
+	fromStranger               // anyone else: stale
+)
+
+func (s *State) sender(ev *Event) sender {
+	match := func(w foreman.WorkerID, a foreman.AssignmentID) bool {
+		return w != "" && ev.Worker == w && (ev.Assignment == "" || ev.Assignment == a)
+	}
+	switch {
+	case match(s.Worker, s.Assignment):
+		return fromCurrent
+	case match(s.Last.Worker, s.Last.Assignment):
+		return fromLast
+	}
+	return fromStranger
+}
+
+// Step applies ev to s at now and returns the new state and the effects to
+// carry out, in order. It does no I/O and reads no clock. s is not modified.
+//
+// Worker events pass two guards first (seed 000): sender validation (the
+// sender must hold the item's current assignment, by worker name and
+// assignment id: anything else is stale, counted in State.Stale and ignored)
+// and the state guard (a report for a stage the item is not in, from its
+// current or last worker, is a duplicate: counted in State.Duplicates and
+// re-ACKed, never reprocessed).
+func (f *Flow) Step(s State, ev Event, now time.Time) (State, []Effect, error) {
+	if s.Status >= numStatuses || ev.Kind == 0 || ev.Kind >= numEventKinds {
+		return s, nil, &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind}
+	}
+	h := table[s.Status][ev.Kind]
+	switch h {
+	case invalid:
+		return s, nil, &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind}
+	case onStart:
+		return f.start(s, &ev, now)
+	case onResolve:
+		return f.resolve(s, &ev, now)
+	case onMerged, onMergeConflict, onMergeFailed:
+		return f.merged(s, h, &ev, now)
+	}
+
+	// Worker events: sender validation, then the state guard.
+	from := s.sender(&ev)
+	if from == fromStranger || (from == fromLast && ev.Kind != EventReport) {
+		if from == fromLast {
+			return s, nil, nil // an idle or a late reply from a worker already done: expected
+		}
+		next := s
+		next.Stale++
+		next.Updated = now
+		return next, nil, nil
+	}
+	if ev.Kind == EventReport && (from == fromLast || h == onLateReport || ev.Stage != s.Stage) {
+		next := s
+		next.Duplicates++
+		next.Steps++
+		next.Updated = now
+		return next, []Effect{{Kind: EffectAck, Item: s.Item, Step: next.Steps, Worker: ev.Worker,
+			Assignment: ev.Assignment, Stage: ev.Stage}}, nil
+	}
+	switch h {
+	case onReport:
+		return f.report(s, &ev, now)
+	case onStatusReply:
+		return f.statusReply(s, now)
+	case onIdle:
+		return f.crashStep(s, health.EventIdle, now)
+	case onProbeTimeout:
+		if s.Crash.Phase != health.Probing {
+			return s, nil, nil // a timer that outlived its probe
+		}
+		return f.crashStep(s, health.EventProbeTimeout, now)
+	case onUnparseable:
+		return f.unparseable(s, &ev, now)
+	}
+	return s, nil, nil // onIgnore
+}
+
+// transition starts a new state and its effects.
+type transition struct {
+	f    *Flow
+	s    State
+	effs []Effect
+}
+
+func (f *Flow) begin(s State, now time.Time, copyStages bool) *transition {
+	t := &transition{f: f, s: s, effs: make([]Effect, 0, 3)}
+	t.s.Steps++
+	t.s.Updated = now
+	if copyStages {
+		t.s.Stages = slices.Clone(s.Stages)
+		if len(t.s.Stages) < len(f.Stages) {
+			t.s.Stages = append(t.s.Stages, make([]StageRecord, len(f.Stages)-len(t.s.Stages))...)
+		}
+	}
+	return t
+}
+
+func (t *transition) add(e Effect) {
+	e.Item = t.s.Item
+	e.Step = t.s.Steps
+	e.Index = len(t.effs)
+	t.effs = append(t.effs, e)
+}
+
+func (t *transition) done() (State, []Effect, error) { return t.s, t.effs, nil }
+
+// assign gives the item a fresh worker on a new assignment at stage.
+func (t *transition) assign(stage int, workerTpl string, resume bool, now time.Time) {
+	s := &t.s
+	if workerTpl == "" {
+		workerTpl = t.f.Worker
+	}
+	s.Assignments++
+	s.Stage = stage
+	s.Status = StatusActive
+	s.Worker = foreman.WorkerID(safeID(expand(workerTpl, vars{s: s, stage: stage, n: s.Stages[stage].Failures})))
+	s.Assignment = foreman.AssignmentID(safeID(string(s.Item) + "-a" + strconv.Itoa(s.Assignments)))
+	s.Crash = health.State{Phase: health.Working, Crashes: s.Crash.Crashes, Since: now}
+	s.Unparsed = 0
+	t.add(Effect{Kind: EffectSpawn, Worker: s.Worker, Assignment: s.Assignment, Stage: stage,
+		Resume: resume, Readiness: s.Readiness, Feedback: s.Feedback})
+}
+
+// safeID keeps a generated name within the 64 characters ids allow, keeping
+// it unique with a hash of what was cut.
+func safeID(id string) string {
+	if len(id) <= 64 {
+		return id
+	}
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return strings.TrimRight(id[:55], "-.") + "-" + fmt.Sprintf("%08x", h.Sum32())
+}
+
+func (f *Flow) start(s State, ev *Event, now time.Time) (State, []Effect, error) {
+	if err := s.Item.Validate(); err != nil {
+		return s, nil, err
+	}
+	if ev.Stage < 0 || ev.Stage >= len(f.Stages) {
+		return s, nil, &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind, Stage: ev.Stage}
+	}
+	t := f.begin(State{Item: s.Item, Title: ev.Title, Steps: s.Steps, Started: now}, now, true)
+	t.s.Stages[ev.Stage].Start = now
+	t.s.Worktree = true
+	t.add(Effect{Kind: EffectCreateWorktree})
+	t.assign(ev.Stage, "", false, now)
+	return t.done()
+}
+
+func (f *Flow) resolve(s State, ev *Event, now time.Time) (State, []Effect, error) {
+	if ev.Stage < 0 || ev.Stage >= len(f.Stages) {
+		return s, nil, &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind, Stage: ev.Stage}
+	}
+	t := f.begin(s, now, true)
+	// A person intervened: the budgets of the stages ahead start again.
+	for i := ev.Stage; i < len(t.s.Stages); i++ {
+		t.s.Stages[i].Failures = 0
+	}
+	t.s.Stages[ev.Stage].Start, t.s.Stages[ev.Stage].End = now, time.Time{}
+	t.s.Crash = health.State{}
+	t.s.Pause = nil
+	t.s.Feedback = ev.Detail
+	t.s.Last = Finished{Worker: s.Worker, Assignment: s.Assignment, Stage: s.Stage}
+	t.s.Worktree = true
+	t.add(Effect{Kind: EffectCreateWorktree})
+	t.assign(ev.Stage, "", false, now)
+	return t.done()
+}
+
+func (f *Flow) report(s State, ev *Event, now time.Time) (State, []Effect, error) {
+	r, ok := f.rule(s.Stage, ev.Outcome)
+	if !ok {
+		return s, nil, &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind, Stage: ev.Stage, Outcome: ev.Outcome}
+	}
+	t := f.begin(s, now, true)
+	stage := s.Stage
+	rec := &t.s.Stages[stage]
+	rec.End = now
+	t.s.Last = Finished{Worker: s.Worker, Assignment: s.Assignment, Stage: stage}
+	// ACK first, always: the worker waits for it before it lets itself be
+	// shut down.
+	t.add(Effect{Kind: EffectAck, Worker: ev.Worker, Assignment: ev.Assignment, Stage: stage})
+	v := vars{s: &t.s, ev: ev, stage: stage}
+
+	if p := r.Check.problem(ev.Board); p != "" {
+		v.problem = p
+		rec.Result = expand("BOARD CHECK FAILED: {problem}", v)
+		t.pause(ReasonBoardCheck, expand("Board check failed for Story {id} after Stage {stage}: {problem}", v),
+			"look at the board and the worker's output; fix the board or the work, then resolve the item", true, 0, now)
+		return t.done()
+	}
+	switch r.Action {
+	case Advance:
+		rec.Result = expand(r.Result, v)
+		if r.KeepScore {
+			t.s.Readiness = ev.Score
+		}
+		t.s.Feedback = ""
+		t.s.Stages[stage+1].Start = now
+		t.add(Effect{Kind: EffectShutdown, Worker: s.Worker, Assignment: s.Assignment, Stage: stage})
+		t.assign(stage+1, "", false, now)
+	case Retry, Rework:
+		rec.Failures++
+		v.n = rec.Failures
+		within := rec.Failures <= r.Limit
+		if r.Action == Rework {
+			within = rec.Failures < r.Limit
+		}
+		if !within {
+			rec.Result = expand(r.Exhausted, v)
+			t.pause(ReasonRetriesExhausted, expand(r.Escalate, v), r.Suggest, true, r.Limit, now)
+			return t.done()
+		}
+		rec.Result = expand(r.Result, v)
+		if r.Feedback {
+			t.s.Feedback = ev.Detail
+		}
+		target := stage
+		if r.Action == Rework {
+			target = r.Target
+			t.s.Stages[target].Start, t.s.Stages[target].End = now, time.Time{}
+		}
+		t.add(Effect{Kind: EffectShutdown, Worker: s.Worker, Assignment: s.Assignment, Stage: stage})
+		// The worker name counts this stage's failures ("-fix{n}").
+		name := expand(r.Worker, v)
+		t.assign(target, name, false, now)
+	case Pause:
+		rec.Result = expand(r.Result, v)
+		t.pause(ReasonStageError, expand(r.Escalate, v), r.Suggest, true, 0, now)
+	case MergeDone:
+		rec.Result = expand(r.Result, v)
+		t.s.Status = StatusMerging
+		t.add(Effect{Kind: EffectShutdown, Worker: s.Worker, Assignment: s.Assignment, Stage: stage})
+		t.add(Effect{Kind: EffectMerge, Stage: stage, Title: s.Title})
+	}
+	return t.done()
+}
+
+// pause stops the item with an escalation, in the seed's order: (ACK,)
+// remove the worktree, escalate, shut the worker down, report.
+func (t *transition) pause(reason PauseReason, msg, suggest string, removeWorktree bool, limit int, now time.Time) {
+	s := &t.s
+	s.Status = StatusPaused
+	if removeWorktree && s.Worktree {
+		s.Worktree = false
+		t.add(Effect{Kind: EffectRemoveWorktree, Stage: s.Stage})
+	}
+	esc := &Escalation{Item: s.Item, Stage: s.Stage, Reason: reason, Message: msg, Worker: s.Worker,
+		Assignment: s.Assignment, Failures: s.stage(s.Stage).Failures, Limit: limit, Crashes: s.Crash.Crashes,
+		SuggestedAction: suggest, At: now}
+	s.Pause = esc
+	t.add(Effect{Kind: EffectEscalate, Stage: s.Stage, Escalation: esc})
+	if removeWorktree {
+		t.add(Effect{Kind: EffectShutdown, Worker: s.Worker, Assignment: s.Assignment, Stage: s.Stage})
+	}
+	t.add(Effect{Kind: EffectAppendReport, Stage: s.Stage})
+}
+
+func (f *Flow) statusReply(s State, now time.Time) (State, []Effect, error) {
+	if s.Unparsed == 0 && s.Crash.Phase != health.Suspicious && s.Crash.Phase != health.Probing {
+		return s, nil, nil // an answer nobody waits for
+	}
+	next := s
+	next.Unparsed = 0
+	next.Updated = now
+	next.Steps++
+	if s.Crash.Phase == health.Suspicious || s.Crash.Phase == health.Probing {
+		hs, _, err := health.Step(s.Crash, health.Event{Kind: health.EventStatusReply, At: now}, f.CrashBudget)
+		if err != nil {
+			return s, nil, err
+		}
+		next.Crash = hs
+	}
+	return next, nil, nil
+}
+
+func (f *Flow) unparseable(s State, ev *Event, now time.Time) (State, []Effect, error) {
+	t := f.begin(s, now, s.Unparsed > 0)
+	t.s.Unparsed++
+	if t.s.Unparsed == 1 {
+		t.add(Effect{Kind: EffectProbe, Worker: s.Worker, Assignment: s.Assignment, Stage: s.Stage})
+		return t.done()
+	}
+	v := vars{s: &t.s, ev: ev, stage: s.Stage}
+	t.s.Stages[s.Stage].Result = expand("UNPARSEABLE: {detail}", v)
+	t.pause(ReasonUnparseable, expand(f.UnparseableEscalate, v),
+		"read the worker's raw messages; fix its prompt or answer it, then resolve the item", true, 0, now)
+	return t.done()
+}
+
+// crashStep runs the crash-detection protocol (health.Step) and follows it
+// through the steps the coordinator answers itself: the probe is sent by an
+// effect, the item is open because it is ACTIVE, and a resume is a fresh
+// worker spawned by an effect. Probe timeouts are the host's to report
+// (EventProbeTimeout), for instance from health.Deadlines.
+func (f *Flow) crashStep(s State, kind health.EventKind, now time.Time) (State, []Effect, error) {
+	hs, heffs, err := health.Step(s.Crash, health.Event{Kind: kind, At: now}, f.CrashBudget)
+	if err != nil {
+		return s, nil, err
+	}
+	t := f.begin(s, now, true)
+	t.s.Crash = hs
+	for len(heffs) > 0 {
+		he := heffs[0]
+		heffs = heffs[1:]
+		var follow health.EventKind
+		switch he {
+		case health.EffectSendProbe:
+			t.add(Effect{Kind: EffectProbe, Worker: s.Worker, Assignment: s.Assignment, Stage: s.Stage})
+			follow = health.EventProbeSent
+		case health.EffectCheckItemOpen:
+			follow = health.EventItemOpen
+		case health.EffectResume:
+			t.add(Effect{Kind: EffectShutdown, Worker: s.Worker, Assignment: s.Assignment, Stage: s.Stage})
+			t.assign(s.Stage, f.CrashWorker, true, now)
+			// assign reset the protocol to Working for the new assignment.
+			continue
+		case health.EffectEscalate:
+			v := vars{s: &t.s, stage: s.Stage, n: t.s.Crash.Crashes}
+			t.s.Stages[s.Stage].Result = expand(f.CrashResult, v)
+			t.pause(ReasonCrashed, expand(f.CrashEscalate, v),
+				"look at why the worker keeps crashing (its log, the checkpoint), then resolve the item", true, f.CrashBudget, now)
+			continue
+		default: // timers are the host's; nothing else applies to an open item
+			continue
+		}
+		next, more, err := health.Step(t.s.Crash, health.Event{Kind: follow, At: now}, f.CrashBudget)
+		if err != nil {
+			return s, nil, err
+		}
+		t.s.Crash = next
+		heffs = append(heffs, more...)
+	}
+	return t.done()
+}
+
+func (f *Flow) merged(s State, h handler, ev *Event, now time.Time) (State, []Effect, error) {
+	t := f.begin(s, now, false)
+	switch h {
+	case onMerged:
+		t.s.Status = StatusDone
+		t.s.Commit = ev.Commit
+		if f.DoneStatus != "" {
+			t.add(Effect{Kind: EffectUpdateBoard, Stage: s.Stage, BoardStatus: f.DoneStatus})
+		}
+		t.add(Effect{Kind: EffectAppendReport, Stage: s.Stage})
+		if t.s.Worktree {
+			t.s.Worktree = false
+			t.add(Effect{Kind: EffectRemoveWorktree, Stage: s.Stage})
+		}
+	case onMergeConflict:
+		// The worktree stays: the person resolving the conflict needs it.
+		msg := "Merge conflict in Story " + string(s.Item) + ": " + strings.Join(ev.Files, ", ") + ". Manual resolution required."
+		t.pause(ReasonMergeConflict, msg, "resolve the conflicts in the item's worktree (rebase it onto the target), then resolve the item at Stage 3", false, 0, now)
+		t.s.Pause.Files = slices.Clone(ev.Files) // the effect shares the escalation
+	case onMergeFailed:
+		t.pause(ReasonMergeFailed, "Story "+string(s.Item)+" could not be merged: "+ev.Detail,
+			"fix what the merge refused (commit or discard changes, fix the check), then resolve the item at Stage 3", false, 0, now)
+	}
+	return t.done()
+}

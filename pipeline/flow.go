@@ -1,0 +1,353 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/agentforeman/foreman/health"
+)
+
+// Action is what a stage outcome does to an item.
+type Action uint8
+
+const (
+	// Advance moves to the next stage with a fresh worker.
+	Advance Action = iota + 1
+	// Retry runs the stage again with a fresh worker while the stage's
+	// failures are at most Limit (Limit retries), then pauses.
+	Retry
+	// Rework goes back to Target with a fresh worker while the stage's
+	// failures are fewer than Limit (Limit cycles in all), then pauses.
+	Rework
+	// Pause stops the item and escalates.
+	Pause
+	// MergeDone squash-merges the item, then marks it DONE.
+	MergeDone
+)
+
+func (a Action) String() string {
+	switch a {
+	case Advance:
+		return "advance"
+	case Retry:
+		return "retry"
+	case Rework:
+		return "rework"
+	case Pause:
+		return "pause"
+	case MergeDone:
+		return "merge"
+	}
+	return fmt.Sprintf("Action(%d)", uint8(a))
+}
+
+// BoardCheck is what the board must show before a report is believed (the
+// seed's "Re-read kanban board; ASSERT ..."). A failed check pauses the item
+// with an escalation.
+type BoardCheck struct {
+	// TasksExist requires at least one task under the item.
+	TasksExist bool
+	// Status requires the item's board status.
+	Status string
+}
+
+// IsZero reports whether the check checks nothing.
+func (c BoardCheck) IsZero() bool { return !c.TasksExist && c.Status == "" }
+
+// problem says what is wrong with b, or "".
+func (c BoardCheck) problem(b *BoardStory) string {
+	switch {
+	case c.IsZero():
+		return ""
+	case b == nil || !b.Found:
+		return "item not on the board"
+	case c.TasksExist && b.Tasks == 0:
+		return "no tasks under the item"
+	case c.Status != "" && b.Status != c.Status:
+		return "status is " + strconv.Quote(b.Status) + ", want " + strconv.Quote(c.Status)
+	}
+	return ""
+}
+
+// Rule is one row of a stage's transition table: what an outcome does.
+// Text fields are templates: {id}, {stage}, {n} (the failure counter after
+// this outcome), {times} ("once", "twice", "3 times"), {tasks}, {score},
+// {detail}, {verdict}, {problem}, {next}.
+type Rule struct {
+	Outcome Outcome
+	Action  Action
+	// Check must hold on the re-read board before the rule applies.
+	Check BoardCheck
+	// Target is Rework's stage.
+	Target int
+	// Limit bounds Retry and Rework (see Action).
+	Limit int
+	// Worker names a Retry's or Rework's fresh worker; default: the flow's
+	// stage worker name.
+	Worker string
+	// Result is the stage's result line; Exhausted replaces it when a Retry
+	// or Rework pauses for its limit.
+	Result    string
+	Exhausted string
+	// Escalate is the escalation line when the rule pauses; Suggest says
+	// what a person should do.
+	Escalate string
+	Suggest  string
+	// KeepScore keeps the report's score as the item's readiness, for later
+	// stages' prompts.
+	KeepScore bool
+	// Feedback passes the report's detail to the next worker.
+	Feedback bool
+}
+
+// StageSpec is one stage of a flow and its table of outcomes.
+type StageSpec struct {
+	Name  string
+	Rules []Rule
+}
+
+// Flow is a declarative description of the stages an item goes through:
+// each stage's outcomes and the transition each one makes. Step is the only
+// interpreter; a Flow is read-only once built and safe to share.
+type Flow struct {
+	Name   string
+	Stages []StageSpec
+	// Worker names a stage's fresh worker (default "story-{id}-s{stage}");
+	// CrashWorker names the worker that replaces a crashed one (default
+	// "story-{id}-s{stage}-retry").
+	Worker      string
+	CrashWorker string
+	// CrashBudget is how many confirmed crashes are resumed (health.Step);
+	// the next one pauses. CrashEscalate and CrashResult are its texts.
+	CrashBudget   int
+	CrashEscalate string
+	CrashResult   string
+	// UnparseableEscalate is the escalation when a worker's messages do not
+	// parse even after a probe.
+	UnparseableEscalate string
+	// DoneStatus is the board status set when the item is DONE.
+	DoneStatus string
+}
+
+// ErrInvalidFlow is matched by every Flow.Validate failure.
+var ErrInvalidFlow = errors.New("pipeline: invalid flow")
+
+// Validate checks that every rule can be carried out.
+func (f *Flow) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidFlow, fmt.Sprintf(format, a...))
+	}
+	if len(f.Stages) == 0 {
+		return bad("no stages")
+	}
+	for i, st := range f.Stages {
+		seen := map[Outcome]bool{}
+		for _, r := range st.Rules {
+			if seen[r.Outcome] {
+				return bad("stage %d: outcome %s twice", i, r.Outcome)
+			}
+			seen[r.Outcome] = true
+			switch r.Action {
+			case Advance:
+				if i == len(f.Stages)-1 {
+					return bad("stage %d: %s advances past the last stage", i, r.Outcome)
+				}
+			case Rework:
+				if r.Target < 0 || r.Target >= i {
+					return bad("stage %d: %s reworks to stage %d, not an earlier one", i, r.Outcome, r.Target)
+				}
+			case Retry, Pause, MergeDone:
+			default:
+				return bad("stage %d: %s has no action", i, r.Outcome)
+			}
+			if r.Limit < 0 {
+				return bad("stage %d: %s has a negative limit", i, r.Outcome)
+			}
+		}
+	}
+	return nil
+}
+
+// rule finds the row for (stage, outcome).
+func (f *Flow) rule(stage int, o Outcome) (*Rule, bool) {
+	if stage < 0 || stage >= len(f.Stages) {
+		return nil, false
+	}
+	rules := f.Stages[stage].Rules
+	for i := range rules {
+		if rules[i].Outcome == o {
+			return &rules[i], true
+		}
+	}
+	return nil, false
+}
+
+// NeedsBoard reports whether Step needs the re-read board (Event.Board) for
+// this report: the runtime reads the board only then.
+func (f *Flow) NeedsBoard(stage int, o Outcome) bool {
+	r, ok := f.rule(stage, o)
+	return ok && !r.Check.IsZero()
+}
+
+// StoryConfig sets StoryFlow's limits. Zero values mean the seed's defaults;
+// a negative value means 0.
+type StoryConfig struct {
+	// ValidationRetries: NO-GO verdicts that are retried with a fresh
+	// validator before the item pauses (default 1).
+	ValidationRetries int
+	// QualityCycles: FAIL verdicts that pause the item; fewer are reworked
+	// at Stage 2 (default 2: one rework).
+	QualityCycles int
+	// CrashBudget: confirmed crashes that are resumed (default 1).
+	CrashBudget int
+}
+
+func orDefault(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+// The board statuses StoryFlow checks and sets (the seed's kanban columns).
+const (
+	BoardTodo     = "Todo"
+	BoardToReview = "To Review"
+	BoardDone     = "Done"
+)
+
+// StoryFlow is the flow of seed 000: Stage 0 plan, 1 validate, 2 execute,
+// 3 quality gate, then squash merge and DONE, with PAUSED reachable from
+// every stage. Two rows go beyond the seed, whose ERROR regex admits them
+// without a handler: Stage 1 ERROR and Stage 3 ERROR pause like the others.
+func StoryFlow(cfg StoryConfig) *Flow {
+	const suggestErr = "read the worker's error, fix its cause, then resolve the item at this stage"
+	return &Flow{
+		Name:   "story",
+		Worker: "story-{id}-s{stage}", CrashWorker: "story-{id}-s{stage}-retry",
+		CrashBudget:         orDefault(cfg.CrashBudget, health.DefaultCrashBudget),
+		CrashEscalate:       "Story {id} worker crashed {times} at Stage {stage}",
+		CrashResult:         "Crashed at Stage {stage} (crash_count={n})",
+		UnparseableEscalate: "Story {id}: unparseable messages from the Stage {stage} worker: {detail}",
+		DoneStatus:          BoardDone,
+		Stages: []StageSpec{
+			{Name: "plan", Rules: []Rule{
+				{Outcome: Complete, Action: Advance, Check: BoardCheck{TasksExist: true},
+					Result: "{tasks} tasks, {score}/4"},
+				{Outcome: Error, Action: Pause, Result: "ERROR: {detail}",
+					Escalate: "Cannot create tasks for Story {id}: {detail}", Suggest: suggestErr},
+			}},
+			{Name: "validate", Rules: []Rule{
+				{Outcome: Go, Action: Advance, Check: BoardCheck{Status: BoardTodo},
+					Result: "GO, {score}", KeepScore: true},
+				{Outcome: NoGo, Action: Retry, Limit: orDefault(cfg.ValidationRetries, 1),
+					Worker: "story-{id}-s1-retry", Feedback: true,
+					Result: "NO-GO, {score}, {detail}", Exhausted: "NO-GO, {score}, {detail} (retries exhausted)",
+					Escalate: "Story {id} failed validation {times}: {detail}",
+					Suggest:  "rewrite the story or its tasks to answer the validator's reason, then resolve the item at Stage 1"},
+				{Outcome: Error, Action: Pause, Result: "ERROR: {detail}",
+					Escalate: "Story {id} validation failed: {detail}", Suggest: suggestErr},
+			}},
+			{Name: "execute", Rules: []Rule{
+				{Outcome: Complete, Action: Advance, Check: BoardCheck{Status: BoardToReview}, Result: "Done"},
+				{Outcome: Error, Action: Pause, Result: "ERROR: {detail}",
+					Escalate: "Story {id} execution failed: {detail}", Suggest: suggestErr},
+			}},
+			{Name: "quality", Rules: []Rule{
+				{Outcome: Pass, Action: MergeDone, Result: "{verdict} {score}/100"},
+				{Outcome: Concerns, Action: MergeDone, Result: "{verdict} {score}/100"},
+				{Outcome: Waived, Action: MergeDone, Result: "{verdict} {score}/100"},
+				{Outcome: Fail, Action: Rework, Target: 2, Limit: orDefault(cfg.QualityCycles, 2),
+					Worker: "story-{id}-s2-fix{n}", Feedback: true,
+					Result: "FAIL {score}/100", Exhausted: "FAIL {score}/100 (cycles exhausted)",
+					Escalate: "Story {id} failed quality gate {n} times",
+					Suggest:  "review the quality gate's issues and the branch, fix or waive them, then resolve the item at Stage 2 or 3"},
+				{Outcome: Error, Action: Pause, Result: "ERROR: {detail}",
+					Escalate: "Story {id} quality gate failed: {detail}", Suggest: suggestErr},
+			}},
+		},
+	}
+}
+
+// vars are the values a template may use.
+type vars struct {
+	s       *State
+	ev      *Event
+	stage   int
+	n       int
+	problem string
+	next    int
+}
+
+func times(n int) string {
+	switch n {
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return strconv.Itoa(n) + " times"
+}
+
+// expand fills a template. It allocates only for templates with fields.
+func expand(tpl string, v vars) string {
+	i := strings.IndexByte(tpl, '{')
+	if i < 0 {
+		return tpl
+	}
+	var b strings.Builder
+	b.Grow(len(tpl) + 32)
+	for i >= 0 {
+		b.WriteString(tpl[:i])
+		tpl = tpl[i:]
+		j := strings.IndexByte(tpl, '}')
+		if j < 0 {
+			break
+		}
+		if val, ok := v.field(tpl[1:j]); ok {
+			b.WriteString(val)
+		} else {
+			b.WriteString(tpl[:j+1])
+		}
+		tpl = tpl[j+1:]
+		i = strings.IndexByte(tpl, '{')
+	}
+	b.WriteString(tpl)
+	return b.String()
+}
+
+func (v vars) field(name string) (string, bool) {
+	switch name {
+	case "id":
+		return string(v.s.Item), true
+	case "stage":
+		return strconv.Itoa(v.stage), true
+	case "next":
+		return strconv.Itoa(v.next), true
+	case "n":
+		return strconv.Itoa(v.n), true
+	case "times":
+		return times(v.n), true
+	case "problem":
+		return v.problem, true
+	}
+	if v.ev == nil {
+		return "", false
+	}
+	switch name {
+	case "tasks":
+		return strconv.Itoa(v.ev.Tasks), true
+	case "score":
+		return v.ev.Score, true
+	case "detail":
+		return v.ev.Detail, true
+	case "verdict":
+		return string(v.ev.Outcome), true
+	}
+	return "", false
+}
