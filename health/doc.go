@@ -39,8 +39,10 @@
 // a *CheckpointError on Load, is never modified, and Save refuses to replace
 // it unless SaveOptions.ReplaceInvalid says so (invariant 8).
 //
-// StuckQG hashes each quality-gate output and reports a subject stuck after
-// 3 identical outputs in a row (configurable), remembering the last 10.
+// StuckQG hashes each quality-gate output and reports a subject stuck when
+// 3 of its last 10 outputs (both configurable) are identical to the latest,
+// which includes 3 identical in a row; Window == Identical makes it strictly
+// consecutive. Reset a subject when its work ends, to free its history.
 //
 // Package healthmock holds gomock mocks of the service interfaces.
 package health

@@ -5,34 +5,53 @@ import (
 	"sync"
 )
 
-// Defaults of StuckQGConfig, from the seeds (004, oro's qg_stuck.go).
+// Defaults of StuckQGConfig: 3 identical outputs within the last 10, the
+// figures of the stuck quality-gate detector this package is modelled on.
 const (
 	DefaultStuckIdentical = 3
 	DefaultStuckWindow    = 10
 )
 
 // StuckQGConfig configures a StuckQG detector; zero values mean defaults.
+//
+// The rule: an output is stuck when at least Identical of the last Window
+// outputs recorded for its subject, this one included, are identical to it.
+// Identical outputs in a row are therefore always stuck once there are
+// Identical of them; a larger Window also catches a worker that alternates
+// between a few failures (x y x y x is stuck with the defaults: three x
+// within the last five). Window == Identical is the strictly consecutive
+// rule: Identical identical outputs in a row, nothing else.
 type StuckQGConfig struct {
-	// Identical is how many identical outputs in a row mean stuck (default 3).
+	// Identical is how many identical outputs within the window mean stuck
+	// (default 3).
 	Identical int
-	// Window is how many recent outputs are kept per subject (default 10,
-	// and never fewer than Identical).
+	// Window is how many of a subject's most recent outputs are compared
+	// and kept (default 10, and never fewer than Identical).
 	Window int
 }
 
 // QGVerdict is what StuckQG concludes from one more quality-gate output.
 type QGVerdict struct {
-	// Stuck: the last Identical outputs were the same: the worker is
-	// repeating the same mistake, and another retry will not help.
+	// Stuck: at least Identical of the last Window outputs were this one:
+	// the worker keeps making the same mistake, and another retry will not
+	// help.
 	Stuck bool
-	// Streak is how many outputs in a row, ending with this one, were identical.
+	// Repeats is how many of the last Window outputs, this one included,
+	// were identical to this one.
+	Repeats int
+	// Streak is how many outputs in a row, ending with this one, were
+	// identical (at most Window).
 	Streak int
 	// Seen is how many outputs the window holds now.
 	Seen int
 }
 
 // StuckQG detects a worker that keeps producing the same quality-gate
-// output. It keeps a SHA-256 per output, the last Window per subject.
+// output. It keeps a SHA-256 of each of a subject's last Window outputs
+// (32 bytes each, about 400 bytes per subject with the defaults) until
+// Reset: callers must Reset a subject when its work ends (completed,
+// abandoned, escalated) as well as when it starts afresh, or the detector
+// keeps every subject it has ever seen. Len tells how many it holds.
 // It is safe for concurrent use.
 type StuckQG struct {
 	identical, window int
@@ -41,8 +60,7 @@ type StuckQG struct {
 }
 
 type qgHistory struct {
-	hashes [][sha256.Size]byte // ring, oldest first once full
-	next   int
+	hashes [][sha256.Size]byte // oldest first, at most window
 	streak int
 }
 
@@ -71,34 +89,42 @@ func (d *StuckQG) Record(subject string, output []byte) QGVerdict {
 	defer d.mu.Unlock()
 	h, ok := d.hist[subject]
 	if !ok {
-		h = &qgHistory{}
+		h = &qgHistory{hashes: make([][sha256.Size]byte, 0, d.window)}
 		d.hist[subject] = h
 	}
-	if n := len(h.hashes); n > 0 && h.last(d.window) == sum {
-		h.streak++
+	if n := len(h.hashes); n > 0 && h.hashes[n-1] == sum {
+		h.streak = min(h.streak+1, d.window)
 	} else {
 		h.streak = 1
 	}
-	if len(h.hashes) < d.window {
-		h.hashes = append(h.hashes, sum)
-	} else {
-		h.hashes[h.next] = sum
-		h.next = (h.next + 1) % d.window
+	if len(h.hashes) == d.window {
+		// Window is small (10 by default): shifting is cheaper to read
+		// than a ring and costs a few hundred bytes of copying.
+		copy(h.hashes, h.hashes[1:])
+		h.hashes = h.hashes[:d.window-1]
 	}
-	streak := min(h.streak, d.window)
-	return QGVerdict{Stuck: streak >= d.identical, Streak: streak, Seen: len(h.hashes)}
+	h.hashes = append(h.hashes, sum)
+	repeats := 0
+	for _, s := range h.hashes {
+		if s == sum {
+			repeats++
+		}
+	}
+	return QGVerdict{Stuck: repeats >= d.identical, Repeats: repeats, Streak: h.streak, Seen: len(h.hashes)}
 }
 
-// Reset forgets subject's history, for a fresh attempt with new instructions.
+// Reset forgets subject's history and frees its memory: call it for a fresh
+// attempt with new instructions and when the subject's work ends.
 func (d *StuckQG) Reset(subject string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.hist, subject)
 }
 
-func (h *qgHistory) last(window int) [sha256.Size]byte {
-	if len(h.hashes) < window {
-		return h.hashes[len(h.hashes)-1]
-	}
-	return h.hashes[(h.next+window-1)%window]
+// Len reports how many subjects have a history (were recorded and not
+// Reset since).
+func (d *StuckQG) Len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.hist)
 }
