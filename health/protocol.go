@@ -217,51 +217,78 @@ type transition struct {
 	crash   bool
 	to      Phase
 	reason  PauseReason
-	effects []Effect
+	effects effectList
 }
 
-// transitions is the whole protocol. Rows with the same (from, on) differ
-// only in their guard; exactly one guard holds.
-var transitions = []transition{
-	{from: Working, on: EventIdle, to: Suspicious, effects: []Effect{EffectSendProbe}},
-	{from: Working, on: EventStatusReply, to: Working},
-	{from: Working, on: EventCompleted, to: Completed},
-	{from: Working, on: EventDoneMarker, to: Completed, effects: []Effect{EffectSynthesizeCompletion}},
-	{from: Working, on: EventDoneMarkerUnconfirmed, to: Suspicious, effects: []Effect{EffectSendProbe}},
+// maxEffects is the most effects one transition asks for.
+const maxEffects = 2
 
-	// Idle again before the probe went out (a cancelled call): probe again.
-	{from: Suspicious, on: EventIdle, to: Suspicious, effects: []Effect{EffectSendProbe}},
-	{from: Suspicious, on: EventProbeSent, to: Probing, effects: []Effect{EffectArmProbeTimeout}},
-	{from: Suspicious, on: EventProbeFailed, when: withinBudget, crash: true, to: CheckingItem, effects: []Effect{EffectCheckItemOpen}},
-	{from: Suspicious, on: EventProbeFailed, when: overBudget, crash: true, to: Paused, reason: ReasonCrashBudgetExhausted, effects: []Effect{EffectEscalate}},
-	{from: Suspicious, on: EventStatusReply, to: Working},
-	{from: Suspicious, on: EventCompleted, to: Completed},
-	{from: Suspicious, on: EventDoneMarker, to: Completed, effects: []Effect{EffectSynthesizeCompletion}},
+// effectList holds a row's effects in order; the zero Effect ends it. An
+// array rather than a slice, so that a copy of the table shares nothing.
+type effectList [maxEffects]Effect
 
-	{from: Probing, on: EventStatusReply, to: Working, effects: []Effect{EffectCancelProbeTimeout}},
-	{from: Probing, on: EventIdle, when: withinBudget, crash: true, to: CheckingItem, effects: []Effect{EffectCancelProbeTimeout, EffectCheckItemOpen}},
-	{from: Probing, on: EventIdle, when: overBudget, crash: true, to: Paused, reason: ReasonCrashBudgetExhausted, effects: []Effect{EffectCancelProbeTimeout, EffectEscalate}},
-	{from: Probing, on: EventProbeTimeout, when: withinBudget, crash: true, to: CheckingItem, effects: []Effect{EffectCheckItemOpen}},
-	{from: Probing, on: EventProbeTimeout, when: overBudget, crash: true, to: Paused, reason: ReasonCrashBudgetExhausted, effects: []Effect{EffectEscalate}},
-	{from: Probing, on: EventCompleted, to: Completed, effects: []Effect{EffectCancelProbeTimeout}},
-	{from: Probing, on: EventDoneMarker, to: Completed, effects: []Effect{EffectCancelProbeTimeout, EffectSynthesizeCompletion}},
-	// Already probing: the reply, or its absence, decides.
-	{from: Probing, on: EventDoneMarkerUnconfirmed, to: Probing},
+// slice returns the effects as a new slice, nil when there are none.
+func (l effectList) slice() []Effect {
+	var out []Effect
+	for _, e := range l {
+		if e == 0 {
+			break
+		}
+		out = append(out, e)
+	}
+	return out
+}
 
-	{from: CheckingItem, on: EventItemOpen, to: Resuming, effects: []Effect{EffectResume}},
-	{from: CheckingItem, on: EventItemClosed, to: Closed, effects: []Effect{EffectReportClosed}},
-	{from: CheckingItem, on: EventItemCheckFailed, to: Paused, reason: ReasonItemCheckFailed, effects: []Effect{EffectEscalate}},
+// transitionCount is the number of rows of the table; a test checks that
+// none is left empty.
+const transitionCount = 25
 
-	{from: Resuming, on: EventResumed, to: Working},
-	{from: Resuming, on: EventResumeFailed, to: Paused, reason: ReasonResumeFailed, effects: []Effect{EffectEscalate}},
+// transitionTable is the whole protocol, returned by value (an array, no
+// slices inside) so that nobody can change it. Rows with the same
+// (from, on) differ only in their guard; exactly one guard holds.
+func transitionTable() [transitionCount]transition {
+	return [transitionCount]transition{
+		{from: Working, on: EventIdle, to: Suspicious, effects: effectList{EffectSendProbe}},
+		{from: Working, on: EventStatusReply, to: Working},
+		{from: Working, on: EventCompleted, to: Completed},
+		{from: Working, on: EventDoneMarker, to: Completed, effects: effectList{EffectSynthesizeCompletion}},
+		{from: Working, on: EventDoneMarkerUnconfirmed, to: Suspicious, effects: effectList{EffectSendProbe}},
+
+		// Idle again before the probe went out (a cancelled call): probe again.
+		{from: Suspicious, on: EventIdle, to: Suspicious, effects: effectList{EffectSendProbe}},
+		{from: Suspicious, on: EventProbeSent, to: Probing, effects: effectList{EffectArmProbeTimeout}},
+		{from: Suspicious, on: EventProbeFailed, when: withinBudget, crash: true, to: CheckingItem, effects: effectList{EffectCheckItemOpen}},
+		{from: Suspicious, on: EventProbeFailed, when: overBudget, crash: true, to: Paused, reason: ReasonCrashBudgetExhausted, effects: effectList{EffectEscalate}},
+		{from: Suspicious, on: EventStatusReply, to: Working},
+		{from: Suspicious, on: EventCompleted, to: Completed},
+		{from: Suspicious, on: EventDoneMarker, to: Completed, effects: effectList{EffectSynthesizeCompletion}},
+
+		{from: Probing, on: EventStatusReply, to: Working, effects: effectList{EffectCancelProbeTimeout}},
+		{from: Probing, on: EventIdle, when: withinBudget, crash: true, to: CheckingItem, effects: effectList{EffectCancelProbeTimeout, EffectCheckItemOpen}},
+		{from: Probing, on: EventIdle, when: overBudget, crash: true, to: Paused, reason: ReasonCrashBudgetExhausted, effects: effectList{EffectCancelProbeTimeout, EffectEscalate}},
+		{from: Probing, on: EventProbeTimeout, when: withinBudget, crash: true, to: CheckingItem, effects: effectList{EffectCheckItemOpen}},
+		{from: Probing, on: EventProbeTimeout, when: overBudget, crash: true, to: Paused, reason: ReasonCrashBudgetExhausted, effects: effectList{EffectEscalate}},
+		{from: Probing, on: EventCompleted, to: Completed, effects: effectList{EffectCancelProbeTimeout}},
+		{from: Probing, on: EventDoneMarker, to: Completed, effects: effectList{EffectCancelProbeTimeout, EffectSynthesizeCompletion}},
+		// Already probing: the reply, or its absence, decides.
+		{from: Probing, on: EventDoneMarkerUnconfirmed, to: Probing},
+
+		{from: CheckingItem, on: EventItemOpen, to: Resuming, effects: effectList{EffectResume}},
+		{from: CheckingItem, on: EventItemClosed, to: Closed, effects: effectList{EffectReportClosed}},
+		{from: CheckingItem, on: EventItemCheckFailed, to: Paused, reason: ReasonItemCheckFailed, effects: effectList{EffectEscalate}},
+
+		{from: Resuming, on: EventResumed, to: Working},
+		{from: Resuming, on: EventResumeFailed, to: Paused, reason: ReasonResumeFailed, effects: effectList{EffectEscalate}},
+	}
 }
 
 // Step applies ev to s. crashBudget is how many confirmed crashes are
 // resumed; the next one pauses. An event not defined in s.Phase returns s
 // unchanged and a *TransitionError.
 func Step(s State, ev Event, crashBudget int) (State, []Effect, error) {
-	for i := range transitions {
-		tr := &transitions[i]
+	table := transitionTable()
+	for i := range table {
+		tr := &table[i]
 		if tr.from != s.Phase || tr.on != ev.Kind {
 			continue
 		}
@@ -284,12 +311,13 @@ func Step(s State, ev Event, crashBudget int) (State, []Effect, error) {
 		}
 		next.Phase = tr.to
 		next.PauseReason = tr.reason
-		for _, e := range tr.effects {
+		effects := tr.effects.slice()
+		for _, e := range effects {
 			if e == EffectSendProbe {
 				next.Probes++
 			}
 		}
-		return next, append([]Effect(nil), tr.effects...), nil
+		return next, effects, nil
 	}
 	return s, nil, &TransitionError{Phase: s.Phase, Event: ev.Kind}
 }

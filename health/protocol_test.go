@@ -83,7 +83,7 @@ func TestStepEveryTransition(t *testing.T) {
 		})
 		covered[[2]int{int(tt.from), int(tt.event)}] = true
 	}
-	assert.Len(t, tests, len(transitions), "one case per table row")
+	assert.Len(t, tests, transitionCount, "one case per table row")
 
 	// Every other (phase, event) pair is a typed error that leaves the state alone.
 	for p := Phase(0); p < numPhases; p++ {
@@ -109,7 +109,7 @@ func TestStepEveryEventAndPhaseReachable(t *testing.T) {
 	reached := map[Phase]bool{Working: true}
 	for changed := true; changed; {
 		changed = false
-		for _, tr := range transitions {
+		for _, tr := range transitionTable() {
 			events[tr.on] = true
 			if reached[tr.from] && !reached[tr.to] {
 				reached[tr.to], changed = true, true
@@ -122,11 +122,30 @@ func TestStepEveryEventAndPhaseReachable(t *testing.T) {
 	for p := Phase(0); p < numPhases; p++ {
 		assert.True(t, reached[p], "phase %s is reachable", p)
 		if p.Terminal() {
-			for _, tr := range transitions {
+			for _, tr := range transitionTable() {
 				assert.NotEqual(t, p, tr.from, "terminal phase %s has no exits", p)
 			}
 		}
 	}
+}
+
+// The table is a value: changing a copy, or the effects Step returned,
+// changes nothing for the next Step. No row is left empty.
+func TestTransitionTableCannotBeChanged(t *testing.T) {
+	table := transitionTable()
+	for i, tr := range table {
+		assert.NotEqual(t, transition{}, tr, "row %d is empty", i)
+	}
+	table[0].to = Paused
+	table[0].effects[0] = EffectEscalate
+	_, effects, err := Step(State{}, Event{Kind: EventIdle, At: t0}, 1)
+	require.NoError(t, err)
+	effects[0] = EffectResume
+
+	got, effects, err := Step(State{}, Event{Kind: EventIdle, At: t0}, 1)
+	require.NoError(t, err)
+	assert.Equal(t, Suspicious, got.Phase)
+	assert.Equal(t, []Effect{EffectSendProbe}, effects)
 }
 
 // The seed's sequences end to end: idle, probe, idle again, resume; and a
