@@ -21,6 +21,27 @@ const (
 	versionSQL = `SELECT version FROM records WHERE kind = ? AND id = ?`
 )
 
+// writeStmts are prepared once on the single writing connection, so that
+// a transaction reuses them instead of compiling SQL for every op.
+type writeStmts struct {
+	insert, update, delete *sql.Stmt
+}
+
+func prepareWrites(ctx context.Context, db *sql.DB) (writeStmts, error) {
+	var ws writeStmts
+	for _, p := range []struct {
+		dst   **sql.Stmt
+		query string
+	}{{&ws.insert, insertSQL}, {&ws.update, updateSQL}, {&ws.delete, deleteSQL}} {
+		stmt, err := db.PrepareContext(ctx, p.query)
+		if err != nil {
+			return ws, err
+		}
+		*p.dst = stmt
+	}
+	return ws, nil
+}
+
 // Apply implements store.Store: one immediate transaction, committed with a
 // full fsync of the WAL, or rolled back on the first conflict.
 func (s *Store) Apply(ctx context.Context, ops ...store.Op) ([]store.Record, error) {
@@ -50,17 +71,24 @@ func (s *Store) Apply(ctx context.Context, ops ...store.Op) ([]store.Record, err
 	}
 	defer func() { _ = tx.Rollback() }()
 
+	var insert, update, del *sql.Stmt // bound to tx on first use
+	bind := func(st **sql.Stmt, prepared *sql.Stmt) *sql.Stmt {
+		if *st == nil {
+			*st = tx.StmtContext(ctx, prepared)
+		}
+		return *st
+	}
 	out := make([]store.Record, len(ops))
 	for i, op := range ops {
 		var res sql.Result
 		var err error
 		switch {
 		case op.Delete:
-			res, err = tx.ExecContext(ctx, deleteSQL, op.Kind, op.ID, op.ExpectVersion)
+			res, err = bind(&del, s.stmts.delete).ExecContext(ctx, op.Kind, op.ID, op.ExpectVersion)
 		case op.ExpectVersion == 0:
-			res, err = tx.ExecContext(ctx, insertSQL, op.Kind, op.ID, nonNil(op.Data), nanos)
+			res, err = bind(&insert, s.stmts.insert).ExecContext(ctx, op.Kind, op.ID, nonNil(op.Data), nanos)
 		default:
-			res, err = tx.ExecContext(ctx, updateSQL, nonNil(op.Data), nanos, op.Kind, op.ID, op.ExpectVersion)
+			res, err = bind(&update, s.stmts.update).ExecContext(ctx, nonNil(op.Data), nanos, op.Kind, op.ID, op.ExpectVersion)
 		}
 		if err != nil {
 			return nil, s.fail("apply", err)

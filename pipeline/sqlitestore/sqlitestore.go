@@ -58,6 +58,7 @@ type Store struct {
 	mu     sync.RWMutex
 	closed bool
 	writer *sql.DB // nil when read-only
+	stmts  writeStmts
 	reader *sql.DB
 }
 
@@ -112,6 +113,9 @@ func (s *Store) open(ctx context.Context, opts Options) error {
 		s.writer = writer
 		if err := migrate(ctx, writer, s.path); err != nil {
 			return err
+		}
+		if s.stmts, err = prepareWrites(ctx, writer); err != nil {
+			return s.fail("prepare", err)
 		}
 	}
 	reader, err := sql.Open("sqlite", dsn(s.path, busy, true))
