@@ -60,9 +60,15 @@ type JitterSource interface {
 type Expiry struct {
 	Subject  foreman.AssignmentID
 	Kind     DeadlineKind
-	Deadline time.Time // when the deadline fell due
-	At       time.Time // when the expiry was noticed
-	Late     time.Duration
+	Deadline time.Time // when the deadline fell due (jitter included)
+	// At is when this Expiry is handed to OnExpiry: the clock is read just
+	// before the call.
+	At time.Time
+	// Late is At - Deadline: everything between the deadline and the hook
+	// being called, that is the timer's own delay, collecting the due
+	// deadlines, and the OnExpiry calls that came before this one in the
+	// same firing (a slow hook makes the expiries after it later).
+	Late time.Duration
 }
 
 // DeadlineConfig configures Deadlines. The zero value of every field means
@@ -92,6 +98,8 @@ type DeadlineConfig struct {
 	// OnExpiry receives every expiry. Calls are serialized, in deadline
 	// order within one firing, and made without Deadlines' lock held, so the
 	// hook may call Heartbeat, Progress or Remove; it must not call Close.
+	// Expiry.Late is measured as the hook is called, so a slow hook delays
+	// (and shows up in the Late of) the expiries delivered after it.
 	OnExpiry func(Expiry)
 	// Logger; nil discards.
 	Logger *slog.Logger
@@ -367,13 +375,14 @@ func (d *Deadlines) fire() {
 			Subject:  dl.sub.id,
 			Kind:     dl.kind,
 			Deadline: d.epoch.Add(time.Duration(dl.due)),
-			At:       d.epoch.Add(time.Duration(now)),
-			Late:     time.Duration(now - dl.due),
 		})
 	}
 	d.armLocked()
 	d.mu.Unlock()
 	for _, e := range expired {
+		// Measured at delivery, so that Late is what the hook sees.
+		e.At = d.clk.Now()
+		e.Late = e.At.Sub(e.Deadline)
 		d.cfg.Logger.Debug("health: deadline expired", "subject", e.Subject, "kind", e.Kind, "late", e.Late)
 		if d.cfg.OnExpiry != nil {
 			d.cfg.OnExpiry(e)

@@ -185,6 +185,28 @@ func TestDeadlinesReportsHowLate(t *testing.T) {
 	assert.Equal(t, 3*time.Second, got[1].Late)
 }
 
+// Late is measured when the hook is called: a slow hook makes the expiries
+// delivered after it in the same firing later.
+func TestDeadlinesLateIncludesEarlierHooks(t *testing.T) {
+	clk := foreman.NewFakeClock(t0)
+	var got []Expiry
+	d := NewDeadlines(DeadlineConfig{Clock: clk, ProgressTimeout: -1, OnExpiry: func(e Expiry) {
+		got = append(got, e)
+		if len(got) == 1 {
+			clk.Advance(2 * time.Second) // the first hook takes 2 s
+		}
+	}})
+	defer d.Close()
+	require.NoError(t, d.Add("a1"))
+	require.NoError(t, d.Add("a2"))
+	clk.Advance(45 * time.Second)
+	require.Len(t, got, 2)
+	assert.Equal(t, time.Duration(0), got[0].Late)
+	assert.Equal(t, t0.Add(45*time.Second), got[1].Deadline)
+	assert.Equal(t, t0.Add(47*time.Second), got[1].At)
+	assert.Equal(t, 2*time.Second, got[1].Late)
+}
+
 func TestDeadlinesDisabledKinds(t *testing.T) {
 	d, clk, log := newTestDeadlines(t, DeadlineConfig{LivenessTimeout: -1, ProgressTimeout: -1})
 	require.NoError(t, d.Add("a1"))
