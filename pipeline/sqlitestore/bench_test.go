@@ -1,10 +1,12 @@
 package sqlitestore_test
 
 import (
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -45,6 +47,11 @@ func BenchmarkApply(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "syncs/s")
 	})
+	for _, batch := range []int{1, 100} {
+		b.Run(fmt.Sprintf("baseline/raw-sqlite/ops-per-tx=%d", batch), func(b *testing.B) {
+			benchmarkRawSQLite(b, batch)
+		})
+	}
 	for _, st := range stores {
 		for _, batch := range []int{1, 100} {
 			b.Run(fmt.Sprintf("%s/ops-per-apply=%d", st.name, batch), func(b *testing.B) {
@@ -85,4 +92,48 @@ func benchmarkUpdates(b *testing.B, s store.Store, batch int) {
 	secs := b.Elapsed().Seconds()
 	b.ReportMetric(float64(applies)/secs, "tx/s")
 	b.ReportMetric(float64(applies*batch)/secs, "updates/s")
+}
+
+// benchmarkRawSQLite is the same work as benchmarkUpdates on SQLite, straight
+// through database/sql with the store's DSN and schema: what the store adds
+// on top of the driver is the difference.
+func benchmarkRawSQLite(b *testing.B, batch int) {
+	path := filepath.Join(b.TempDir(), "raw.db")
+	s, err := sqlitestore.Open(b.Context(), path, sqlitestore.Options{})
+	require.NoError(b, err)
+	data := []byte(`{"id":"story-042","stage":2,"assignment":"a-000123","attempts":{"s1":1,"s2":1},"pending":["spawn"],"startedAt":"2026-11-03T09:30:00Z"}`)
+	ops := make([]store.Op, batch)
+	for i := range ops {
+		ops[i] = store.Op{Kind: "item", ID: fmt.Sprintf("story-%04d", i), Data: data}
+	}
+	_, err = s.Apply(b.Context(), ops...)
+	require.NoError(b, err)
+	require.NoError(b, s.Close())
+
+	db, err := sql.Open("sqlite", sqlitestore.DSN(path, 5*time.Second, false))
+	require.NoError(b, err)
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	update, err := db.Prepare(`UPDATE records SET version = version + 1, data = ?, updated_at = ? WHERE kind = ? AND id = ? AND version = ?`)
+	require.NoError(b, err)
+	defer update.Close()
+	version := int64(1)
+	for b.Loop() {
+		tx, err := db.Begin()
+		if err != nil {
+			b.Fatal(err)
+		}
+		st := tx.Stmt(update)
+		for _, op := range ops {
+			if _, err := st.Exec(data, int64(version), op.Kind, op.ID, version); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		version++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
+	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "updates/s")
 }

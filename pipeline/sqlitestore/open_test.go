@@ -163,6 +163,15 @@ func TestReadOnly(t *testing.T) {
 	assert.ErrorIs(t, err, sqlitestore.ErrReadOnly)
 	_, err = w.Get(t.Context(), "item", "b")
 	assert.ErrorIs(t, err, store.ErrNotFound)
+
+	// With no writer running (its close removed the WAL), a reader still
+	// opens the file.
+	require.NoError(t, w.Close())
+	require.NoError(t, r.Close())
+	r = openStore(t, path, sqlitestore.Options{ReadOnly: true})
+	got, err = r.Get(t.Context(), "item", "a")
+	require.NoError(t, err)
+	assert.Equal(t, "a1", string(got.Data))
 }
 
 // Two stores opening one new file at once: the schema is created once and
