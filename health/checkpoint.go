@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,6 +71,8 @@ var (
 	ErrFutureCheckpoint      = errors.New("health: checkpoint from a newer schema version")
 	ErrCheckpointInWorktree  = errors.New("health: checkpoint path inside the worktree")
 	ErrRelativeCheckpointDir = errors.New("health: checkpoint directory is not absolute")
+	ErrRelativeWorktreeRoot  = errors.New("health: worktree root is not absolute")
+	ErrNoWorktreeRoots       = errors.New("health: checkpoint store needs at least one worktree root")
 )
 
 // CheckpointError is a checkpoint file that cannot be used: it is corrupt
@@ -91,6 +94,7 @@ func (e *CheckpointError) Is(target error) bool { return target == e.kind }
 
 // WorktreePathError refuses a checkpoint path inside a worktree: an agent
 // could commit, edit or delete it there, and a known bug did exactly that.
+// Worktree is the worktree, or the worktree root, that contains Path.
 type WorktreePathError struct {
 	Path, Worktree string
 }
@@ -102,20 +106,72 @@ func (e *WorktreePathError) Error() string {
 // Is matches ErrCheckpointInWorktree.
 func (e *WorktreePathError) Is(target error) bool { return target == ErrCheckpointInWorktree }
 
-// CheckpointStore keeps one checkpoint file per item, checkpoint-<item>.json,
-// in a directory that must be absolute and outside every worktree.
-type CheckpointStore struct {
-	dir string
+// CheckpointStoreConfig configures a CheckpointStore. Both fields are
+// required: a store that does not know where the worktrees are cannot keep
+// its checkpoints out of them.
+type CheckpointStoreConfig struct {
+	// Dir is where the checkpoint files are written. It must be absolute
+	// (ErrRelativeCheckpointDir) and outside every worktree root; it is
+	// created on the first Save.
+	Dir string
+	// WorktreeRoots are the absolute directories under which worktrees are
+	// created, for example merge.Manager.Root(); at least one
+	// (ErrNoWorktreeRoots). NewCheckpointStore refuses a Dir inside any of
+	// them, and every Save checks again, with symlinks resolved as they are
+	// then, since a directory may be replaced by a link after construction.
+	WorktreeRoots []string
 }
 
-// NewCheckpointStore returns a store in dir, which must be an absolute path
-// (ErrRelativeCheckpointDir otherwise); it is created on the first Save.
-func NewCheckpointStore(dir string) (*CheckpointStore, error) {
-	if !filepath.IsAbs(dir) {
-		return nil, fmt.Errorf("%w: %q", ErrRelativeCheckpointDir, dir)
-	}
-	return &CheckpointStore{dir: filepath.Clean(dir)}, nil
+// CheckpointStore keeps one checkpoint file per item, checkpoint-<item>.json,
+// in a directory that is absolute and outside every worktree.
+type CheckpointStore struct {
+	dir   string
+	roots []string
 }
+
+// NewCheckpointStore returns a store in cfg.Dir. A Dir inside one of
+// cfg.WorktreeRoots is a *WorktreePathError.
+func NewCheckpointStore(cfg CheckpointStoreConfig) (*CheckpointStore, error) {
+	if !filepath.IsAbs(cfg.Dir) {
+		return nil, fmt.Errorf("%w: %q", ErrRelativeCheckpointDir, cfg.Dir)
+	}
+	if len(cfg.WorktreeRoots) == 0 {
+		return nil, ErrNoWorktreeRoots
+	}
+	s := &CheckpointStore{dir: filepath.Clean(cfg.Dir)}
+	for _, r := range cfg.WorktreeRoots {
+		if !filepath.IsAbs(r) {
+			return nil, fmt.Errorf("%w: %q", ErrRelativeWorktreeRoot, r)
+		}
+		s.roots = append(s.roots, filepath.Clean(r))
+	}
+	if err := s.checkOutside(s.dir, ""); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkOutside returns a *WorktreePathError when path lies in one of the
+// store's worktree roots or in worktree (when not empty).
+func (s *CheckpointStore) checkOutside(path, worktree string) error {
+	dirs := s.roots
+	if worktree != "" {
+		dirs = append(slices.Clip(dirs), worktree)
+	}
+	for _, d := range dirs {
+		inside, err := pathInside(path, d)
+		if err != nil {
+			return err
+		}
+		if inside {
+			return &WorktreePathError{Path: path, Worktree: d}
+		}
+	}
+	return nil
+}
+
+// WorktreeRoots returns the worktree roots the store keeps out of.
+func (s *CheckpointStore) WorktreeRoots() []string { return slices.Clone(s.roots) }
 
 // Dir returns the store's directory.
 func (s *CheckpointStore) Dir() string { return s.dir }
@@ -127,8 +183,9 @@ func (s *CheckpointStore) Path(item foreman.ItemID) string {
 
 // SaveOptions qualify a Save.
 type SaveOptions struct {
-	// Worktree is the item's worktree; Save refuses (WorktreePathError) when
-	// the checkpoint path lies inside it. Empty skips the check.
+	// Worktree is the item's worktree, checked in addition to the store's
+	// WorktreeRoots: Save refuses (WorktreePathError) when the checkpoint
+	// path lies inside it. Useful for a worktree outside every root.
 	Worktree string
 	// ReplaceInvalid allows Save to replace a file that is corrupt or from a
 	// newer schema. Without it such a file is kept and Save returns its
@@ -148,14 +205,8 @@ func (s *CheckpointStore) Save(ctx context.Context, cp Checkpoint, opts SaveOpti
 		return fmt.Errorf("health: invalid checkpoint: %s", reason)
 	}
 	path := s.Path(cp.Item)
-	if opts.Worktree != "" {
-		inside, err := pathInside(path, opts.Worktree)
-		if err != nil {
-			return err
-		}
-		if inside {
-			return &WorktreePathError{Path: path, Worktree: opts.Worktree}
-		}
+	if err := s.checkOutside(path, opts.Worktree); err != nil {
+		return err
 	}
 	if !opts.ReplaceInvalid {
 		_, err := s.read(path, cp.Item)

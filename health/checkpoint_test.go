@@ -25,7 +25,9 @@ func sampleCheckpoint() Checkpoint {
 
 func newStore(t *testing.T) *CheckpointStore {
 	t.Helper()
-	s, err := NewCheckpointStore(filepath.Join(t.TempDir(), "state"))
+	tmp := t.TempDir()
+	s, err := NewCheckpointStore(CheckpointStoreConfig{
+		Dir: filepath.Join(tmp, "state"), WorktreeRoots: []string{filepath.Join(tmp, "worktrees")}})
 	require.NoError(t, err)
 	return s
 }
@@ -51,9 +53,57 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	assert.Len(t, entries, 1, "no temporary files left behind")
 }
 
-func TestCheckpointStoreNeedsAbsoluteDir(t *testing.T) {
-	_, err := NewCheckpointStore("relative/dir")
-	assert.ErrorIs(t, err, ErrRelativeCheckpointDir)
+func TestCheckpointStoreConfigErrors(t *testing.T) {
+	abs := t.TempDir()
+	tests := []struct {
+		name string
+		cfg  CheckpointStoreConfig
+		want error
+	}{
+		{"relative dir", CheckpointStoreConfig{Dir: "relative/dir", WorktreeRoots: []string{abs}}, ErrRelativeCheckpointDir},
+		{"no worktree roots", CheckpointStoreConfig{Dir: filepath.Join(abs, "state")}, ErrNoWorktreeRoots},
+		{"relative worktree root", CheckpointStoreConfig{Dir: filepath.Join(abs, "state"),
+			WorktreeRoots: []string{filepath.Join(abs, "wt"), "wt"}}, ErrRelativeWorktreeRoot},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewCheckpointStore(tt.cfg)
+			assert.ErrorIs(t, err, tt.want)
+		})
+	}
+}
+
+// The worktree roots are structural: a store cannot be made inside one,
+// and a Save whose path came to lie inside one (a directory replaced by a
+// symlink) is refused.
+func TestCheckpointStoreRefusesDirInsideWorktreeRoot(t *testing.T) {
+	tmp := t.TempDir()
+	roots := []string{filepath.Join(tmp, "other"), filepath.Join(tmp, "worktrees")}
+	require.NoError(t, os.MkdirAll(filepath.Join(roots[1], "PROJ-42"), 0o755))
+	link := filepath.Join(tmp, "link")
+	require.NoError(t, os.Symlink(roots[1], link))
+
+	for _, dir := range []string{
+		filepath.Join(roots[1], "PROJ-42", ".pipeline"),
+		roots[1],
+		filepath.Join(link, "state"),
+	} {
+		_, err := NewCheckpointStore(CheckpointStoreConfig{Dir: dir, WorktreeRoots: roots})
+		require.ErrorIs(t, err, ErrCheckpointInWorktree, dir)
+		var wtErr *WorktreePathError
+		require.True(t, errors.As(err, &wtErr))
+		assert.Equal(t, roots[1], wtErr.Worktree)
+	}
+
+	dir := filepath.Join(tmp, "state")
+	s, err := NewCheckpointStore(CheckpointStoreConfig{Dir: dir, WorktreeRoots: roots})
+	require.NoError(t, err)
+	assert.Equal(t, roots, s.WorktreeRoots())
+	require.NoError(t, os.Symlink(filepath.Join(roots[1], "PROJ-42"), dir))
+	err = s.Save(context.Background(), sampleCheckpoint(), SaveOptions{})
+	require.ErrorIs(t, err, ErrCheckpointInWorktree)
+	_, statErr := os.Stat(filepath.Join(roots[1], "PROJ-42", "checkpoint-PROJ-42.json"))
+	assert.True(t, os.IsNotExist(statErr), "nothing written")
 }
 
 func TestCheckpointLoadMissing(t *testing.T) {
@@ -137,7 +187,9 @@ func TestCheckpointRefusesPathInsideWorktree(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewCheckpointStore(tt.dir)
+			// The worktree lies outside the store's roots: only
+			// SaveOptions.Worktree can catch it.
+			s, err := NewCheckpointStore(CheckpointStoreConfig{Dir: tt.dir, WorktreeRoots: []string{filepath.Join(root, "elsewhere")}})
 			require.NoError(t, err)
 			err = s.Save(ctx, sampleCheckpoint(), SaveOptions{Worktree: tt.worktree})
 			if !tt.inside {

@@ -34,8 +34,10 @@
 // Deadlines to Monitor.Idle.
 //
 // CheckpointStore keeps one versioned JSON checkpoint per item, written
-// atomically in an absolute directory that must lie outside the item's
-// worktree (WorktreePathError otherwise). A corrupt or newer-version file is
+// atomically in an absolute directory that must lie outside every worktree:
+// the store is given the worktree roots (CheckpointStoreConfig) and refuses a
+// directory inside one when it is made and on every Save
+// (WorktreePathError). A corrupt or newer-version file is
 // a *CheckpointError on Load, is never modified, and Save refuses to replace
 // it unless SaveOptions.ReplaceInvalid says so (invariant 8).
 //

@@ -16,18 +16,19 @@ func ExampleCheckpointStore() {
 	ctx := context.Background()
 	root, _ := os.MkdirTemp("", "checkpoints")
 	defer os.RemoveAll(root)
-	worktree := filepath.Join(root, "worktrees", "PROJ-42")
+	worktrees := filepath.Join(root, "worktrees") // for example merge.Manager.Root()
 
-	inside, _ := health.NewCheckpointStore(filepath.Join(worktree, ".pipeline"))
-	err := inside.Save(ctx, health.Checkpoint{Item: "PROJ-42"}, health.SaveOptions{Worktree: worktree})
-	fmt.Println("inside the worktree:", errors.Is(err, health.ErrCheckpointInWorktree))
+	_, err := health.NewCheckpointStore(health.CheckpointStoreConfig{
+		Dir: filepath.Join(worktrees, "PROJ-42", ".pipeline"), WorktreeRoots: []string{worktrees}})
+	fmt.Println("inside the worktrees:", errors.Is(err, health.ErrCheckpointInWorktree))
 
-	store, _ := health.NewCheckpointStore(filepath.Join(root, "state"))
+	store, _ := health.NewCheckpointStore(health.CheckpointStoreConfig{
+		Dir: filepath.Join(root, "state"), WorktreeRoots: []string{worktrees}})
 	_ = store.Save(ctx, health.Checkpoint{
 		Item: "PROJ-42", Stage: 2, Assignment: "PROJ-42-s2-1",
 		TasksCompleted: []string{"PROJ-101"}, TasksRemaining: []string{"PROJ-102", "PROJ-103"},
 		LastAction: "Implemented PROJ-101",
-	}, health.SaveOptions{Worktree: worktree})
+	}, health.SaveOptions{})
 	cp, _ := store.Load(ctx, "PROJ-42")
 	fmt.Print(health.RenderResume(cp))
 
@@ -37,7 +38,7 @@ func ExampleCheckpointStore() {
 	err = store.Save(ctx, cp, health.SaveOptions{})
 	fmt.Println("overwrite refused:", errors.Is(err, health.ErrCorruptCheckpoint))
 	// Output:
-	// inside the worktree: true
+	// inside the worktrees: true
 	// CHECKPOINT RESUME — DO NOT re-execute completed work.
 	// Item: PROJ-42, stage 2
 	// Tasks already completed: PROJ-101

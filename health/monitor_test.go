@@ -306,7 +306,9 @@ func TestMonitorProbeFailureConfirmsCrash(t *testing.T) {
 // A corrupt checkpoint is not guessed around: the item pauses, and the file
 // stays exactly as it was for a person to inspect.
 func TestMonitorCorruptCheckpointPausesAndKeepsFile(t *testing.T) {
-	store, err := health.NewCheckpointStore(filepath.Join(t.TempDir(), "state"))
+	tmp := t.TempDir()
+	store, err := health.NewCheckpointStore(health.CheckpointStoreConfig{
+		Dir: filepath.Join(tmp, "state"), WorktreeRoots: []string{filepath.Join(tmp, "worktrees")}})
 	require.NoError(t, err)
 	path := store.Path("PROJ-42")
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
