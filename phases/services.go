@@ -116,9 +116,17 @@ type StreamCallback func(StreamEvent)
 // BeforeState is the workspace as it was when a run (or assignment) began;
 // snapshots are measured against it.
 type BeforeState struct {
-	// BaseCommit is the commit changes are counted from.
+	// BaseCommit is HEAD at the start: commits made since it are the
+	// run's commits.
 	BaseCommit string `json:"base_commit"`
-	// DirtyFiles were already modified or untracked at the start.
+	// BaseTree, when set, is the content of the working tree at the start
+	// (tracked, staged and untracked files, ignored ones excepted), recorded
+	// because it differed from BaseCommit. Changes are then counted from it
+	// rather than from BaseCommit, so that edits already present before the
+	// run are not taken for the agent's. Empty means the workspace was clean
+	// and changes are counted from BaseCommit.
+	BaseTree string `json:"base_tree,omitempty"`
+	// DirtyFiles were already modified, staged or untracked at the start.
 	DirtyFiles []string  `json:"dirty_files,omitempty"`
 	CapturedAt time.Time `json:"captured_at"`
 }
@@ -140,16 +148,19 @@ type Snapshotter interface {
 
 // Snapshot is the state of a workspace after a build.
 type Snapshot struct {
-	ID            string     `json:"id"`
-	RunID         RunID      `json:"run_id"`
-	Iteration     int        `json:"iteration"`
-	WorkspacePath string     `json:"workspace_path"`
-	BaseCommit    string     `json:"base_commit"`
-	HeadCommit    string     `json:"head_commit"`
-	Commits       []Commit   `json:"commits,omitempty"`
-	Files         []FileDiff `json:"files,omitempty"`
+	ID            string   `json:"id"`
+	RunID         RunID    `json:"run_id"`
+	Iteration     int      `json:"iteration"`
+	WorkspacePath string   `json:"workspace_path"`
+	BaseCommit    string   `json:"base_commit"`
+	HeadCommit    string   `json:"head_commit"`
+	Commits       []Commit `json:"commits,omitempty"`
+	// Files is the whole change since the start: since BeforeState.BaseTree
+	// when it is set, else since BaseCommit.
+	Files []FileDiff `json:"files,omitempty"`
 	// Uncommitted lists paths modified, staged or untracked in the working
-	// tree; they count as changes.
+	// tree; they count as changes. After a dirty start (BeforeState.BaseTree
+	// set) it lists only those whose content also differs from the start.
 	Uncommitted []string `json:"uncommitted,omitempty"`
 	Insertions  int      `json:"insertions"`
 	Deletions   int      `json:"deletions"`

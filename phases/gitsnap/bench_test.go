@@ -18,18 +18,32 @@ import (
 
 // benchRepo is a 300-file repository after an agent's typical iteration:
 // one commit touching 10 files, then 5 more files edited and 3 untracked.
-func benchRepo(b *testing.B) (*testRepo, phases.BeforeState) {
+// With dirtyStart, the user had edited 4 other files and left 2 untracked
+// before the run.
+func benchRepo(b *testing.B, dirtyStart bool) (*testRepo, phases.BeforeState) {
 	files := map[string]string{}
 	for i := range 300 {
 		files[fmt.Sprintf("pkg%02d/file%03d.go", i%15, i)] = strings.Repeat(fmt.Sprintf("line %d of file %d\n", i, i), 40)
 	}
 	r := newRepo(b, files)
+	if dirtyStart {
+		for i := 100; i < 104; i++ {
+			r.write(fmt.Sprintf("pkg%02d/file%03d.go", i%15, i), "user edit\n")
+		}
+		for i := range 2 {
+			r.write(fmt.Sprintf("scratch/user%d.txt", i), "notes\n")
+		}
+	}
 	before, err := New(Config{}).Before(context.Background(), r.dir)
 	require.NoError(b, err)
 	for i := range 10 {
 		r.write(fmt.Sprintf("pkg%02d/file%03d.go", i%15, i), "rewritten\n")
 	}
-	r.commitAll("agent work")
+	// The agent commits only its own files, as a careful agent would.
+	for i := range 10 {
+		r.run("add", fmt.Sprintf("pkg%02d/file%03d.go", i%15, i))
+	}
+	r.run("commit", "-q", "-m", "agent work")
 	for i := 10; i < 15; i++ {
 		r.write(fmt.Sprintf("pkg%02d/file%03d.go", i%15, i), "edited\n")
 	}
@@ -40,8 +54,9 @@ func benchRepo(b *testing.B) (*testRepo, phases.BeforeState) {
 }
 
 // rawGit runs the same git commands Capture runs, directly with os/exec:
-// the cost of git itself, which Capture should add little to.
-func rawGit(b *testing.B, dir, base string) {
+// the cost of git itself, which Capture should add little to. The diff is
+// taken from from (the base tree after a dirty start), the log from base.
+func rawGit(b *testing.B, dir, from, base string) {
 	run := func(env []string, args ...string) {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir
@@ -62,22 +77,38 @@ func rawGit(b *testing.B, dir, base string) {
 	require.NoError(b, dst.Close())
 	env := []string{"GIT_INDEX_FILE=" + tmp}
 	run(env, "add", "-A")
-	run(env, "diff", "--cached", "-z", "--raw", "--numstat", "-M", "--no-abbrev", "--no-ext-diff", "--no-textconv", base, "--")
+	run(env, "diff", "--cached", "-z", "--raw", "--numstat", "-M", "--no-abbrev", "--no-ext-diff", "--no-textconv", from, "--")
 	run(nil, "log", "-z", "--reverse", "--format=%H%x00%s", base+"..HEAD", "--")
 	os.Remove(tmp)
 }
 
 // BenchmarkCapture reports Capture and the raw git commands it runs, timed
-// alternately in the same loop on the same repository, and their ratio.
+// alternately in the same loop on the same repository, and their ratio,
+// from a clean start and from a dirty one (diffed against BaseTree).
 func BenchmarkCapture(b *testing.B) {
-	r, before := benchRepo(b)
+	for _, dirtyStart := range []bool{false, true} {
+		name := "clean start"
+		if dirtyStart {
+			name = "dirty start"
+		}
+		b.Run(name, func(b *testing.B) { benchmarkCapture(b, dirtyStart) })
+	}
+}
+
+func benchmarkCapture(b *testing.B, dirtyStart bool) {
+	r, before := benchRepo(b, dirtyStart)
+	from := before.BaseCommit
+	if dirtyStart {
+		require.NotEmpty(b, before.BaseTree)
+		from = before.BaseTree
+	}
 	s := New(Config{})
 	ctx := context.Background()
 	snap, err := s.Capture(ctx, r.dir, before, phases.SnapshotMeta{})
 	require.NoError(b, err)
 	require.Len(b, snap.Files, 18)
 	require.Len(b, snap.Commits, 1)
-	rawGit(b, r.dir, before.BaseCommit)
+	rawGit(b, r.dir, from, before.BaseCommit)
 
 	var captureTime, rawTime time.Duration
 	for i := 0; b.Loop(); i++ {
@@ -90,7 +121,7 @@ func BenchmarkCapture(b *testing.B) {
 			captureTime += time.Since(start)
 		}, func() {
 			start := time.Now()
-			rawGit(b, r.dir, before.BaseCommit)
+			rawGit(b, r.dir, from, before.BaseCommit)
 			rawTime += time.Since(start)
 		}
 		if i%2 == 1 {

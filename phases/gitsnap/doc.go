@@ -11,12 +11,24 @@
 // and after, so committing a change does not alter its DiffHash, and every
 // empty change has the same one.
 //
+// A workspace may already be dirty when the run begins (the user's own
+// edits, staged or not, and untracked files). Before then also stores the
+// working tree's content as a tree object (BeforeState.BaseTree), and
+// Capture diffs against that tree instead of HEAD: an agent that does
+// nothing leaves an empty snapshot, and the user's edits are neither in
+// Files nor in DiffHash. Commits are still those made since HEAD at the
+// start. Uncommitted then lists only the dirty paths whose content changed
+// since the start. From a clean start BaseTree is empty and the diff is
+// taken from the base commit.
+//
 // Capture never touches the user's index or working tree: untracked files
 // are counted by staging everything into a temporary copy of the index
 // (GIT_INDEX_FILE), written beside the real index in the git directory and
-// deleted afterwards. That staging does write blob
-// objects into the repository's object store, where unreferenced ones are
-// garbage-collected by git as usual.
+// deleted afterwards (Before does the same to write BaseTree). That staging
+// does write blob and tree objects into the repository's object store,
+// where unreferenced ones are garbage-collected by git as usual (after two
+// weeks by default, gc.pruneExpire; a BeforeState kept longer than that may
+// name a tree git has pruned).
 //
 // An empty change is reported as such (Snapshot.Empty); whether that is a
 // failure is the caller's decision. Errors are system faults only: a

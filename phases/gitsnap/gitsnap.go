@@ -82,7 +82,10 @@ func isEmptyTree(rev string) bool { return rev == emptyTreeSHA1 || rev == emptyT
 
 // Before records HEAD and the files already dirty. In a repository with no
 // commit yet the base is the empty tree, so everything later counts as new.
-// It runs one git command (two when HEAD is unborn).
+// When the working tree is dirty it also writes that tree into the object
+// store (BeforeState.BaseTree), so that Capture counts only what changed
+// after it. It runs one git command when the workspace is clean, three when
+// it is dirty, and one more when HEAD is unborn.
 func (s *Snapshotter) Before(ctx context.Context, workspacePath string) (phases.BeforeState, error) {
 	st, err := s.status(ctx, workspacePath)
 	if err != nil {
@@ -97,10 +100,19 @@ func (s *Snapshotter) Before(ctx context.Context, workspacePath string) (phases.
 		}
 		base = strings.TrimSpace(out)
 	}
-	return phases.BeforeState{BaseCommit: base, DirtyFiles: st.dirty, CapturedAt: s.clock.Now()}, nil
+	var baseTree string
+	if len(st.dirty) > 0 {
+		baseTree, err = s.writeWorkingTree(ctx, workspacePath)
+		if err != nil {
+			return phases.BeforeState{}, err
+		}
+	}
+	return phases.BeforeState{BaseCommit: base, BaseTree: baseTree, DirtyFiles: st.dirty, CapturedAt: s.clock.Now()}, nil
 }
 
-// Capture records every change since before.BaseCommit. It runs three git
+// Capture records every change since before: commits since
+// before.BaseCommit, and the content diff since before.BaseTree when it is
+// set (a dirty start), else since before.BaseCommit. It runs three git
 // commands (status, add into a temporary index, diff), plus log when HEAD
 // has moved.
 func (s *Snapshotter) Capture(ctx context.Context, workspacePath string, before phases.BeforeState, meta phases.SnapshotMeta) (phases.Snapshot, error) {
@@ -108,11 +120,15 @@ func (s *Snapshotter) Capture(ctx context.Context, workspacePath string, before 
 	if base == "" {
 		return phases.Snapshot{}, ErrInvalidBefore
 	}
+	from := base
+	if before.BaseTree != "" {
+		from = before.BaseTree
+	}
 	st, err := s.status(ctx, workspacePath)
 	if err != nil {
 		return phases.Snapshot{}, err
 	}
-	files, diffHash, err := s.diffSince(ctx, workspacePath, base, st.untracked)
+	diff, err := s.diffSince(ctx, workspacePath, from, st.untracked)
 	if err != nil {
 		return phases.Snapshot{}, err
 	}
@@ -123,6 +139,17 @@ func (s *Snapshotter) Capture(ctx context.Context, workspacePath string, before 
 			return phases.Snapshot{}, err
 		}
 	}
+	uncommitted := st.dirty
+	if before.BaseTree != "" {
+		// A path dirty since before the run is the agent's only if its
+		// content has changed since.
+		uncommitted = nil
+		for _, p := range st.dirty {
+			if diff.touched[p] {
+				uncommitted = append(uncommitted, p)
+			}
+		}
+	}
 	snap := phases.Snapshot{
 		RunID:         meta.RunID,
 		Iteration:     meta.Iteration,
@@ -130,12 +157,12 @@ func (s *Snapshotter) Capture(ctx context.Context, workspacePath string, before 
 		BaseCommit:    base,
 		HeadCommit:    st.head,
 		Commits:       commits,
-		Files:         files,
-		Uncommitted:   st.dirty,
-		DiffHash:      diffHash,
+		Files:         diff.files,
+		Uncommitted:   uncommitted,
+		DiffHash:      diff.hash,
 		CapturedAt:    s.clock.Now(),
 	}
-	for _, f := range files {
+	for _, f := range diff.files {
 		snap.Insertions += f.Insertions
 		snap.Deletions += f.Deletions
 	}
@@ -166,29 +193,58 @@ func (s *Snapshotter) status(ctx context.Context, ws string) (workspaceStatus, e
 	return parseStatus(out)
 }
 
-// diffSince stages the whole working tree into a temporary copy of the index
-// and diffs it against base, so that untracked files count and the user's
-// index is left alone.
-func (s *Snapshotter) diffSince(ctx context.Context, ws, base string, untracked map[string]bool) ([]phases.FileDiff, string, error) {
+// stageWorkingTree stages the whole working tree into a temporary copy of
+// the user's index, so that untracked files count and the user's index is
+// left alone. It returns the environment that selects the copy and a
+// function that removes it.
+func (s *Snapshotter) stageWorkingTree(ctx context.Context, ws string) ([]string, func(), error) {
 	indexPath, err := s.indexPath(ctx, ws)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	tmp, err := copyIndex(indexPath)
 	if err != nil {
-		return nil, "", fmt.Errorf("gitsnap: temporary index: %w", err)
+		return nil, nil, fmt.Errorf("gitsnap: temporary index: %w", err)
 	}
-	defer os.Remove(tmp)
+	remove := func() { os.Remove(tmp) }
 	env := []string{"GIT_INDEX_FILE=" + tmp}
 	if _, err := s.git.RunCmd(ctx, gitexec.Cmd{Dir: ws, Args: []string{"add", "-A"}, Env: env}); err != nil {
-		return nil, "", s.wrap(ws, err)
+		remove()
+		return nil, nil, s.wrap(ws, err)
 	}
+	return env, remove, nil
+}
+
+// writeWorkingTree stores the working tree as a tree object and returns its
+// id. Nothing references the tree: git gc keeps unreachable objects for two
+// weeks by default (gc.pruneExpire), ample for a run.
+func (s *Snapshotter) writeWorkingTree(ctx context.Context, ws string) (string, error) {
+	env, remove, err := s.stageWorkingTree(ctx, ws)
+	if err != nil {
+		return "", err
+	}
+	defer remove()
+	out, err := s.git.RunCmd(ctx, gitexec.Cmd{Dir: ws, Env: env, Args: []string{"write-tree"}})
+	if err != nil {
+		return "", s.wrap(ws, err)
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// diffSince stages the whole working tree into a temporary index and diffs
+// it against from, a commit or a tree.
+func (s *Snapshotter) diffSince(ctx context.Context, ws, from string, untracked map[string]bool) (diffResult, error) {
+	env, remove, err := s.stageWorkingTree(ctx, ws)
+	if err != nil {
+		return diffResult{}, err
+	}
+	defer remove()
 	out, err := s.git.RunCmd(ctx, gitexec.Cmd{Dir: ws, Env: env, Args: []string{
 		"diff", "--cached", "-z", "--raw", "--numstat", "-M", "--no-abbrev",
-		"--no-ext-diff", "--no-textconv", base, "--",
+		"--no-ext-diff", "--no-textconv", from, "--",
 	}})
 	if err != nil {
-		return nil, "", s.wrap(ws, err)
+		return diffResult{}, s.wrap(ws, err)
 	}
 	return parseDiff(out, untracked)
 }

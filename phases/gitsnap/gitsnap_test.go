@@ -78,6 +78,7 @@ func TestBeforeRecordsHeadAndDirtyFiles(t *testing.T) {
 	head := r.run("rev-parse", "HEAD")
 	r.write("a.txt", "changed\n")
 	r.write("new dir/untracked file.txt", "u\n")
+	statusBefore := r.run("status", "--porcelain")
 	s, fc := newTestSnapshotter()
 
 	before, err := s.Before(context.Background(), r.dir)
@@ -85,6 +86,124 @@ func TestBeforeRecordsHeadAndDirtyFiles(t *testing.T) {
 	assert.Equal(t, head, before.BaseCommit)
 	assert.Equal(t, []string{"a.txt", "new dir/untracked file.txt"}, before.DirtyFiles)
 	assert.Equal(t, fc.Now(), before.CapturedAt)
+	// The dirty starting point is kept as a tree of the working tree's content.
+	require.NotEmpty(t, before.BaseTree)
+	assert.Equal(t, "a.txt\nb.txt\nnew dir/untracked file.txt", r.run("ls-tree", "-r", "--name-only", before.BaseTree))
+	assert.Equal(t, "changed", r.run("cat-file", "blob", before.BaseTree+":a.txt"))
+	assert.Equal(t, statusBefore, r.run("status", "--porcelain"), "Before leaves the user's index alone")
+}
+
+func TestBeforeOnACleanWorkspaceRecordsNoTree(t *testing.T) {
+	r := newRepo(t, map[string]string{"a.txt": "a\n"})
+	s, _ := newTestSnapshotter()
+	before, err := s.Before(context.Background(), r.dir)
+	require.NoError(t, err)
+	assert.Equal(t, r.run("rev-parse", "HEAD"), before.BaseCommit)
+	assert.Empty(t, before.BaseTree, "a clean start is measured from BaseCommit, as before")
+	assert.Empty(t, before.DirtyFiles)
+}
+
+// Edits the user had made before the run are not the agent's: they neither
+// make a do-nothing agent's snapshot non-empty nor enter its diff.
+func TestCaptureIgnoresFilesDirtyBeforeTheRun(t *testing.T) {
+	dirty := func(r *testRepo) {
+		r.write("a.txt", "a\nuser edit\n")
+		r.write("staged.txt", "user staged\n")
+		r.run("add", "staged.txt")
+		r.write("notes.txt", "user notes\n")
+	}
+	tests := []struct {
+		name        string
+		agent       func(r *testRepo)
+		wantFiles   []phases.FileDiff
+		commits     []string
+		uncommitted []string
+	}{
+		{name: "agent does nothing", agent: func(*testRepo) {}},
+		{
+			name:        "agent changes another file",
+			agent:       func(r *testRepo) { r.write("b.txt", "1\n2\n3\n4\n") },
+			wantFiles:   []phases.FileDiff{{Path: "b.txt", Status: "M", Insertions: 1}},
+			uncommitted: []string{"b.txt"},
+		},
+		{
+			name:        "agent edits a file the user had edited",
+			agent:       func(r *testRepo) { r.write("a.txt", "a\nuser edit\nagent edit\n") },
+			wantFiles:   []phases.FileDiff{{Path: "a.txt", Status: "M", Insertions: 1}},
+			uncommitted: []string{"a.txt"},
+		},
+		{
+			name:        "agent deletes the user's untracked file",
+			agent:       func(r *testRepo) { require.NoError(t, os.Remove(filepath.Join(r.dir, "notes.txt"))) },
+			wantFiles:   []phases.FileDiff{{Path: "notes.txt", Status: "D", Deletions: 1}},
+			uncommitted: nil, // gone from the working tree, so not dirty any more
+		},
+		{
+			name:      "agent commits everything, the user's edits included",
+			agent:     func(r *testRepo) { r.write("b.txt", "1\n2\n3\n4\n"); r.commitAll("agent work") },
+			wantFiles: []phases.FileDiff{{Path: "b.txt", Status: "M", Insertions: 1}},
+			commits:   []string{"agent work"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRepo(t, map[string]string{"a.txt": "a\n", "b.txt": "1\n2\n3\n"})
+			dirty(r)
+			s, _ := newTestSnapshotter()
+			before, err := s.Before(context.Background(), r.dir)
+			require.NoError(t, err)
+			require.NotEmpty(t, before.BaseTree)
+			tt.agent(r)
+
+			snap := capture(t, s, r, before)
+			assert.Equal(t, tt.wantFiles, snap.Files)
+			assert.Equal(t, tt.uncommitted, snap.Uncommitted)
+			var subjects []string
+			for _, c := range snap.Commits {
+				subjects = append(subjects, c.Subject)
+			}
+			assert.Equal(t, tt.commits, subjects)
+			assert.Equal(t, tt.wantFiles == nil && tt.commits == nil, snap.Empty())
+			ins, del := 0, 0
+			for _, f := range tt.wantFiles {
+				ins += f.Insertions
+				del += f.Deletions
+			}
+			assert.Equal(t, ins, snap.Insertions)
+			assert.Equal(t, del, snap.Deletions)
+			assert.Equal(t, before.BaseCommit, snap.BaseCommit)
+
+			// The DiffHash is the agent's change alone: the same change from a
+			// clean start hashes the same.
+			clean := newRepo(t, map[string]string{"a.txt": "a\n", "b.txt": "1\n2\n3\n"})
+			dirty(clean)
+			clean.commitAll("the user's edits, committed")
+			cleanBefore, err := s.Before(context.Background(), clean.dir)
+			require.NoError(t, err)
+			require.Empty(t, cleanBefore.BaseTree)
+			tt.agent(clean)
+			assert.Equal(t, capture(t, s, clean, cleanBefore).DiffHash, snap.DiffHash)
+		})
+	}
+}
+
+func TestCaptureAfterADirtyStartInAnUnbornRepository(t *testing.T) {
+	r := newRepo(t, nil)
+	r.write("a.txt", "user\n")
+	s, _ := newTestSnapshotter()
+	before, err := s.Before(context.Background(), r.dir)
+	require.NoError(t, err)
+	assert.Equal(t, emptyTreeSHA1, before.BaseCommit)
+	require.NotEmpty(t, before.BaseTree)
+
+	assert.True(t, capture(t, s, r, before).Empty())
+
+	r.write("b.txt", "agent\n")
+	r.commitAll("first")
+	snap := capture(t, s, r, before)
+	assert.Equal(t, []phases.FileDiff{{Path: "b.txt", Status: "A", Insertions: 1}}, snap.Files)
+	require.Len(t, snap.Commits, 1)
+	assert.Empty(t, snap.Uncommitted)
 }
 
 func TestCaptureReportsEachKindOfChange(t *testing.T) {

@@ -54,14 +54,23 @@ func parseStatus(out string) (workspaceStatus, error) {
 	return st, nil
 }
 
+// diffResult is a parsed diff: the changed files, the hash of the change,
+// and every path it touches (both sides of a rename).
+type diffResult struct {
+	files   []phases.FileDiff
+	hash    string
+	touched map[string]bool
+}
+
 // parseDiff reads `git diff -z --raw --numstat --no-abbrev`: every raw entry,
 // then one numstat entry per raw entry in the same order. The hash covers
 // the raw entries (modes, blob ids, status, paths), which identify the
 // change's content exactly.
-func parseDiff(out string, untracked map[string]bool) ([]phases.FileDiff, string, error) {
+func parseDiff(out string, untracked map[string]bool) (diffResult, error) {
 	tokens := strings.Split(out, "\x00")
 	h := sha256.New()
 	var files []phases.FileDiff
+	touched := map[string]bool{}
 	n := 0 // numstat entries seen
 	for i := 0; i < len(tokens); i++ {
 		tok := tokens[i]
@@ -71,7 +80,7 @@ func parseDiff(out string, untracked map[string]bool) ([]phases.FileDiff, string
 		if tok[0] == ':' { // :srcMode dstMode srcID dstID STATUS[score]
 			f := strings.Fields(tok[1:])
 			if len(f) != 5 || i+1 >= len(tokens) {
-				return nil, "", fmt.Errorf("gitsnap: unexpected git diff entry %q", tok)
+				return diffResult{}, fmt.Errorf("gitsnap: unexpected git diff entry %q", tok)
 			}
 			status := f[4][:1]
 			src := tokens[i+1]
@@ -79,19 +88,20 @@ func parseDiff(out string, untracked map[string]bool) ([]phases.FileDiff, string
 			i++
 			if status == "R" || status == "C" {
 				if i+1 >= len(tokens) {
-					return nil, "", fmt.Errorf("gitsnap: unexpected git diff entry %q", tok)
+					return diffResult{}, fmt.Errorf("gitsnap: unexpected git diff entry %q", tok)
 				}
 				dst = tokens[i+1]
 				i++
 			}
 			fmt.Fprintf(h, "%s %s %s %s %s\x00%s\x00%s\x00", f[0], f[1], f[2], f[3], status, src, dst)
+			touched[src], touched[dst] = true, true
 			files = append(files, phases.FileDiff{Path: dst, Status: fileStatus(status, dst, untracked)})
 			continue
 		}
 		// numstat: "ins\tdel\tpath", or "ins\tdel\t" then src and dst for a rename.
 		f := strings.SplitN(tok, "\t", 3)
 		if len(f) != 3 || n >= len(files) {
-			return nil, "", fmt.Errorf("gitsnap: unexpected git diff numstat %q", tok)
+			return diffResult{}, fmt.Errorf("gitsnap: unexpected git diff numstat %q", tok)
 		}
 		if f[2] == "" {
 			i += 2
@@ -103,9 +113,9 @@ func parseDiff(out string, untracked map[string]bool) ([]phases.FileDiff, string
 		n++
 	}
 	if n != len(files) {
-		return nil, "", fmt.Errorf("gitsnap: git diff gave %d raw entries but %d numstat entries", len(files), n)
+		return diffResult{}, fmt.Errorf("gitsnap: git diff gave %d raw entries but %d numstat entries", len(files), n)
 	}
-	return files, hex.EncodeToString(h.Sum(nil)), nil
+	return diffResult{files: files, hash: hex.EncodeToString(h.Sum(nil)), touched: touched}, nil
 }
 
 func fileStatus(raw, path string, untracked map[string]bool) string {
