@@ -1,0 +1,112 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRuntimeFullStory(t *testing.T) {
+	r := newRig(t)
+	rt, restarts := r.story(t, item, &crasher{}, true)
+	assert.Zero(t, restarts)
+	ctx := context.Background()
+	st, err := rt.Get(ctx, item)
+	require.NoError(t, err)
+	assert.Equal(t, StatusDone, st.Status)
+	assert.NotEmpty(t, st.Commit)
+	assert.Equal(t, 1, trailerCommits(t, r.repo, item))
+	assert.Equal(t, []string{"3 tasks, 4/4", "GO, 8", "Done", "PASS 92/100"},
+		[]string{st.Stages[0].Result, st.Stages[1].Result, st.Stages[2].Result, st.Stages[3].Result})
+	assert.Equal(t, 1, st.Stages[3].Failures, "one quality cycle")
+	pending, err := rt.Pending(ctx, item)
+	require.NoError(t, err)
+	assert.Empty(t, pending)
+
+	b, err := r.board.Story(ctx, item)
+	require.NoError(t, err)
+	assert.Equal(t, BoardDone, b.Status)
+	_, err = os.Stat(must(r.mgr.Path(item)))
+	assert.True(t, os.IsNotExist(err), "worktree removed after the merge")
+
+	report, err := os.ReadFile(r.rep.Path(st.Started))
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(string(report), "### PROJ-42: Login form — DONE"))
+	assert.Contains(t, string(report), "| 3 | PASS 92/100 |")
+	assert.Contains(t, string(report), "rework cycles: 1")
+	assert.Contains(t, string(report), "**Code:** +2 / -0 (2 files)")
+
+	// Spawned workers carry the seed's names, ACKs went out before shutdowns.
+	var names []string
+	for _, a := range r.w.order {
+		names = append(names, string(r.w.spawned[a].Worker))
+	}
+	assert.Equal(t, []string{"story-PROJ-42-s0", "story-PROJ-42-s1", "story-PROJ-42-s2", "story-PROJ-42-s3",
+		"story-PROJ-42-s2-fix1", "story-PROJ-42-s3"}, names)
+	var kinds []EffectKind
+	for _, m := range r.w.sent {
+		kinds = append(kinds, m.Kind)
+	}
+	for i := 0; i < len(kinds); i += 2 {
+		assert.Equal(t, []EffectKind{EffectAck, EffectShutdown}, kinds[i:i+2])
+	}
+	assert.Equal(t, "ACK Stage 0 for PROJ-42", r.w.sent[0].Text)
+	assert.Equal(t, int64(0), rt.Stats().Stale)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// TestCrashAtEveryEffectBoundary stops the coordinator at every effect of a
+// full story (one quality-gate rework included): once after persisting and
+// before the effect runs, once after the effect ran but before it was
+// recorded done. A fresh runtime restarted from the store must reach the
+// same end state, with exactly one squash commit carrying the item's
+// trailer on main.
+func TestCrashAtEveryEffectBoundary(t *testing.T) {
+	base := newRig(t)
+	baseC := &crasher{}
+	rt, _ := base.story(t, item, baseC, true)
+	want, err := rt.Get(context.Background(), item)
+	require.NoError(t, err)
+	effects := baseC.count()
+	require.Greater(t, effects, 20)
+	t.Logf("%d effects per story, %d crash points", effects, 2*effects)
+
+	for at := 1; at <= effects; at++ {
+		for _, after := range []bool{false, true} {
+			t.Run(fmt.Sprintf("effect%02d/after=%v", at, after), func(t *testing.T) {
+				t.Parallel()
+				r := newRig(t)
+				c := &crasher{at: at, after: after}
+				rt, restarts := r.story(t, item, c, true)
+				assert.Equal(t, 1, restarts)
+				got, err := rt.Get(context.Background(), item)
+				require.NoError(t, err)
+				assert.NotEmpty(t, got.Commit)
+				got.Commit = want.Commit
+				assert.Equal(t, want, got, "same end state")
+				assert.Equal(t, 1, trailerCommits(t, r.repo, item), "exactly one merge")
+				pending, err := rt.Pending(context.Background(), item)
+				require.NoError(t, err)
+				assert.Empty(t, pending)
+				b, err := r.board.Story(context.Background(), item)
+				require.NoError(t, err)
+				assert.Equal(t, BoardDone, b.Status)
+				report, err := os.ReadFile(r.rep.Path(got.Started))
+				require.NoError(t, err)
+				assert.Equal(t, 1, strings.Count(string(report), "### PROJ-42"), "one report section")
+				assert.Len(t, r.w.spawned, 6, "each assignment spawned once")
+			})
+		}
+	}
+}

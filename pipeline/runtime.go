@@ -1,0 +1,365 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/clock"
+	"github.com/agentforeman/foreman/pipeline/message"
+	"github.com/agentforeman/foreman/pipeline/store"
+)
+
+// RecordKind is the store kind of item records, unless RuntimeConfig.Kind
+// says otherwise.
+const RecordKind = "item"
+
+// recordFormat is the version of the persisted record; a newer one is
+// refused, never overwritten (invariant 8).
+const recordFormat = 1
+
+// ErrCorruptRecord is matched when an item's record cannot be read. The
+// record is left as it is.
+var ErrCorruptRecord = errors.New("pipeline: corrupt item record")
+
+// record is what the store keeps per item: the state and the effects it
+// has yet to carry out, written together in one Apply.
+type record struct {
+	Format  int      `json:"format"`
+	State   State    `json:"state"`
+	Pending []Effect `json:"pending,omitempty"`
+}
+
+// RuntimeConfig configures a Runtime. Zero values mean the documented
+// defaults; Store, Spawner, Messenger, Worktrees, Merger and Board are
+// required.
+type RuntimeConfig struct {
+	// Flow: default StoryFlow(StoryConfig{}).
+	Flow *Flow
+	// Store keeps one record per item (kind Kind, default RecordKind).
+	Store store.Store
+	Kind  string
+
+	Spawner   Spawner
+	Messenger Messenger
+	Worktrees Worktrees
+	Merger    Merger
+	Board     Board
+	// Escalator: nil means escalations are only logged (and kept in the
+	// item's State.Pause).
+	Escalator Escalator
+	// Reporter: nil means no report is written.
+	Reporter Reporter
+
+	Clock  foreman.Clock // nil: the wall clock
+	Logger *slog.Logger  // nil: discard
+}
+
+// Stats counts what a Runtime did since it started.
+type Stats struct {
+	Transitions int64 // persisted transitions
+	Effects     int64 // effects carried out
+	Stale       int64 // worker events refused by sender validation
+	Duplicates  int64 // reports re-ACKed by the state guard
+}
+
+// Runtime is the imperative shell around Flow.Step: for each event it loads
+// the item's record, steps, persists the new state together with its
+// effects, and only then carries the effects out, marking each done in the
+// store as it completes. After a crash, Recover (or the item's next event)
+// re-issues whatever is still pending; every effect is idempotent. Events of
+// one item are serialized; different items proceed in parallel. Two
+// Runtimes on one store are kept apart by the store's optimistic
+// concurrency (a *store.ConflictError), not by a lease.
+type Runtime struct {
+	cfg   RuntimeConfig
+	clk   foreman.Clock
+	log   *slog.Logger
+	mu    sync.Mutex
+	locks map[foreman.ItemID]*sync.Mutex
+	stats struct{ transitions, effects, stale, duplicates atomic.Int64 }
+}
+
+// NewRuntime checks cfg and returns a Runtime.
+func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
+	if cfg.Flow == nil {
+		cfg.Flow = StoryFlow(StoryConfig{})
+	}
+	if err := cfg.Flow.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Kind == "" {
+		cfg.Kind = RecordKind
+	}
+	for name, v := range map[string]any{"Store": cfg.Store, "Spawner": cfg.Spawner, "Messenger": cfg.Messenger,
+		"Worktrees": cfg.Worktrees, "Merger": cfg.Merger, "Board": cfg.Board} {
+		if v == nil {
+			return nil, fmt.Errorf("pipeline: RuntimeConfig.%s is required", name)
+		}
+	}
+	return &Runtime{cfg: cfg, clk: clock.OrReal(cfg.Clock), log: logger(cfg.Logger),
+		locks: map[foreman.ItemID]*sync.Mutex{}}, nil
+}
+
+// Flow returns the flow in use.
+func (r *Runtime) Flow() *Flow { return r.cfg.Flow }
+
+// Stats returns the counters.
+func (r *Runtime) Stats() Stats {
+	return Stats{Transitions: r.stats.transitions.Load(), Effects: r.stats.effects.Load(),
+		Stale: r.stats.stale.Load(), Duplicates: r.stats.duplicates.Load()}
+}
+
+func (r *Runtime) lock(item foreman.ItemID) func() {
+	r.mu.Lock()
+	l, ok := r.locks[item]
+	if !ok {
+		l = &sync.Mutex{}
+		r.locks[item] = l
+	}
+	r.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// Start starts item at its flow's first stage.
+func (r *Runtime) Start(ctx context.Context, item foreman.ItemID, title string) (State, error) {
+	return r.Handle(ctx, item, Event{Kind: EventStart, Title: title})
+}
+
+// Deliver hands the runtime a message received from item's worker (see
+// message.Open: an envelope whose body did not parse is still delivered,
+// and leads to a probe, then a pause). A message about another item is
+// stale. Messages that are no worker report of this flow are ignored.
+func (r *Runtime) Deliver(ctx context.Context, item foreman.ItemID, env message.Envelope) (State, error) {
+	ev, ok := EventOf(env)
+	if !ok {
+		r.log.Debug("pipeline: ignoring message", "item", item, "kind", env.Body.Kind())
+		return r.Get(ctx, item)
+	}
+	if env.Body != nil && env.Body.ItemID() != item {
+		ev.Worker, ev.Assignment = "", "" // cannot be the item's current worker: stale
+	}
+	st, err := r.Handle(ctx, item, ev)
+	var te *TransitionError
+	if errors.As(err, &te) && ev.Kind == EventReport && te.Outcome != "" {
+		// A well-formed line this stage has no rule for: as unparseable.
+		r.log.Warn("pipeline: report without a rule", "item", item, "err", err)
+		ev = Event{Kind: EventUnparseable, Worker: env.Sender, Assignment: env.Assignment, Detail: env.Raw}
+		return r.Handle(ctx, item, ev)
+	}
+	return st, err
+}
+
+// Handle applies one event to item: pending effects first, then the
+// transition, persisted before its effects run.
+func (r *Runtime) Handle(ctx context.Context, item foreman.ItemID, ev Event) (State, error) {
+	if err := item.Validate(); err != nil {
+		return State{}, err
+	}
+	defer r.lock(item)()
+	rec, ver, err := r.load(ctx, item)
+	if err != nil {
+		return State{}, err
+	}
+	if err := r.drain(ctx, &rec, &ver); err != nil {
+		return rec.State, err
+	}
+	s := rec.State
+	if ev.Kind == EventReport && ev.Board == nil && s.Status == StatusActive && ev.Stage == s.Stage &&
+		s.sender(&ev) == fromCurrent && r.cfg.Flow.NeedsBoard(ev.Stage, ev.Outcome) {
+		b, err := r.cfg.Board.Story(ctx, item)
+		if err != nil {
+			return s, fmt.Errorf("pipeline: re-reading the board for %s: %w", item, err)
+		}
+		ev.Board = &b
+	}
+	next, effs, err := r.cfg.Flow.Step(s, ev, r.clk.Now())
+	if err != nil {
+		return s, err
+	}
+	r.count(s, next, ev)
+	if next.Steps == s.Steps && next.Stale == s.Stale {
+		return s, nil // nothing changed (an expected idle, an unneeded reply)
+	}
+	rec.State = next
+	rec.Pending = append(rec.Pending, effs...)
+	if err := r.save(ctx, &rec, &ver); err != nil {
+		return s, err
+	}
+	return rec.State, r.drain(ctx, &rec, &ver)
+}
+
+func (r *Runtime) count(s, next State, ev Event) {
+	switch {
+	case next.Stale > s.Stale:
+		r.stats.stale.Add(1)
+		r.log.Info("pipeline: ignoring stale message", "item", s.Item, "sender", ev.Worker,
+			"assignment", ev.Assignment, "current", s.Worker, "event", ev.Kind)
+	case next.Duplicates > s.Duplicates:
+		r.stats.duplicates.Add(1)
+		r.log.Info("pipeline: duplicate report re-ACKed", "item", s.Item, "sender", ev.Worker,
+			"stage", ev.Stage, "state", s.Status, "at", s.Stage)
+	}
+}
+
+// Recover re-issues the pending effects of every item in the store: what a
+// coordinator does first after a restart. It returns the first error but
+// tries every item.
+func (r *Runtime) Recover(ctx context.Context) error {
+	recs, err := r.cfg.Store.List(ctx, r.cfg.Kind)
+	if err != nil {
+		return err
+	}
+	var first error
+	for _, sr := range recs {
+		if _, err := r.Settle(ctx, foreman.ItemID(sr.ID)); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Settle carries out item's pending effects without a new event.
+func (r *Runtime) Settle(ctx context.Context, item foreman.ItemID) (State, error) {
+	defer r.lock(item)()
+	rec, ver, err := r.load(ctx, item)
+	if err != nil {
+		return State{}, err
+	}
+	err = r.drain(ctx, &rec, &ver)
+	return rec.State, err
+}
+
+// Get returns item's persisted state; an unknown item is a zero State
+// with StatusNew.
+func (r *Runtime) Get(ctx context.Context, item foreman.ItemID) (State, error) {
+	rec, _, err := r.load(ctx, item)
+	return rec.State, err
+}
+
+// Pending returns item's effects not yet carried out.
+func (r *Runtime) Pending(ctx context.Context, item foreman.ItemID) ([]Effect, error) {
+	rec, _, err := r.load(ctx, item)
+	return rec.Pending, err
+}
+
+func (r *Runtime) load(ctx context.Context, item foreman.ItemID) (record, int64, error) {
+	sr, err := r.cfg.Store.Get(ctx, r.cfg.Kind, string(item))
+	if errors.Is(err, store.ErrNotFound) {
+		return record{Format: recordFormat, State: State{Item: item}}, 0, nil
+	}
+	if err != nil {
+		return record{}, 0, err
+	}
+	var rec record
+	if err := json.Unmarshal(sr.Data, &rec); err != nil {
+		return record{}, 0, fmt.Errorf("%w: %s/%s: %v", ErrCorruptRecord, sr.Kind, sr.ID, err)
+	}
+	if rec.Format > recordFormat || rec.State.Item != item {
+		return record{}, 0, fmt.Errorf("%w: %s/%s: format %d, item %q", ErrCorruptRecord, sr.Kind, sr.ID, rec.Format, rec.State.Item)
+	}
+	return rec, sr.Version, nil
+}
+
+func (r *Runtime) save(ctx context.Context, rec *record, ver *int64) error {
+	rec.Format = recordFormat
+	if len(rec.Pending) == 0 {
+		rec.Pending = nil
+	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	out, err := r.cfg.Store.Apply(ctx, store.Op{Kind: r.cfg.Kind, ID: string(rec.State.Item), ExpectVersion: *ver, Data: data})
+	if err != nil {
+		return err
+	}
+	*ver = out[0].Version
+	r.stats.transitions.Add(1)
+	return nil
+}
+
+// drain carries out the pending effects in order, persisting after each:
+// the effect is removed, and a merge's result is stepped in the same write.
+func (r *Runtime) drain(ctx context.Context, rec *record, ver *int64) error {
+	for len(rec.Pending) > 0 {
+		e := rec.Pending[0]
+		follow, err := r.execute(ctx, rec.State, e)
+		if err != nil {
+			return fmt.Errorf("pipeline: %s %s: %w", e.Item, e.Kind, err)
+		}
+		r.stats.effects.Add(1)
+		rec.Pending = rec.Pending[1:]
+		if follow != nil {
+			next, effs, err := r.cfg.Flow.Step(rec.State, *follow, r.clk.Now())
+			if err != nil {
+				return err
+			}
+			rec.State = next
+			rec.Pending = append(rec.Pending, effs...)
+		}
+		if err := r.save(ctx, rec, ver); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// execute carries out one effect; a merge returns the event its result is.
+func (r *Runtime) execute(ctx context.Context, s State, e Effect) (*Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	switch e.Kind {
+	case EffectAck, EffectShutdown, EffectProbe:
+		return nil, r.cfg.Messenger.Send(ctx, Outgoing{Kind: e.Kind, Item: e.Item, Worker: e.Worker,
+			Assignment: e.Assignment, Stage: e.Stage, Text: e.Text(), Key: e.Key()})
+	case EffectSpawn:
+		name := ""
+		if e.Stage >= 0 && e.Stage < len(r.cfg.Flow.Stages) {
+			name = r.cfg.Flow.Stages[e.Stage].Name
+		}
+		return nil, r.cfg.Spawner.Spawn(ctx, SpawnRequest{Item: e.Item, Title: s.Title, Stage: e.Stage, StageName: name,
+			Worker: e.Worker, Assignment: e.Assignment, Resume: e.Resume, Readiness: e.Readiness, Feedback: e.Feedback})
+	case EffectCreateWorktree:
+		return nil, r.cfg.Worktrees.CreateWorktree(ctx, e.Item)
+	case EffectRemoveWorktree:
+		return nil, r.cfg.Worktrees.RemoveWorktree(ctx, e.Item)
+	case EffectMerge:
+		out, err := r.cfg.Merger.Merge(ctx, MergeRequest{Item: e.Item, Title: e.Title})
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case len(out.Conflict) > 0:
+			return &Event{Kind: EventMergeConflict, Files: out.Conflict}, nil
+		case out.Refused != "":
+			return &Event{Kind: EventMergeFailed, Detail: out.Refused}, nil
+		}
+		return &Event{Kind: EventMerged, Commit: out.Commit}, nil
+	case EffectEscalate:
+		if e.Escalation == nil {
+			return nil, nil
+		}
+		r.log.Warn("pipeline: escalation", "item", e.Item, "stage", e.Stage, "reason", e.Escalation.Reason,
+			"message", e.Escalation.Message)
+		if r.cfg.Escalator == nil {
+			return nil, nil
+		}
+		return nil, r.cfg.Escalator.Escalate(ctx, *e.Escalation)
+	case EffectUpdateBoard:
+		return nil, r.cfg.Board.SetStatus(ctx, e.Item, e.BoardStatus)
+	case EffectAppendReport:
+		if r.cfg.Reporter == nil {
+			return nil, nil
+		}
+		return nil, r.cfg.Reporter.AppendReport(ctx, ReportEntry{Key: e.Key(), Flow: r.cfg.Flow, State: s})
+	}
+	return nil, fmt.Errorf("pipeline: unknown effect %s", e.Kind)
+}
