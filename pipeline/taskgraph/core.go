@@ -1,0 +1,324 @@
+package taskgraph
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	foreman "github.com/agentforeman/foreman"
+)
+
+// CoreConfig configures the pure core. Zero values mean the defaults.
+type CoreConfig struct {
+	// Roles are the known worker roles; nil means DefaultRoles.
+	Roles []string
+	// Checkpoints pause the pipeline for review; nil means
+	// DefaultCheckpoints. NoCheckpoints disables them all.
+	Checkpoints   []Checkpoint
+	NoCheckpoints bool
+	// Pipelines gives each mode its task chain: what NewSession creates
+	// when given no tasks, and what the completeness check expects. Nil
+	// means PipelineTasks; a mode it does not know expects nothing.
+	Pipelines func(Mode) ([]TaskSpec, bool)
+}
+
+// Core is the coordinator's deterministic core: (session, wake-up) →
+// (session', effects). It does no I/O and reads no clock; it never
+// changes the session it is given. Safe for concurrent use.
+type Core struct {
+	roles       []string
+	checkpoints []Checkpoint
+	pipelines   func(Mode) ([]TaskSpec, bool)
+	expected    map[Mode][]string
+}
+
+// NewCore returns a core with cfg's defaults filled in.
+func NewCore(cfg CoreConfig) *Core {
+	c := &Core{roles: cfg.Roles, checkpoints: cfg.Checkpoints, pipelines: cfg.Pipelines, expected: map[Mode][]string{}}
+	if c.roles == nil {
+		c.roles = DefaultRoles
+	}
+	if c.checkpoints == nil {
+		c.checkpoints = DefaultCheckpoints
+	}
+	if cfg.NoCheckpoints {
+		c.checkpoints = nil
+	}
+	if c.pipelines == nil {
+		c.pipelines = PipelineTasks
+	}
+	for _, m := range []Mode{ModeSpecOnly, ModeImplOnly, ModeFEOnly, ModeFullstack, ModeFullLifecycle, ModeFullLifecycleFE} {
+		c.expected[m] = c.expectedFor(m)
+	}
+	return c
+}
+
+// Roles returns the known roles.
+func (c *Core) Roles() []string { return slices.Clone(c.roles) }
+
+func (c *Core) expectedFor(m Mode) []string {
+	if e, ok := c.expected[m]; ok {
+		return e
+	}
+	specs, _ := c.pipelines(m)
+	subjects := make([]string, len(specs))
+	for i, s := range specs {
+		subjects[i] = s.Subject
+	}
+	return subjects
+}
+
+// Errors of the core's inputs, matched with errors.Is.
+var (
+	ErrUnknownMode   = errors.New("taskgraph: mode has no pipeline; give the tasks")
+	ErrUnknownTask   = errors.New("taskgraph: unknown task")
+	ErrInvalidWakeUp = errors.New("taskgraph: invalid wake-up")
+	ErrInvalidUpdate = errors.New("taskgraph: invalid task update")
+)
+
+// NewSession creates a session (the seed's dispatch): tasks validated as
+// a Graph (nil tasks: the mode's pipeline), every task pending, status
+// active. id is validated like an ItemID.
+func (c *Core) NewSession(id string, mode Mode, tasks []TaskSpec, at time.Time) (*Session, error) {
+	if err := foreman.ItemID(id).Validate(); err != nil {
+		return nil, err
+	}
+	if tasks == nil {
+		var ok bool
+		if tasks, ok = c.pipelines(mode); !ok {
+			return nil, fmt.Errorf("%w: %q", ErrUnknownMode, mode)
+		}
+	}
+	g, err := NewGraph(c.roles, tasks...)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{ID: id, Mode: mode, Status: SessionActive, CreatedAt: at, Graph: g}, nil
+}
+
+// AddTasks creates more tasks in a session (for example a fix round),
+// validated against the existing ones. A completed session becomes active
+// again when given new work.
+func (c *Core) AddTasks(s *Session, specs ...TaskSpec) (*Session, error) {
+	g, err := s.Graph.Add(c.roles, specs...)
+	if err != nil {
+		return nil, err
+	}
+	n := s.clone()
+	n.Graph = g
+	if n.Status == SessionCompleted && len(specs) > 0 {
+		n.Status, n.CompletedAt = SessionActive, time.Time{}
+	}
+	return n, nil
+}
+
+// Disposition is what the core did with a callback or task update.
+type Disposition uint8
+
+const (
+	// Applied: taken into account.
+	Applied Disposition = iota
+	// Stale: from an assignment that is not current; ignored, counted.
+	Stale
+	// Duplicate: a completion already processed; acknowledged again,
+	// counted, not reprocessed.
+	Duplicate
+)
+
+func (d Disposition) String() string {
+	return [...]string{"applied", "stale", "duplicate"}[d]
+}
+
+// StepOutcome is where a step left the pipeline.
+type StepOutcome string
+
+const (
+	OutcomeSpawned     StepOutcome = "spawned"      // ready tasks got workers
+	OutcomeWaiting     StepOutcome = "waiting"      // nothing ready, work in progress
+	OutcomeComplete    StepOutcome = "complete"     // PIPELINE_COMPLETE
+	OutcomeStalled     StepOutcome = "stalled"      // nothing ready or running, not complete
+	OutcomePaused      StepOutcome = "paused"       // at a checkpoint
+	OutcomeProgressMsg StepOutcome = "progress"     // callback before completion
+	OutcomeAllRunning  StepOutcome = "all_running"  // resume found every worker running
+	OutcomeWorkerReset StepOutcome = "worker_reset" // a failed worker's task went back to pending
+	OutcomeIgnored     StepOutcome = "ignored"      // stale, duplicate, or nothing to do
+	OutcomeReported    StepOutcome = "reported"     // check
+	OutcomeUpdated     StepOutcome = "updated"      // a task update applied
+)
+
+// Result describes one step. Effects are also appended to the new
+// session's Pending when Changed.
+type Result struct {
+	Handler     Handler
+	Disposition Disposition
+	Outcome     StepOutcome
+	// Changed reports whether the session changed (and must be saved
+	// before the effects are carried out).
+	Changed bool
+	// Completed lists the tasks whose completion this step processed,
+	// Spawned the tasks given a worker, Reset the tasks put back to
+	// pending.
+	Completed []string
+	Spawned   []string
+	Reset     []string
+	// Blocked and Missing explain a stall.
+	Blocked []BlockedTask
+	Missing []string
+	// Violations are the validation failures found after the step.
+	Violations []Violation
+	Effects    []Effect
+}
+
+// step carries one transition's working state.
+type step struct {
+	c           *Core
+	old         *Session
+	s           *Session
+	at          time.Time
+	res         Result
+	graphCopied bool
+	// checkpointHit: this step paused the session, so spawnNext stays quiet.
+	checkpointHit bool
+}
+
+func (c *Core) begin(s *Session, h Handler, at time.Time) *step {
+	return &step{c: c, old: s, s: s.clone(), at: at, res: Result{Handler: h}}
+}
+
+// graph returns the session's graph, copied on first use so the old
+// session keeps its statuses.
+func (st *step) graph() *Graph {
+	if !st.graphCopied {
+		st.s.Graph = st.s.Graph.clone()
+		st.graphCopied = true
+	}
+	return st.s.Graph
+}
+
+func (st *step) emit(e Effect) {
+	st.s.EffectSeq++
+	e.Seq = st.s.EffectSeq
+	st.res.Effects = append(st.res.Effects, e)
+}
+
+func (st *step) report(e Effect) {
+	e.Kind = EffectReport
+	st.emit(e)
+}
+
+// finish validates, records pending effects and returns the step's result.
+func (st *step) finish(changed bool) (*Session, Result, error) {
+	st.res.Violations = st.c.Validate(st.s)
+	if len(st.res.Violations) > 0 && st.res.Handler != HandleCheck {
+		st.report(Effect{Note: NoteViolations, Detail: violationsText(st.res.Violations)})
+	}
+	if !changed {
+		// Read-only: nothing to persist; the effects are output only.
+		st.s.EffectSeq = st.old.EffectSeq
+		for i := range st.res.Effects {
+			st.res.Effects[i].Seq = 0
+		}
+		return st.old, st.res, nil
+	}
+	st.res.Changed = true
+	st.s.Pending = append(st.s.Pending, st.res.Effects...)
+	return st.s, st.res, nil
+}
+
+func (st *step) removeWorker(i int) {
+	w := st.s.ActiveWorkers
+	n := make([]ActiveWorker, 0, len(w)-1)
+	n = append(n, w[:i]...)
+	st.s.ActiveWorkers = append(n, w[i+1:]...)
+}
+
+func (c *Core) checkpointFor(task string, mode Mode) (Checkpoint, bool) {
+	for _, cp := range c.checkpoints {
+		if cp.applies(task, mode) {
+			return cp, true
+		}
+	}
+	return Checkpoint{}, false
+}
+
+// Handle runs the handler a wake-up routes to and returns the new session
+// (s itself when nothing changed), the step's result, and an error only
+// for input that cannot be applied (an invalid wake-up, an invalid
+// transition); s is never modified.
+func (c *Core) Handle(s *Session, w WakeUp) (*Session, Result, error) {
+	if s == nil || s.Graph == nil {
+		return nil, Result{}, fmt.Errorf("%w: no session", ErrInvalidWakeUp)
+	}
+	st := c.begin(s, w.Handler, w.At)
+	switch w.Handler {
+	case HandleCallback:
+		return st.handleCallback(w)
+	case HandleCheck:
+		st.handleCheck()
+		return st.finish(false)
+	case HandleResume:
+		st.handleResume()
+		return st.finish(true)
+	case HandleSpawnNext:
+		changed := st.handleSpawnNext()
+		return st.finish(changed)
+	}
+	return nil, Result{}, fmt.Errorf("%w: unknown handler %d", ErrInvalidWakeUp, w.Handler)
+}
+
+// Update applies a TaskUpdate: the one status change, fenced by the
+// assignment, and nothing else (the coordinator acts on it at its next
+// wake-up, as in the seed). An invalid (status, event) pair is a
+// *TransitionError and the session is unchanged.
+func (c *Core) Update(s *Session, u TaskUpdate) (*Session, Result, error) {
+	if s == nil || s.Graph == nil {
+		return nil, Result{}, fmt.Errorf("%w: no session", ErrInvalidUpdate)
+	}
+	i, ok := s.Graph.index[u.Task]
+	if !ok {
+		return nil, Result{}, fmt.Errorf("%w: %q", ErrUnknownTask, u.Task)
+	}
+	st := c.begin(s, HandleUpdate, u.At)
+	t := s.Graph.tasks[i]
+	var ev Event
+	switch u.To {
+	case Completed, Failed:
+		if u.Assignment == "" {
+			return nil, Result{}, fmt.Errorf("%w: marking %s %s needs its assignment", ErrInvalidUpdate, u.Task, u.To)
+		}
+		if u.Assignment != t.Assignment {
+			st.s.Counters.Stale++
+			st.res.Disposition, st.res.Outcome = Stale, OutcomeIgnored
+			st.emit(Effect{Kind: EffectLog, LogType: "stale", Note: NoteStale, Task: u.Task, Assignment: u.Assignment})
+			return st.finish(true)
+		}
+		ev = EventComplete
+		if u.To == Failed {
+			ev = EventFail
+		}
+	case Cancelled:
+		ev = EventCancel
+	default:
+		return nil, Result{}, fmt.Errorf("%w: cannot set %s to %s", ErrInvalidUpdate, u.Task, u.To)
+	}
+	if t.Status == u.To {
+		st.s.Counters.Duplicate++
+		st.res.Disposition, st.res.Outcome = Duplicate, OutcomeIgnored
+		st.emit(Effect{Kind: EffectAck, Note: NoteDuplicate, Task: u.Task, Role: t.Role, Assignment: u.Assignment})
+		return st.finish(true)
+	}
+	if err := st.graph().apply(i, ev); err != nil {
+		return nil, Result{}, err
+	}
+	st.res.Outcome = OutcomeUpdated
+	st.emit(Effect{Kind: EffectLog, LogType: "task_" + u.To.String(), Note: NoteTaskUpdated, Task: u.Task, Role: t.Role, Assignment: t.Assignment, Status: u.To})
+	return st.finish(true)
+}
+
+// assignmentFor derives the next assignment id of a task: unique in the
+// session because Seq only grows and is persisted.
+func assignmentFor(subject string, seq int64) foreman.AssignmentID {
+	return foreman.AssignmentID(subject + "." + strconv.FormatInt(seq, 10))
+}

@@ -1,0 +1,95 @@
+// Package taskgraph is the coordinator of seed 003: a dependency graph of
+// tasks owned by worker roles, and the event-driven monitor that advances
+// it one wake-up at a time.
+//
+// # Graph
+//
+// A Graph holds tasks (subject, role, description, blockedBy, status,
+// current assignment). NewGraph and Graph.Add validate what they create:
+// subjects like an foreman.ItemID (at most MaxSubjectLen characters),
+// roles from a configurable set (DefaultRoles, the seed's eleven), every
+// blocker an existing task, no duplicate subjects and no cycles; the
+// errors are typed (*CycleError names the cycle, *UnknownBlockerError,
+// *UnknownRoleError, *DuplicateTaskError). A task is ready when it is
+// pending and every blocker is completed: a failed or cancelled blocker
+// never unblocks. Task statuses (pending, in_progress, completed, failed,
+// cancelled) change only through the transition table of NextStatus; an
+// invalid (status, event) pair is a *TransitionError.
+//
+// PipelineTasks gives the seed's task chains per Mode (spec-only 12 tasks,
+// impl-only 4, fe-only 3, fullstack 6, full-lifecycle 16,
+// full-lifecycle-fe 18).
+//
+// # Core
+//
+// Core is pure: Handle(session, wake-up) returns a new session and a
+// Result with the effects to carry out; it does no I/O, reads no clock
+// (time arrives in the WakeUp) and never modifies the session it is
+// given. Route picks the handler for a text with the seed's priorities
+// (a "[role]" tag of a known role, then "check"/"status", then
+// "resume"/"continue"/"next", else spawn-next), through the
+// pipeline/message router; RouteEnvelope does the same for a message that
+// arrived with its sender's assignment. The four handlers follow the
+// seed's trees (see their comments in handlers.go):
+//
+//   - handleSpawnNext spawns every ready task (task → in_progress, a
+//     task_unblocked log, a spawn effect under a new assignment id, an
+//     active_workers entry). Nothing ready with work in progress reports
+//     the wait; nothing ready and nothing running is PIPELINE_COMPLETE when
+//     no task is pending or failed and every task the mode expects exists,
+//     and a stall otherwise, reported with each blocked task and why.
+//   - handleCallback fences the callback, then processes its worker:
+//     completed → released, checkpoint check, spawn next; in progress → a
+//     progress message and STOP; failed → the seed's worker failure
+//     handling (task reset to pending, error logged, "will retry on next
+//     resume"). Without a matching worker it scans all active workers for
+//     completed tasks.
+//   - handleResume releases a checkpoint pause, resets orphaned
+//     in-progress tasks, and checks every active worker: completed ones are
+//     processed, running ones reported, failed ones reset; then it spawns
+//     next unless everything is still running.
+//   - handleCheck reports, changing nothing.
+//
+// Core.Update applies a TaskUpdate (a worker marking its task completed or
+// failed, a person cancelling it) and nothing else, as the seed's
+// TaskUpdate does. A checkpoint (DefaultCheckpoints: DISCUSS-006 in the
+// full-lifecycle modes) pauses the session when its task completes:
+// nothing is spawned until a resume.
+//
+// Fencing: every spawn gets an AssignmentID ("<subject>.<n>", unique in
+// the session). A callback or update carrying an assignment is applied
+// only if that assignment is current for its task (and its role and task,
+// if named, match); a repeat of a processed completion is a Duplicate
+// (acknowledged again with an EffectAck, not reprocessed) and anything
+// else is Stale (logged, ignored); both are counted in Session.Counters.
+// A callback without an assignment is matched by role, as in the seed,
+// and cannot report an outcome.
+//
+// After every step the seed's validation table runs (Core.Validate):
+// active_workers consistent with the task list, no orphaned in-progress
+// task, every expected task present, a completed session really complete,
+// known roles. Violations are reported and returned in the Result.
+//
+// # Status
+//
+// Core.Status builds a StatusReport (JSON-tagged); its Text is the seed's
+// "[coordinator] Pipeline Status" block: mode and progress, the execution
+// graph with the icons done, >>>, o and . (plus x for failed and - for
+// cancelled, which the seed has no icon for) and the BE/FE tree, active
+// workers with their elapsed time, ready tasks and the commands line.
+//
+// # Runtime
+//
+// Runtime is the shell: each method loads the session from a
+// pipeline/store.Store (one record of RecordKind per session), first
+// re-issues effects a crashed invocation left pending, lets the core take
+// one step, saves the new session together with its pending effects
+// (persist before acting, with optimistic concurrency and retries), and
+// carries the effects out through a Spawner and a Reporter, recording each
+// as done. Spawns are idempotent by assignment id (the Spawner contract);
+// reports and logs may be repeated after a crash and carry Effect.Key to
+// tell. A new Runtime per invocation is the seed's one-step-per-invocation
+// coordinator; Run is the long-running mode, fed by a channel (and
+// optionally by a periodic resume on the configured clock), over the same
+// steps. DispatcherSpawner and WakeUpFromEvent connect a worker.Dispatcher.
+package taskgraph

@@ -1,0 +1,428 @@
+package taskgraph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	foreman "github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/pipeline/store"
+)
+
+// RecordKind is the store kind of session records; the record id is the
+// session id.
+const RecordKind = "taskgraph.session"
+
+// DefaultMaxConflictRetries is how often a step is retried when another
+// process changed the session between load and save.
+const DefaultMaxConflictRetries = 5
+
+// Spawner starts a worker for a task. Spawn must be idempotent by
+// req.Assignment: the runtime re-issues a spawn whose completion it did
+// not record (a crash between spawning and saving), and a second call
+// for the same assignment must not start a second worker.
+type Spawner interface {
+	Spawn(ctx context.Context, req SpawnRequest) error
+}
+
+// SpawnerFunc adapts a function to Spawner.
+type SpawnerFunc func(ctx context.Context, req SpawnRequest) error
+
+// Spawn calls f.
+func (f SpawnerFunc) Spawn(ctx context.Context, req SpawnRequest) error { return f(ctx, req) }
+
+// SpawnRequest is one worker to start: the seed's background Task call.
+type SpawnRequest struct {
+	Session     string
+	Team        string
+	Task        string
+	Role        string
+	Description string
+	Assignment  foreman.AssignmentID
+	// Prompt is the worker's instructions (Config.Prompt).
+	Prompt string
+}
+
+// Reporter receives the coordinator's output: reports for the person
+// (EffectReport), team log entries (EffectLog) and acknowledgements
+// (EffectAck). Effects may be re-issued after a restart; Effect.Key
+// identifies repeats.
+type Reporter interface {
+	Report(ctx context.Context, session string, e Effect) error
+}
+
+// ReporterFunc adapts a function to Reporter.
+type ReporterFunc func(ctx context.Context, session string, e Effect) error
+
+// Report calls f.
+func (f ReporterFunc) Report(ctx context.Context, session string, e Effect) error {
+	return f(ctx, session, e)
+}
+
+// TextReporter writes the text of every EffectReport to w, one block per
+// effect; logs and acknowledgements are left to the runtime's logger.
+func TextReporter(w io.Writer) Reporter {
+	return ReporterFunc(func(_ context.Context, _ string, e Effect) error {
+		if e.Kind != EffectReport {
+			return nil
+		}
+		text := e.Text()
+		if len(text) == 0 || text[len(text)-1] != '\n' {
+			text += "\n"
+		}
+		_, err := io.WriteString(w, text)
+		return err
+	})
+}
+
+// DefaultPrompt is the worker prompt of the seed's spawn template, in
+// Foreman's words: the role, the one task, the session, and the rules a
+// worker follows (its own tasks only, "[role]" tag on every message,
+// report to the coordinator with the assignment id).
+func DefaultPrompt(req SpawnRequest) string {
+	return fmt.Sprintf(`You are the %[1]s of team %[2]q.
+
+Task: %[3]s - %[4]s
+Session: %[5]s
+Assignment: %[6]s
+
+Rules:
+- Work only on %[3]s; do not take over other roles' tasks or create tasks for them.
+- Prefix every message with [%[1]s] and talk only to the coordinator.
+- When done, report "[%[1]s] %[3]s completed" (or "failed", with the reason), quoting assignment %[6]s.`,
+		req.Role, req.Team, req.Task, req.Description, req.Session, req.Assignment)
+}
+
+// Config configures a Runtime. Zero values mean the documented defaults;
+// Store and Spawner are required.
+type Config struct {
+	Store   store.Store
+	Spawner Spawner
+	// Reporter receives reports, logs and acks; nil means they are only
+	// logged.
+	Reporter Reporter
+	// Core configures roles, checkpoints and pipelines.
+	Core CoreConfig
+	// Prompt builds a worker's prompt; nil means DefaultPrompt.
+	Prompt func(SpawnRequest) string
+	// Clock stamps wake-ups that carry no time; nil means the wall clock.
+	Clock foreman.Clock
+	// ResumeEvery makes Run wake itself with a "resume" at this interval
+	// (to retry failed workers and notice lost callbacks); 0 means never.
+	ResumeEvery time.Duration
+	// MaxConflictRetries: default DefaultMaxConflictRetries.
+	MaxConflictRetries int
+	Logger             *slog.Logger
+}
+
+// Errors of the runtime, matched with errors.Is.
+var (
+	ErrNoStore         = errors.New("taskgraph: Config.Store is required")
+	ErrNoSpawner       = errors.New("taskgraph: Config.Spawner is required")
+	ErrSessionNotFound = errors.New("taskgraph: session not found (create it again to re-initialize)")
+	ErrSessionExists   = errors.New("taskgraph: session already exists")
+)
+
+// Runtime is the imperative shell around Core: it loads a session from
+// the Store, lets the core handle one wake-up, saves the new session with
+// its pending effects (persist before acting), and then carries the
+// effects out, removing each from the session once done. Every method is
+// one such step, so a Runtime created per invocation over the same store
+// is the seed's one-step-per-invocation coordinator; Run is the
+// long-running mode over the same steps. Safe for concurrent use; it owns
+// no goroutines.
+type Runtime struct {
+	cfg   Config
+	core  *Core
+	clock foreman.Clock
+	log   *slog.Logger
+	mu    sync.Mutex
+}
+
+// NewRuntime checks cfg and fills in its defaults.
+func NewRuntime(cfg Config) (*Runtime, error) {
+	if cfg.Store == nil {
+		return nil, ErrNoStore
+	}
+	if cfg.Spawner == nil {
+		return nil, ErrNoSpawner
+	}
+	if cfg.Prompt == nil {
+		cfg.Prompt = DefaultPrompt
+	}
+	if cfg.MaxConflictRetries <= 0 {
+		cfg.MaxConflictRetries = DefaultMaxConflictRetries
+	}
+	r := &Runtime{cfg: cfg, core: NewCore(cfg.Core), clock: cfg.Clock, log: cfg.Logger}
+	if r.clock == nil {
+		r.clock = foreman.RealClock()
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	return r, nil
+}
+
+// Core returns the runtime's core.
+func (r *Runtime) Core() *Core { return r.core }
+
+// Create dispatches a new session: its tasks (nil: the mode's pipeline)
+// are validated and stored, all pending. Nothing is spawned until the
+// first wake-up (a spawn-next, as in the seed).
+func (r *Runtime) Create(ctx context.Context, id, team string, mode Mode, tasks []TaskSpec) (*Session, error) {
+	s, err := r.core.NewSession(id, mode, tasks, r.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	s.Team = team
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, err := r.save(ctx, s, 0); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, fmt.Errorf("%w: %s", ErrSessionExists, id)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// Load reads a session and its record version.
+func (r *Runtime) Load(ctx context.Context, id string) (*Session, int64, error) {
+	rec, err := r.cfg.Store.Get(ctx, RecordKind, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, 0, fmt.Errorf("%w: %s", ErrSessionNotFound, id)
+		}
+		return nil, 0, err
+	}
+	s, err := DecodeSession(id, rec.Data)
+	if err != nil {
+		return nil, 0, err
+	}
+	return s, rec.Version, nil
+}
+
+func (r *Runtime) save(ctx context.Context, s *Session, version int64) (int64, error) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return 0, err
+	}
+	recs, err := r.cfg.Store.Apply(ctx, store.Op{Kind: RecordKind, ID: s.ID, ExpectVersion: version, Data: data})
+	if err != nil {
+		return 0, err
+	}
+	return recs[0].Version, nil
+}
+
+// Step handles one wake-up: load, re-issue any effects a previous
+// invocation left pending, handle, save, carry out the new effects. A
+// wake-up without a time gets the clock's. The error is a system fault
+// (store, spawner, context) or an input the core rejects (ErrInvalidWakeUp,
+// a *TransitionError); stale and duplicate callbacks are not errors but
+// the Result's Disposition.
+func (r *Runtime) Step(ctx context.Context, id string, w WakeUp) (Result, error) {
+	if w.At.IsZero() {
+		w.At = r.clock.Now()
+	}
+	return r.transition(ctx, id, func(s *Session) (*Session, Result, error) { return r.core.Handle(s, w) })
+}
+
+// StepText routes a wake-up text (Route) and handles it.
+func (r *Runtime) StepText(ctx context.Context, id, text string) (Result, error) {
+	return r.Step(ctx, id, Route(text, r.core.roles))
+}
+
+// Update applies a TaskUpdate (a worker marking its task completed or
+// failed, a person cancelling one) without advancing the pipeline.
+func (r *Runtime) Update(ctx context.Context, id string, u TaskUpdate) (Result, error) {
+	if u.At.IsZero() {
+		u.At = r.clock.Now()
+	}
+	return r.transition(ctx, id, func(s *Session) (*Session, Result, error) { return r.core.Update(s, u) })
+}
+
+// AddTasks creates more tasks in a stored session.
+func (r *Runtime) AddTasks(ctx context.Context, id string, specs ...TaskSpec) error {
+	_, err := r.transition(ctx, id, func(s *Session) (*Session, Result, error) {
+		n, err := r.core.AddTasks(s, specs...)
+		return n, Result{Handler: HandleUpdate, Outcome: OutcomeUpdated, Changed: true}, err
+	})
+	return err
+}
+
+// Status reports a stored session without changing it; another process
+// may call it while a coordinator runs.
+func (r *Runtime) Status(ctx context.Context, id string) (StatusReport, error) {
+	s, _, err := r.Load(ctx, id)
+	if err != nil {
+		return StatusReport{}, err
+	}
+	return r.core.Status(s, r.clock.Now()), nil
+}
+
+// Recover carries out the effects a crashed invocation left pending.
+// Every step does this first; Recover does only that.
+func (r *Runtime) Recover(ctx context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ver, err := r.Load(ctx, id)
+	if err != nil {
+		return err
+	}
+	return r.drain(ctx, s, ver)
+}
+
+func (r *Runtime) transition(ctx context.Context, id string, fn func(*Session) (*Session, Result, error)) (Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return Result{}, err
+		}
+		s, ver, err := r.Load(ctx, id)
+		if err != nil {
+			return Result{}, err
+		}
+		if len(s.Pending) > 0 {
+			if err := r.drain(ctx, s, ver); err != nil {
+				return Result{}, err
+			}
+			if s, ver, err = r.Load(ctx, id); err != nil {
+				return Result{}, err
+			}
+		}
+		ns, res, err := fn(s)
+		if err != nil {
+			return res, err
+		}
+		if !res.Changed {
+			for _, e := range res.Effects {
+				if err := r.execute(ctx, s, e); err != nil {
+					return res, err
+				}
+			}
+			return res, nil
+		}
+		nver, err := r.save(ctx, ns, ver)
+		if errors.Is(err, store.ErrConflict) && attempt < r.cfg.MaxConflictRetries {
+			r.log.Debug("taskgraph: session changed concurrently; retrying", "session", id, "attempt", attempt+1)
+			continue
+		}
+		if err != nil {
+			return res, err
+		}
+		return res, r.drain(ctx, ns, nver)
+	}
+}
+
+// drain carries out s's pending effects in order, recording each as done
+// once it is; it stops at the first failure, leaving the rest pending.
+func (r *Runtime) drain(ctx context.Context, s *Session, ver int64) error {
+	for len(s.Pending) > 0 {
+		e := s.Pending[0]
+		if err := r.execute(ctx, s, e); err != nil {
+			return fmt.Errorf("taskgraph: session %s: effect %s: %w", s.ID, e.Key(), err)
+		}
+		var err error
+		if s, ver, err = r.markDone(ctx, s, ver, e.Key()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// markDone removes one executed effect from the stored session, reloading
+// when another process changed it meanwhile.
+func (r *Runtime) markDone(ctx context.Context, s *Session, ver int64, key string) (*Session, int64, error) {
+	for attempt := 0; ; attempt++ {
+		n := s.clone()
+		n.Pending = n.Pending[:0:0]
+		for _, e := range s.Pending {
+			if e.Key() != key {
+				n.Pending = append(n.Pending, e)
+			}
+		}
+		nver, err := r.save(ctx, n, ver)
+		if err == nil {
+			return n, nver, nil
+		}
+		if !errors.Is(err, store.ErrConflict) || attempt >= r.cfg.MaxConflictRetries {
+			return s, ver, err
+		}
+		if s, ver, err = r.Load(ctx, s.ID); err != nil {
+			return s, ver, err
+		}
+	}
+}
+
+func (r *Runtime) execute(ctx context.Context, s *Session, e Effect) error {
+	switch e.Kind {
+	case EffectSpawn:
+		req := SpawnRequest{Session: s.ID, Team: s.Team, Task: e.Task, Role: e.Role, Description: e.Description, Assignment: e.Assignment}
+		req.Prompt = r.cfg.Prompt(req)
+		r.log.Info("taskgraph: spawn", "session", s.ID, "task", e.Task, "role", e.Role, "assignment", e.Assignment)
+		return r.cfg.Spawner.Spawn(ctx, req)
+	case EffectLog:
+		level := slog.LevelInfo
+		if e.LogType == "error" || e.LogType == "stale" {
+			level = slog.LevelWarn
+		}
+		r.log.Log(ctx, level, "taskgraph: "+string(e.Note), "session", s.ID, "type", e.LogType, "task", e.Task, "role", e.Role, "assignment", e.Assignment)
+	default:
+		r.log.Debug("taskgraph: "+string(e.Note), "session", s.ID, "kind", e.Kind, "task", e.Task)
+	}
+	if r.cfg.Reporter != nil {
+		return r.cfg.Reporter.Report(ctx, s.ID, e)
+	}
+	return nil
+}
+
+// isInputError tells a wake-up the core rejected from a system fault.
+func isInputError(err error) bool {
+	return errors.Is(err, ErrInvalidWakeUp) || errors.Is(err, ErrInvalidUpdate) ||
+		errors.Is(err, ErrInvalidTransition) || errors.Is(err, ErrUnknownTask)
+}
+
+// Run is the long-running mode: it handles every wake-up from wakeups,
+// one step each, over the same core and store as Step (a resume every
+// ResumeEvery too, if set), until ctx ends (returning ctx.Err()) or
+// wakeups is closed (returning nil). A wake-up the core rejects is logged
+// and skipped; a system fault stops Run and is returned. onResult, if not
+// nil, sees every step's result.
+func (r *Runtime) Run(ctx context.Context, id string, wakeups <-chan WakeUp, onResult func(Result)) error {
+	var tick <-chan time.Time
+	if r.cfg.ResumeEvery > 0 {
+		t := r.clock.NewTicker(r.cfg.ResumeEvery)
+		defer t.Stop()
+		tick = t.C()
+	}
+	for {
+		var w WakeUp
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case ww, ok := <-wakeups:
+			if !ok {
+				return nil
+			}
+			w = ww
+		case at := <-tick:
+			w = WakeUp{Handler: HandleResume, Text: "resume (periodic)", At: at}
+		}
+		res, err := r.Step(ctx, id, w)
+		if err != nil {
+			if !isInputError(err) {
+				return err
+			}
+			r.log.Warn("taskgraph: wake-up rejected", "session", id, "handler", w.Handler, "err", err)
+		}
+		if onResult != nil {
+			onResult(res)
+		}
+	}
+}
