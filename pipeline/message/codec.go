@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/health"
@@ -37,8 +39,9 @@ const agentsSep = ". Agents: "
 // this package's types, never pointers). Surrounding whitespace is ignored;
 // so is a missing final period where the seed's own regexes do not require
 // it (see the package documentation). A line that is not canonical, or that
-// holds an invalid id, an out-of-range number or more than one line, is a
-// *ParseError matching ErrUnparseable.
+// holds an invalid id, an out-of-range number, more than one line, invalid
+// UTF-8 or a control character other than tab, is a *ParseError matching
+// ErrUnparseable.
 func Parse(line string) (Message, error) {
 	p := parser{line: line}
 	m := p.parse(strings.TrimSpace(line))
@@ -63,6 +66,14 @@ func (p *parser) fail(reason string, cause error) Message {
 func (p *parser) parse(s string) Message {
 	if strings.ContainsAny(s, "\r\n") {
 		return p.fail("more than one line", nil)
+	}
+	if !utf8.ValidString(s) {
+		return p.fail("invalid UTF-8", nil)
+	}
+	// Free text ends up in escalations, reports and terminals; a control
+	// character there is garbage at best and an escape sequence at worst.
+	if strings.ContainsFunc(s, func(r rune) bool { return r != '\t' && unicode.IsControl(r) }) {
+		return p.fail("control character", nil)
 	}
 	switch {
 	case strings.HasPrefix(s, "Stage "):

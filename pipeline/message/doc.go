@@ -46,8 +46,9 @@
 //
 // # Parsing rules
 //
-// Parse takes one line: surrounding whitespace is ignored, an embedded line
-// break is unparseable. Keywords are case-sensitive, as in the seed's
+// Parse takes one line: surrounding whitespace is ignored; an embedded line
+// break, invalid UTF-8 or a control character other than tab is
+// unparseable. Keywords are case-sensitive, as in the seed's
 // regexes. Ids are checked with foreman.ItemID.Validate (not the seed's
 // [A-Z]+-\d+), stages must be 0..3, the plan score 0..4, readiness 0..10
 // (worker_prompts.md: GO needs 5), the quality score 0..100, the task count
