@@ -21,8 +21,9 @@ type Record struct {
 	// without affecting the store.
 	Data []byte
 	// UpdatedAt is when the write that produced this version was applied,
-	// read from the store's clock and returned in UTC at nanosecond
-	// precision without a monotonic reading.
+	// read from the store's clock, in UTC without a monotonic reading. Get
+	// and List return the same instant that Apply returned (compare with
+	// Equal: a store may keep less than nanosecond precision).
 	UpdatedAt time.Time
 }
 
@@ -41,12 +42,13 @@ type Op struct {
 }
 
 // Store is a versioned document store. Implementations are safe for
-// concurrent use; readers may run in other processes while one writer
-// applies changes.
+// concurrent use; a durable one (pipeline/sqlitestore) also lets readers in
+// other processes read while one writer applies changes.
 type Store interface {
 	// Get returns one record, or an error matching ErrNotFound.
 	Get(ctx context.Context, kind, id string) (Record, error)
-	// List returns every record of a kind, ordered by ID.
+	// List returns every record of a kind, ordered by ID byte-wise (Go
+	// string order), from one consistent snapshot.
 	List(ctx context.Context, kind string) ([]Record, error)
 	// Apply performs all ops atomically: either every op is written (and
 	// the new records are returned, in op order; a deleted record is
