@@ -22,8 +22,8 @@ import (
 const CheckpointVersion = 1
 
 // Checkpoint is what a worker records as it goes, so that a crashed
-// assignment can be resumed without redoing finished work. Workers write it
-// after each completed task (see checkpoint_format.md of the seed).
+// assignment can be resumed without redoing finished work. A worker writes
+// it after each task it completes, replacing the previous one.
 type Checkpoint struct {
 	Version    int                  `json:"version"`
 	Item       foreman.ItemID       `json:"item"`

@@ -41,7 +41,9 @@ func (k DeadlineKind) String() string {
 	return fmt.Sprintf("DeadlineKind(%d)", uint8(k))
 }
 
-// Defaults of DeadlineConfig, from the seeds (004) and invariant 4.
+// Defaults of DeadlineConfig: a worker heartbeats every 10 s, is presumed
+// gone after 45 s of silence (four missed beats), and stuck after 15 min
+// without meaningful progress, however often it heartbeats.
 const (
 	DefaultHeartbeatInterval = 10 * time.Second
 	DefaultLivenessTimeout   = 45 * time.Second
@@ -85,7 +87,8 @@ type DeadlineConfig struct {
 	// ProgressTimeout: default 15 min; negative disables the progress deadline.
 	ProgressTimeout time.Duration
 	// AttemptTimeout: zero or negative means no attempt deadline (the
-	// default: the seeds set none).
+	// default: how long an assignment may take depends too much on the
+	// work for one figure to suit).
 	AttemptTimeout time.Duration
 	// Jitter, when positive, adds a random extra in [0, Jitter) to every
 	// deadline as it is set, so that subjects started together do not all

@@ -21,7 +21,7 @@ func benchIDs(n int) []foreman.AssignmentID {
 	return ids
 }
 
-// naiveLastSeen is the baseline: the dispatcher of seed 004 keeps a
+// naiveLastSeen is the baseline: a typical dispatcher keeps a
 // last-seen time per worker in a map and scans it on a ticker. Its beat is
 // the cheapest possible; its cost is the scan, which Deadlines never does.
 type naiveLastSeen struct {

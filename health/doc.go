@@ -5,16 +5,17 @@
 // deadlines: liveness (heartbeat TTL, default 45 s), progress (meaningful
 // events only, default 15 min) and attempt (maximum duration, none by
 // default). Heartbeat moves only liveness; Progress moves progress and
-// liveness (invariant 4: liveness is not progress). Each expiry is reported
-// once, as a typed Expiry (subject, kind, deadline, how late) through the
-// OnExpiry hook. All deadlines share one clock timer armed for the earliest
+// liveness: a worker that heartbeats is alive, not necessarily getting
+// anywhere (see "Liveness is not progress" in docs/architecture.md). Each
+// expiry is reported once, as a typed Expiry (subject, kind, deadline, how
+// late, measured as the hook is called) through the OnExpiry hook. All deadlines share one clock timer armed for the earliest
 // one in a min-heap; a heartbeat updates its deadline in place and costs
 // O(1), heap work is at most once per timeout period, and nothing scans all
 // subjects. The clock is injectable (foreman.NewFakeClock in tests) and
 // optional jitter comes from an injectable source.
 //
-// The crash-detection protocol of the seed is a pure state machine, Step,
-// driven by a transition table: a worker idle without a completion becomes
+// The crash-detection protocol is a pure state machine, Step, driven by a
+// transition table: a worker idle without a completion becomes
 // Suspicious and is probed; a parseable status reply (ParseStatusReply)
 // clears it; idle again, or the probe timeout, confirms a crash. Within the
 // crash budget (default 1) the item is checked to be still open and then
@@ -39,7 +40,8 @@
 // directory inside one when it is made and on every Save
 // (WorktreePathError). A corrupt or newer-version file is
 // a *CheckpointError on Load, is never modified, and Save refuses to replace
-// it unless SaveOptions.ReplaceInvalid says so (invariant 8).
+// it unless SaveOptions.ReplaceInvalid says so: bad input never corrupts
+// state (see docs/architecture.md).
 //
 // StuckQG hashes each quality-gate output and reports a subject stuck when
 // 3 of its last 10 outputs (both configurable) are identical to the latest,

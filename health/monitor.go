@@ -15,11 +15,12 @@ import (
 // Defaults of MonitorConfig.
 const (
 	// DefaultCrashBudget is how many crashes of one item are resumed; the
-	// next pauses it (seed 000: crash_count <= 1 resumes).
+	// next pauses it: one crash may be bad luck, a second one is a pattern
+	// a person should look at.
 	DefaultCrashBudget = 1
-	// DefaultProbeTimeout is how long a probed worker has to answer. The
-	// seed waits for the next idle notification instead; a timeout also
-	// catches a worker that falls silent for good. Not from the seeds.
+	// DefaultProbeTimeout is how long a probed worker has to answer. A
+	// second idle notification also confirms the crash sooner; the timeout
+	// catches a worker that falls silent for good and never reports idle.
 	DefaultProbeTimeout = 2 * time.Minute
 )
 
@@ -34,8 +35,9 @@ type MonitorConfig struct {
 	CrashBudget int
 	// DisableLostCompletionSynthesis: by default a done marker on a watched
 	// assignment, confirmed by the checkpoint, is completed from the
-	// checkpoint (phase4_heartbeat.md). With this set, a done marker only
-	// leads to a probe.
+	// checkpoint, so that a completion message lost in transit does not
+	// leave the item stuck. With this set, a done marker only leads to a
+	// probe.
 	DisableLostCompletionSynthesis bool
 
 	Prober      Prober           // required
@@ -259,9 +261,9 @@ func (m *Monitor) Completed(ctx context.Context, a foreman.AssignmentID) (Outcom
 	return m.call(ctx, a, func(*watch) (EventKind, bool, error) { return EventCompleted, true, nil })
 }
 
-// CheckLostCompletion is the proactive check the seed runs on every
-// heartbeat: a done marker on a watched assignment means its completion was
-// lost. Without a marker (or without DoneMarkers configured) it does nothing.
+// CheckLostCompletion is the proactive check a host typically runs on
+// every heartbeat: a done marker on a watched assignment means its
+// completion was lost. Without a marker (or without DoneMarkers configured) it does nothing.
 func (m *Monitor) CheckLostCompletion(ctx context.Context, a foreman.AssignmentID) (Outcome, error) {
 	return m.call(ctx, a, func(w *watch) (EventKind, bool, error) {
 		ev, found, err := m.checkDoneMarker(ctx, w)

@@ -6,11 +6,10 @@ import (
 	"time"
 )
 
-// The crash-detection protocol of the seed (000, Crash Detection Handler;
-// worker_health_contract.md) as a pure state machine: Step maps a state and
-// an event to the next state and the effects the runtime must carry out. It
-// does no I/O and reads no clock; time arrives in the event. Monitor is the
-// runtime that drives it.
+// The crash-detection protocol as a pure state machine: Step maps a state
+// and an event to the next state and the effects the runtime must carry
+// out. It does no I/O and reads no clock; time arrives in the event.
+// Monitor is the runtime that drives it.
 
 // Phase is where one watched assignment stands in the protocol.
 type Phase uint8
@@ -175,7 +174,7 @@ func (r PauseReason) String() string {
 
 // State is the protocol state of one watched item. Counters survive
 // resumes, so a resumed worker that crashes again counts against the same
-// budget (crash_count[id] of the seed).
+// budget.
 type State struct {
 	Phase       Phase
 	Crashes     int // confirmed crashes so far

@@ -148,7 +148,7 @@ func TestTransitionTableCannotBeChanged(t *testing.T) {
 	assert.Equal(t, []Effect{EffectSendProbe}, effects)
 }
 
-// The seed's sequences end to end: idle, probe, idle again, resume; and a
+// The protocol's sequences end to end: idle, probe, idle again, resume; and a
 // second crash that exhausts the budget.
 func TestStepCrashBudget(t *testing.T) {
 	tests := []struct {

@@ -10,8 +10,8 @@ import (
 	"github.com/agentforeman/foreman"
 )
 
-// ProbeText is the status check sent to a quiet worker, in the seed's words
-// (message_protocol.md, Diagnostic).
+// ProbeText is the status check sent to a quiet worker. Its wording asks
+// for the one-line reply ParseStatusReply reads.
 func ProbeText(item foreman.ItemID, stage int) string {
 	return fmt.Sprintf("Status check: are you still working on Stage %d for %s?", stage, item)
 }
@@ -19,7 +19,7 @@ func ProbeText(item foreman.ItemID, stage int) string {
 // WorkerStatus is the state a worker claims in its status reply.
 type WorkerStatus string
 
-// The statuses of the seed's diagnostic response.
+// The statuses a worker may claim in its status reply.
 const (
 	StatusExecuting WorkerStatus = "EXECUTING"
 	StatusWaiting   WorkerStatus = "WAITING"

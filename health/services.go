@@ -26,8 +26,8 @@ type Probe struct {
 	Stage      int
 	Assignment foreman.AssignmentID
 	Worker     foreman.WorkerID
-	// Text is the message to send, in the seed's wording; ParseStatusReply
-	// reads the answer it asks for.
+	// Text is the message to send (ProbeText); ParseStatusReply reads the
+	// answer it asks for.
 	Text string
 }
 
@@ -55,16 +55,17 @@ type CheckpointLoader interface {
 	LoadCheckpoint(ctx context.Context, item foreman.ItemID) (Checkpoint, error)
 }
 
-// DoneMarkers reports whether a worker left its done marker (the seed's
-// done.flag): written once its completion was sent. A marker on an
+// DoneMarkers reports whether a worker left its done marker (for example
+// a done.flag file), which it writes once its completion was sent. A marker on an
 // assignment still being watched means the completion was lost.
 type DoneMarkers interface {
 	DoneMarkerExists(ctx context.Context, s Subject) (bool, error)
 }
 
 // Completer receives a completion rebuilt from the checkpoint after the
-// original message was lost. It should verify the work (the seed re-reads
-// the board) and process it as it would the real message; it must be
+// original message was lost. It should verify the work (for example
+// re-read the item's state on the board) and process it as it would the
+// real message; it must be
 // idempotent, since a failed call is re-issued.
 type Completer interface {
 	CompleteFromCheckpoint(ctx context.Context, c SynthesizedCompletion) error
