@@ -41,7 +41,7 @@ func changedSnapshot(hash string) phases.Snapshot {
 }
 
 func beforeState() phases.BeforeState {
-	return phases.BeforeState{BaseCommit: "base", CapturedAt: startTime()}
+	return phases.BeforeState{BaseCommit: "base", BaseTree: "base-tree", DirtyFiles: []string{"notes.txt"}, CapturedAt: startTime()}
 }
 
 // phaseContext is a context for iteration 1 of run r1 with s as services.

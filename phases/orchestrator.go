@@ -101,11 +101,15 @@ func NewPhaseOrchestrator(cfg OrchestratorConfig) *PhaseOrchestrator {
 // faults of the run itself (its before state cannot be captured, its state
 // machine is misused). If the context ended meanwhile, the RunLoop reports
 // cancellation or the wall-clock limit instead.
+//
+// Every handler is given its own deep copy of pc and of the gate plan and
+// before state in its input: what one handler changes in them, another
+// never sees.
 func (o *PhaseOrchestrator) ExecuteIteration(ctx context.Context, pc *PhaseContext, in IterationInput) IterationResult {
 	res := IterationResult{StateTransition: EventSystemError, Events: make([]RunEvent, 0, 4)}
 	log := pc.Services.logger()
 
-	build := o.build.Execute(ctx, pc, BuildPhaseInput{TaskPrompt: in.TaskPrompt, Feedback: in.Feedback, SessionID: in.SessionID})
+	build := o.build.Execute(ctx, pc.clone(), BuildPhaseInput{TaskPrompt: in.TaskPrompt, Feedback: in.Feedback, SessionID: in.SessionID})
 	res.Phases.Build = &build
 	res.NextSessionID = build.SessionID
 	if !build.Success {
@@ -116,7 +120,7 @@ func (o *PhaseOrchestrator) ExecuteIteration(ctx context.Context, pc *PhaseConte
 	}
 	res.emit(EventBuildCompleted)
 
-	snap := o.snapshot.Execute(ctx, pc, SnapshotPhaseInput{BeforeState: in.BeforeState})
+	snap := o.snapshot.Execute(ctx, pc.clone(), SnapshotPhaseInput{BeforeState: in.BeforeState.clone()})
 	res.Phases.Snapshot = &snap
 	switch {
 	case snap.NoChanges && !snap.Success:
@@ -125,7 +129,7 @@ func (o *PhaseOrchestrator) ExecuteIteration(ctx context.Context, pc *PhaseConte
 		if snap.Snapshot != nil {
 			snapshot = *snap.Snapshot
 		}
-		fb := o.feedback.Execute(ctx, pc, FeedbackPhaseInput{Snapshot: snapshot, GatePlan: in.GatePlan, NoChanges: true})
+		fb := o.feedback.Execute(ctx, pc.clone(), FeedbackPhaseInput{Snapshot: snapshot, GatePlan: in.GatePlan.clone(), NoChanges: true})
 		res.Phases.Feedback = &fb
 		res.NextFeedback = fb.Feedback
 		res.ShouldContinue = true
@@ -138,7 +142,7 @@ func (o *PhaseOrchestrator) ExecuteIteration(ctx context.Context, pc *PhaseConte
 	}
 	res.emit(EventSnapshotCompleted)
 
-	verify := o.verify.Execute(ctx, pc, VerifyPhaseInput{Snapshot: *snap.Snapshot, GatePlan: in.GatePlan})
+	verify := o.verify.Execute(ctx, pc.clone(), VerifyPhaseInput{Snapshot: *snap.Snapshot, GatePlan: in.GatePlan.clone()})
 	res.Phases.Verify = &verify
 	if verify.Success && verify.AllPassed {
 		res.Success = true
@@ -150,8 +154,8 @@ func (o *PhaseOrchestrator) ExecuteIteration(ctx context.Context, pc *PhaseConte
 		return res
 	}
 
-	fb := o.feedback.Execute(ctx, pc, FeedbackPhaseInput{
-		Snapshot: *snap.Snapshot, VerificationReport: *verify.Report, GatePlan: in.GatePlan,
+	fb := o.feedback.Execute(ctx, pc.clone(), FeedbackPhaseInput{
+		Snapshot: *snap.Snapshot, VerificationReport: *verify.Report, GatePlan: in.GatePlan.clone(),
 	})
 	res.Phases.Feedback = &fb
 	res.NextFeedback = fb.Feedback

@@ -58,7 +58,9 @@ type RunView struct {
 }
 
 // PhaseContext is everything a phase handler may use. Handlers treat it as
-// read-only; the run loop builds a fresh one for every iteration.
+// read-only; even so, every handler call gets its own deep copy (slices
+// included), so a handler that modifies it changes nothing for the next
+// handler or iteration.
 type PhaseContext struct {
 	ItemID        foreman.ItemID
 	RunID         RunID

@@ -187,7 +187,13 @@ func newRun(l *RunLoop, req RunRequest) *run {
 		req.RunID = RunID(item + "-" + strconv.FormatInt(now.UnixNano(), 36))
 	}
 	limits := req.Task.Limits.orElse(l.cfg.Limits).resolved()
+	// The run keeps its own copy of the caller's slices.
+	req.Task = req.Task.clone()
 	req.Task.Limits = limits
+	if req.BeforeState != nil {
+		before := req.BeforeState.clone()
+		req.BeforeState = &before
+	}
 	return &run{
 		loop: l, req: req, services: s, log: s.Logger, m: newMachine(), limits: limits,
 		res: RunResult{
@@ -274,9 +280,11 @@ func (r *run) execute(ctx context.Context) (RunResult, error) {
 func (r *run) iterate(ctx context.Context) IterationRecord {
 	clk := r.services.Clock
 	it := r.m.iteration
+	// Each iteration starts from fresh copies; the orchestrator copies again
+	// for every handler call.
 	pc := &PhaseContext{
-		ItemID: r.req.ItemID, RunID: r.req.RunID, Iteration: it, Task: r.req.Task,
-		WorkspacePath: r.req.WorkspacePath, BeforeState: r.res.BeforeState,
+		ItemID: r.req.ItemID, RunID: r.req.RunID, Iteration: it, Task: r.req.Task.clone(),
+		WorkspacePath: r.req.WorkspacePath, BeforeState: r.res.BeforeState.clone(),
 		Services: r.services, Stream: r.req.Stream,
 		Run: RunView{
 			ItemID: r.req.ItemID, RunID: r.req.RunID, State: r.m.state, Iteration: it,
@@ -287,7 +295,7 @@ func (r *run) iterate(ctx context.Context) IterationRecord {
 	start := clk.Now()
 	result := r.loop.orch.ExecuteIteration(ctx, pc, IterationInput{
 		TaskPrompt: r.req.Task.Prompt, Feedback: r.feedback, SessionID: r.res.SessionID,
-		BeforeState: r.res.BeforeState, GatePlan: r.req.Task.GatePlan,
+		BeforeState: r.res.BeforeState.clone(), GatePlan: r.req.Task.GatePlan.clone(),
 	})
 	rec := IterationRecord{Iteration: it, StartedAt: start, Duration: clk.Since(start), Result: result,
 		DiffKey: diffKey(result), FailureKey: failureKey(result)}

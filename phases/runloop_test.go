@@ -379,12 +379,20 @@ func TestRunLoop_HandlersCannotMutateTheRun(t *testing.T) {
 	build := phasesmock.NewMockBuildHandler(ctrl)
 	real := phases.NewBuildPhaseHandler(phases.BuildOptions{})
 	var seen []phases.RunView
+	var seenArgv0, seenDirty []string
 	build.EXPECT().Execute(gomock.Any(), gomock.Any(), gomock.Any()).DoAndReturn(
 		func(ctx context.Context, pc *phases.PhaseContext, in phases.BuildPhaseInput) phases.BuildPhaseResult {
 			seen = append(seen, pc.Run)
+			seenArgv0 = append(seenArgv0, pc.Task.GatePlan.Levels[0].Checks[0].Argv[0])
+			seenDirty = append(seenDirty, pc.BeforeState.DirtyFiles[0])
 			res := real.Execute(ctx, pc, in)
 			pc.Run.Iteration, pc.Run.MaxIterations, pc.Run.SessionID = 99, 99, "hijacked"
 			pc.Task.Prompt, pc.Task.Limits.MaxIterations = "hijacked", 99
+			// Writes through the slices the context holds.
+			pc.Task.GatePlan.Levels[0].Checks[0].Argv[0] = "rm"
+			pc.Task.GatePlan.Levels[0].Checks[0].Env = append(pc.Task.GatePlan.Levels[0].Checks[0].Env[:0], "HIJACKED=1")
+			pc.Task.GatePlan.Levels[1].Level = "L9"
+			pc.BeforeState.DirtyFiles[0] = "hijacked.txt"
 			return res
 		}).Times(2)
 	h.cfg.Handlers.Build = build
@@ -393,6 +401,11 @@ func TestRunLoop_HandlersCannotMutateTheRun(t *testing.T) {
 
 	require.NoError(t, err)
 	assert.Equal(t, phases.StateSucceeded, res.State)
+	// The verifier and snapshotter mocks expect gatePlan() and beforeState()
+	// exactly, so the same iteration's later phases saw the originals too.
+	assert.Equal(t, []string{"go", "go"}, seenArgv0, "the next iteration sees the original plan")
+	assert.Equal(t, []string{"notes.txt", "notes.txt"}, seenDirty, "the next iteration sees the original dirty files")
+	assert.Equal(t, beforeState(), res.BeforeState)
 	require.Len(t, seen, 2)
 	assert.Equal(t, 2, seen[1].Iteration)
 	assert.Equal(t, 3, seen[1].MaxIterations)
