@@ -3,6 +3,7 @@ package phases_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -129,12 +130,18 @@ func TestBuildPhase_PersistenceFailureDoesNotFailPhase(t *testing.T) {
 	agent.EXPECT().Execute(gomock.Any(), gomock.Any(), gomock.Any()).Return(phases.AgentResult{Success: true, SessionID: "s"}, nil)
 	persister.EXPECT().SaveAgentResult(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).Return("", errors.New("disk full"))
 
+	logger, logs := newLogRecorder()
+
 	res := phases.NewBuildPhaseHandler(phases.BuildOptions{}).Execute(context.Background(),
-		phaseContext(phases.PhaseServices{AgentDriver: agent, ResultPersister: persister}), phases.BuildPhaseInput{TaskPrompt: "p"})
+		phaseContext(phases.PhaseServices{AgentDriver: agent, ResultPersister: persister, Logger: logger}), phases.BuildPhaseInput{TaskPrompt: "p"})
 
 	assert.True(t, res.Success)
 	assert.Nil(t, res.Error)
 	assert.Equal(t, "s", res.SessionID)
+	errs := logs.at(slog.LevelError)
+	require.Len(t, errs, 1, "the failure is logged at ERROR")
+	assert.Equal(t, "failed to persist agent result", errs[0].Message)
+	assert.Equal(t, map[string]any{"run_id": "r1", "iteration": int64(1), "error": errors.New("disk full")}, errs[0].Attrs)
 }
 
 func TestBuildPhase_PassesStreamingCallbackThrough(t *testing.T) {

@@ -1,6 +1,10 @@
 package phases_test
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/agentforeman/foreman"
@@ -52,4 +56,77 @@ func phaseContext(s phases.PhaseServices) *phases.PhaseContext {
 		WorkspacePath: "/work/space", BeforeState: beforeState(), Services: s,
 		Run: phases.RunView{ItemID: "item-1", RunID: "r1", State: phases.StateBuilding, Iteration: 1, MaxIterations: 3},
 	}
+}
+
+// loggedRecord is one record a logRecorder kept, with its attributes (the
+// logger's own included) as key → value.
+type loggedRecord struct {
+	Level   slog.Level
+	Message string
+	Attrs   map[string]any
+}
+
+// logRecorder is a slog.Handler that keeps every record, so that tests can
+// check what was logged and at which level.
+type logRecorder struct {
+	mu      *sync.Mutex
+	records *[]loggedRecord
+	attrs   []slog.Attr
+	group   string
+}
+
+// newLogRecorder returns a logger that records into the returned recorder.
+func newLogRecorder() (*slog.Logger, *logRecorder) {
+	h := &logRecorder{mu: &sync.Mutex{}, records: &[]loggedRecord{}}
+	return slog.New(h), h
+}
+
+func (h *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	rec := loggedRecord{Level: r.Level, Message: r.Message, Attrs: map[string]any{}}
+	add := func(a slog.Attr) { rec.Attrs[h.group+a.Key] = a.Value.Resolve().Any() }
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(func(a slog.Attr) bool { add(a); return true })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	*h.records = append(*h.records, rec)
+	return nil
+}
+
+func (h *logRecorder) WithAttrs(attrs []slog.Attr) slog.Handler {
+	c := *h
+	c.attrs = append(append([]slog.Attr(nil), h.attrs...), attrs...)
+	return &c
+}
+
+func (h *logRecorder) WithGroup(name string) slog.Handler {
+	c := *h
+	c.group = h.group + name + "."
+	return &c
+}
+
+// at returns the records logged at level, in order.
+func (h *logRecorder) at(level slog.Level) []loggedRecord {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []loggedRecord
+	for _, r := range *h.records {
+		if r.Level == level {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// errorMessages lists the messages logged at ERROR, each followed by its
+// "error" attribute, for comparison in one assertion.
+func (h *logRecorder) errorMessages() []string {
+	var out []string
+	for _, r := range h.at(slog.LevelError) {
+		out = append(out, fmt.Sprintf("%s: %v", r.Message, r.Attrs["error"]))
+	}
+	return out
 }

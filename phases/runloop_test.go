@@ -3,6 +3,7 @@ package phases_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -260,6 +261,8 @@ func TestRunLoop_BudgetExceeded(t *testing.T) {
 
 func TestRunLoop_PersistenceFailureIgnored(t *testing.T) {
 	h := newHarness(t, harnessOptions{persistErr: errors.New("disk full")}, fails("h1", "o1"), passes("h2"))
+	logger, logs := newLogRecorder()
+	h.cfg.Services.Logger = logger
 
 	res, err := h.run(context.Background(), phases.Limits{})
 
@@ -267,6 +270,19 @@ func TestRunLoop_PersistenceFailureIgnored(t *testing.T) {
 	assert.Equal(t, phases.StateSucceeded, res.State)
 	assert.Equal(t, 2, h.iterSaves)
 	assert.Equal(t, 1, h.runSaves)
+	// Every failed save is logged at ERROR, in the order it happened.
+	assert.Equal(t, []string{
+		"failed to persist agent result: disk full",
+		"failed to persist verification report: disk full",
+		"failed to persist iteration: disk full",
+		"failed to persist agent result: disk full",
+		"failed to persist verification report: disk full",
+		"failed to persist iteration: disk full",
+		"failed to persist run: disk full",
+	}, logs.errorMessages())
+	for _, r := range logs.at(slog.LevelError) {
+		assert.Equal(t, "run-1", r.Attrs["run_id"], r.Message)
+	}
 }
 
 func TestRunLoop_NoChangesGoesToFeedbackAndRetries(t *testing.T) {

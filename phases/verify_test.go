@@ -3,6 +3,7 @@ package phases_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 
 	"github.com/golang/mock/gomock"
@@ -83,12 +84,18 @@ func TestVerifyPhase_PersistenceFailureDoesNotFailPhase(t *testing.T) {
 	verifier.EXPECT().Verify(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).Return(passReport(), nil)
 	persister.EXPECT().SaveVerificationReport(gomock.Any(), phases.RunID("r1"), 1, passReport()).Return("", errors.New("disk full"))
 
+	logger, logs := newLogRecorder()
+
 	res := phases.NewVerifyPhaseHandler().Execute(context.Background(),
-		phaseContext(phases.PhaseServices{Verifier: verifier, ResultPersister: persister}), phases.VerifyPhaseInput{GatePlan: gatePlan()})
+		phaseContext(phases.PhaseServices{Verifier: verifier, ResultPersister: persister, Logger: logger}), phases.VerifyPhaseInput{GatePlan: gatePlan()})
 
 	assert.True(t, res.Success)
 	assert.True(t, res.AllPassed)
 	assert.Nil(t, res.Error)
+	errs := logs.at(slog.LevelError)
+	require.Len(t, errs, 1, "the failure is logged at ERROR")
+	assert.Equal(t, "failed to persist verification report", errs[0].Message)
+	assert.Equal(t, map[string]any{"run_id": "r1", "iteration": int64(1), "error": errors.New("disk full")}, errs[0].Attrs)
 }
 
 func TestVerifyPhase_ExceptionIsVerificationException(t *testing.T) {
