@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -157,6 +158,20 @@ func BenchmarkMemoryPerSubject(b *testing.B) {
 	b.ReportMetric(perSubject, "B/subject")
 }
 
+// latenessReport sorts lates and reports p50, p99 and max in milliseconds.
+func latenessReport(b *testing.B, lates []time.Duration) {
+	if len(lates) == 0 {
+		b.Fatal("no expiry observed")
+	}
+	slices.Sort(lates)
+	pct := func(p float64) float64 {
+		return float64(lates[int(p*float64(len(lates)-1))]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(pct(0.50), "p50-late-ms")
+	b.ReportMetric(pct(0.99), "p99-late-ms")
+	b.ReportMetric(pct(1), "max-late-ms")
+}
+
 // BenchmarkExpiryLateness measures, on the real clock, how late expiries
 // are reported: each round arms 200 deadlines spread over 20–50 ms and
 // records how late each is noticed. The baseline arms one runtime timer per
@@ -164,15 +179,6 @@ func BenchmarkMemoryPerSubject(b *testing.B) {
 // Deadlines can be read against what the machine's scheduler allows.
 func BenchmarkExpiryLateness(b *testing.B) {
 	const perRound = 200
-	report := func(b *testing.B, lates []time.Duration) {
-		slices.Sort(lates)
-		pct := func(p float64) float64 {
-			return float64(lates[int(p*float64(len(lates)-1))]) / float64(time.Millisecond)
-		}
-		b.ReportMetric(pct(0.50), "p50-late-ms")
-		b.ReportMetric(pct(0.99), "p99-late-ms")
-		b.ReportMetric(pct(1), "max-late-ms")
-	}
 	b.Run("baseline-afterfunc", func(b *testing.B) {
 		var lates []time.Duration
 		for i := 0; i < b.N; i++ {
@@ -192,7 +198,7 @@ func BenchmarkExpiryLateness(b *testing.B) {
 			}
 			wg.Wait()
 		}
-		report(b, lates)
+		latenessReport(b, lates)
 	})
 	b.Run("deadlines", func(b *testing.B) {
 		var lates []time.Duration
@@ -205,7 +211,7 @@ func BenchmarkExpiryLateness(b *testing.B) {
 				OnExpiry: func(e Expiry) {
 					mu.Lock()
 					defer mu.Unlock()
-					lates = append(lates, e.Late)
+					lates = append(lates, time.Since(e.Deadline))
 					if count++; count == perRound {
 						close(done)
 					}
@@ -217,6 +223,116 @@ func BenchmarkExpiryLateness(b *testing.B) {
 			<-done
 			_ = d.Close()
 		}
-		report(b, lates)
+		latenessReport(b, lates)
 	})
+	// 100,000 subjects heartbeat from one goroutine while, each round, a
+	// sample of 1,000 fresh subjects that never heartbeat expires over
+	// 1.0–1.2 s. Lateness is time.Since(Deadline) read in OnExpiry, on the
+	// real clock. "flat-out" beats as fast as the goroutine can (the worst
+	// case for the lock the timer shares); "paced" beats each subject every
+	// 0.5 s (200,000 beats/s, twenty times the load of the default 10 s
+	// interval, and fast enough that no heartbeating subject's 1 s liveness
+	// deadline passes: missed-expiries counts any that do).
+	for _, tc := range []struct {
+		name string
+		rate int // beats per second; 0 means as fast as possible
+	}{{"100k-heartbeating-flat-out", 0}, {"100k-heartbeating-paced", 2 * benchSubjects}} {
+		b.Run(tc.name, func(b *testing.B) { benchLatenessUnderLoad(b, tc.rate) })
+	}
+}
+
+func benchLatenessUnderLoad(b *testing.B, rate int) {
+	const (
+		sample  = 1000
+		timeout = time.Second
+		spread  = 200 * time.Millisecond
+	)
+	ids := benchIDs(benchSubjects)
+	var (
+		mu      sync.Mutex
+		lates   []time.Duration
+		pending int
+		missed  int // heartbeating subjects that expired: the load is too much
+		roundCh chan struct{}
+		d       *Deadlines
+	)
+	d = NewDeadlines(DeadlineConfig{
+		LivenessTimeout: timeout, Jitter: spread, ProgressTimeout: -1,
+		OnExpiry: func(e Expiry) {
+			late := time.Since(e.Deadline)
+			mu.Lock()
+			defer mu.Unlock()
+			if !strings.HasPrefix(string(e.Subject), "sample-") {
+				missed++
+				return
+			}
+			lates = append(lates, late)
+			d.Remove(e.Subject)
+			if pending--; pending == 0 {
+				close(roundCh)
+			}
+		},
+	})
+	defer d.Close()
+	for _, id := range ids {
+		if err := d.Add(id); err != nil {
+			b.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	var beats atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var tick *time.Ticker
+		batch := len(ids)
+		if rate > 0 {
+			tick = time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			batch = max(rate/1000, 1)
+		}
+		for i := 0; ; {
+			if tick != nil {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+			} else {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+			for range batch {
+				_ = d.Heartbeat(ids[i%len(ids)])
+				i++
+			}
+			beats.Add(int64(batch))
+		}
+	}()
+	start := time.Now()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		mu.Lock()
+		roundCh, pending = make(chan struct{}), sample
+		done := roundCh
+		mu.Unlock()
+		for j := range sample {
+			if err := d.Add(foreman.AssignmentID(fmt.Sprintf("sample-%d-%d", i, j))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		<-done
+	}
+	b.StopTimer()
+	close(stop)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	latenessReport(b, lates)
+	b.ReportMetric(float64(beats.Load())/time.Since(start).Seconds(), "beats/s")
+	b.ReportMetric(float64(missed), "missed-expiries")
 }
