@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"syscall"
 	"time"
@@ -26,14 +27,18 @@ import (
 // A process-wide registry keyed by repository path would only save the
 // polling between two Managers of one process, at the cost of global mutable
 // state; hosts that want one queue per repository share one Manager.
+//
+// The polling is paced by the wall clock, never by Config.Clock: the holder
+// may be another process, whose release no fake clock in this one governs,
+// so a fake clock that nobody advances would otherwise stall every waiter.
 type repoLock struct {
 	sem  chan struct{}
 	path string
-	clk  clock.Clock
+	log  *slog.Logger
 }
 
-func newRepoLock(path string, clk clock.Clock) *repoLock {
-	return &repoLock{sem: make(chan struct{}, 1), path: path, clk: clk}
+func newRepoLock(path string, log *slog.Logger) *repoLock {
+	return &repoLock{sem: make(chan struct{}, 1), path: path, log: log}
 }
 
 // lock blocks until this caller holds the repository, or ctx ends.
@@ -63,7 +68,7 @@ func (l *repoLock) flock(ctx context.Context) (*os.File, error) {
 		return nil, fmt.Errorf("merge: open repo lock: %w", err)
 	}
 	wait := 200 * time.Microsecond
-	for {
+	for polls := 0; ; polls++ {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
 			return f, nil
@@ -72,7 +77,10 @@ func (l *repoLock) flock(ctx context.Context) (*os.File, error) {
 			_ = f.Close()
 			return nil, fmt.Errorf("merge: flock %s: %w", l.path, err)
 		}
-		if err := clock.Sleep(ctx, l.clk, wait); err != nil {
+		if polls == 0 {
+			l.log.Debug("merge: waiting for the repository lock held by another Manager or process", "lock", l.path)
+		}
+		if err := clock.Sleep(ctx, clock.Real(), wait); err != nil {
 			_ = f.Close()
 			return nil, err
 		}

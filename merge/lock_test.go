@@ -3,6 +3,7 @@ package merge
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -180,4 +181,52 @@ func TestLockHonoursCancellation(t *testing.T) {
 	cancel2()
 	_, err = holder.Merge(ctx2, "blocked", Request{})
 	assert.ErrorIs(t, err, context.Canceled)
+}
+
+// A fake Config.Clock that nobody advances must not stall a Manager waiting
+// for the repository lock: the holder may be another process.
+func TestLockWaitIsNotPacedByAFakeClock(t *testing.T) {
+	repo := newRepo(t, nil)
+	contended := make(chan struct{})
+	waiter := newManager(t, repo, func(c *Config) {
+		c.Clock = newFakeClockAt(time.Now())
+		c.Logger = slog.New(&signalOnMessage{msg: "merge: waiting for the repository lock", ch: contended})
+	})
+	holder := newManager(t, repo, nil)
+	unlock, err := holder.lock.lock(context.Background())
+	require.NoError(t, err)
+
+	// A deadline only so that a stall fails the test instead of hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := waiter.Create(ctx, "w")
+		done <- err
+	}()
+	select {
+	case <-contended:
+	case err := <-done:
+		unlock()
+		t.Fatalf("Create returned while the lock was held: %v", err)
+	}
+	unlock()
+	assert.NoError(t, <-done, "the lock is taken once free, though the fake clock never moved")
+}
+
+// signalOnMessage closes ch the first time a record's message starts with msg.
+type signalOnMessage struct {
+	msg  string
+	ch   chan struct{}
+	once sync.Once
+}
+
+func (h *signalOnMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h *signalOnMessage) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *signalOnMessage) WithGroup(string) slog.Handler            { return h }
+func (h *signalOnMessage) Handle(_ context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, h.msg) {
+		h.once.Do(func() { close(h.ch) })
+	}
+	return nil
 }

@@ -56,9 +56,14 @@ type Config struct {
 	Author, Committer Identity
 	// GitEnv is extra environment for every git command (e.g. GIT_CONFIG_*).
 	GitEnv []string
-	// Clock measures lock ages and paces the file-lock polling. Default: the wall clock.
+	// Clock tells the age of git lock files (see StaleLockAge). Default: the
+	// wall clock. Waiting for the repository lock is always paced by the wall
+	// clock, whatever Clock is: the holder may be another process, which a
+	// fake clock does not govern, so a fake clock nobody advances never
+	// stalls a Manager.
 	Clock foreman.Clock
-	// Logger receives one line per repair and per merge. Default: discard.
+	// Logger receives one line per repair and per merge, and a debug line
+	// each time the repository lock is found held. Default: discard.
 	Logger *slog.Logger
 }
 
@@ -165,7 +170,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if err := m.validBranch(ctx, m.cfg.BranchPrefix+"/x"); err != nil {
 		return nil, fmt.Errorf("merge: BranchPrefix %q: %w", m.cfg.BranchPrefix, err)
 	}
-	m.lock = newRepoLock(filepath.Join(m.commonDir, lockFileName), m.clk)
+	m.lock = newRepoLock(filepath.Join(m.commonDir, lockFileName), m.log)
 	return m, nil
 }
 
