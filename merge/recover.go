@@ -13,17 +13,23 @@ import (
 // way through an operation. Before it acts, a merge looks for the leftovers
 // it may meet and either repairs them or names them in a typed error.
 
-// inProgressMarkers are the files git keeps while an operation waits for a person.
-var inProgressMarkers = []struct{ file, op string }{
-	{"MERGE_HEAD", "merge"},
-	{"rebase-merge", "rebase"},
-	{"rebase-apply", "rebase"},
-	{"CHERRY_PICK_HEAD", "cherry-pick"},
-	{"REVERT_HEAD", "revert"},
+// inProgressMarker is a file git keeps while an operation waits for a person.
+type inProgressMarker struct{ file, op string }
+
+// inProgressMarkers returns the markers by value, so that no caller can change
+// them for another.
+func inProgressMarkers() [5]inProgressMarker {
+	return [...]inProgressMarker{
+		{"MERGE_HEAD", "merge"},
+		{"rebase-merge", "rebase"},
+		{"rebase-apply", "rebase"},
+		{"CHERRY_PICK_HEAD", "cherry-pick"},
+		{"REVERT_HEAD", "revert"},
+	}
 }
 
 func inProgress(gitDir string) string {
-	for _, mk := range inProgressMarkers {
+	for _, mk := range inProgressMarkers() {
 		if _, err := os.Lstat(filepath.Join(gitDir, mk.file)); err == nil {
 			return mk.op
 		}
