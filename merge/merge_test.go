@@ -133,8 +133,10 @@ func TestMergeConflictChangesNothing(t *testing.T) {
 	commitFile(t, wt.Path, "only-item.txt", "i\n", "item file")
 	commitFile(t, repo, "shared.txt", "one\nMAIN\nthree\n", "main edit")
 	mainBefore, itemBefore := revParse(t, repo, "main"), revParse(t, wt.Path, "HEAD")
-	objectsBefore := git(t, repo, "count-objects")
-	_ = objectsBefore
+	// merge-tree may leave unreachable objects behind (git gc drops them), so
+	// "nothing changed" is judged on what is reachable: refs and worktrees.
+	refsBefore := git(t, repo, "for-each-ref", "--format=%(refname) %(objectname)")
+	worktreesBefore := git(t, repo, "worktree", "list", "--porcelain")
 
 	for _, sync := range []bool{false, true} {
 		_, err := m.Merge(ctx, "clash", Request{Title: "t", Sync: sync})
@@ -155,6 +157,8 @@ func TestMergeConflictChangesNothing(t *testing.T) {
 		assert.Empty(t, porcelain(t, wt.Path))
 		assert.NoFileExists(t, filepath.Join(repo, ".git", "worktrees", "clash", "MERGE_HEAD"))
 		assert.NoDirExists(t, filepath.Join(repo, ".git", "worktrees", "clash", "rebase-merge"))
+		assert.Equal(t, refsBefore, git(t, repo, "for-each-ref", "--format=%(refname) %(objectname)"), "no ref made or moved")
+		assert.Equal(t, worktreesBefore, git(t, repo, "worktree", "list", "--porcelain"), "no worktree made or left")
 	}
 }
 
