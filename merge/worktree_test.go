@@ -269,3 +269,39 @@ func TestNewRejectsAMissingBaseOrTargetBranch(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "master", m.Target())
 }
+
+// A relative Root is taken against the main worktree, not against the
+// process's working directory or the worktree Repo names, and every path
+// handed out is absolute.
+func TestRelativeRootIsTakenAgainstTheMainWorktree(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, nil)
+	linked := filepath.Join(t.TempDir(), "linked")
+	git(t, repo, "worktree", "add", "-q", "-b", "side", linked)
+	t.Chdir(t.TempDir())
+
+	m := newManager(t, linked, func(c *Config) { c.Root = filepath.Join("agents", "trees") })
+	assert.Equal(t, filepath.Join(repo, "agents", "trees"), m.Root())
+	wt := create(t, m, "rel")
+	assert.Equal(t, filepath.Join(repo, "agents", "trees", "rel"), wt.Path)
+	assert.DirExists(t, wt.Path)
+	list, err := m.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.True(t, filepath.IsAbs(list[0].Path))
+	assert.Equal(t, wt.Path, list[0].Path)
+	data, _ := os.ReadFile(filepath.Join(repo, ".git", "info", "exclude"))
+	assert.Contains(t, string(data), "/agents/trees/\n", "a root inside the repository is excluded")
+	assert.Empty(t, porcelain(t, repo))
+	commitFile(t, wt.Path, "rel.txt", "r\n", "r")
+	res, err := m.Merge(ctx, "rel", Request{Title: "Rel"})
+	require.NoError(t, err)
+	assert.Equal(t, repo, res.CheckedOut)
+
+	outside := newManager(t, repo, func(c *Config) { c.Root = filepath.Join("..", "beside") })
+	assert.Equal(t, filepath.Join(filepath.Dir(repo), "beside"), outside.Root())
+	wt = create(t, outside, "out")
+	assert.Equal(t, filepath.Join(filepath.Dir(repo), "beside", "out"), wt.Path)
+	data, _ = os.ReadFile(filepath.Join(repo, ".git", "info", "exclude"))
+	assert.NotContains(t, string(data), "beside", "a root outside the repository needs no exclude")
+}
