@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// benchRepo is a repository of 300 files, the size the raw figures in
-// facts.md were measured on.
+// benchRepo is a repository of 300 files, a small project's worth, so that
+// git's own per-command cost dominates as it does in real use.
 func benchRepo(b *testing.B) string {
 	files := map[string]string{}
 	for i := range 300 {

@@ -61,8 +61,8 @@
 // of one repository are queued on the repository lock (first come, first
 // served within a Manager), so concurrent calls are safe.
 //
-// Outcomes a host acts on are typed errors, as the merge contract names
-// them: ErrNothingToMerge, *ConflictError (pause the item and escalate with
+// Outcomes a host acts on are returned as distinct errors, so that it can
+// tell them apart with errors.Is and errors.As: ErrNothingToMerge, *ConflictError (pause the item and escalate with
 // its Files), *DirtyError, *CheckError, *PushError (the returned Result is
 // valid: the local merge stands and a retry pushes again), *LockedError,
 // *InProgressError, *VerifyError. Any other error is a system fault.

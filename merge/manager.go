@@ -82,7 +82,8 @@ const (
 
 // Manager owns the item worktrees and the merges of one repository. All its
 // methods are safe for concurrent use; operations that change the repository
-// are serialized per repository, across Managers and processes (see doc.go).
+// are serialized per repository, across Managers and processes (see Locking
+// in the package documentation).
 type Manager struct {
 	cfg       Config
 	git       *gitexec.Runner
