@@ -39,7 +39,7 @@ func TestRuntimeFullStory(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(string(report), "### PROJ-42: Login form — DONE"))
 	assert.Contains(t, string(report), "| 3 | PASS 92/100 |")
 	assert.Contains(t, string(report), "rework cycles: 1")
-	assert.Contains(t, string(report), "**Code:** +2 / -0 (2 files)")
+	assert.Contains(t, string(report), "- **Code:** +2 / -0 (2 files)")
 
 	// Spawned workers carry the seed's names, ACKs went out before shutdowns.
 	var names []string

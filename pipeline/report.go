@@ -111,17 +111,18 @@ func RenderReport(e ReportEntry, diff *merge.DiffStat) string {
 		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", i, cell(result), started, dur, stageDetails(f, s, i))
 	}
+	b.WriteString("\n")
 	if diff != nil {
-		fmt.Fprintf(&b, "\n**Code:** +%d / -%d (%d files)\n", diff.Insertions, diff.Deletions, diff.Files)
+		fmt.Fprintf(&b, "- **Code:** +%d / -%d (%d files)\n", diff.Insertions, diff.Deletions, diff.Files)
 	}
 	if s.Commit != "" {
-		fmt.Fprintf(&b, "**Commit:** %s\n", s.Commit)
+		fmt.Fprintf(&b, "- **Commit:** %s\n", s.Commit)
 	}
 	problems := "None"
 	if s.Pause != nil {
 		problems = s.Pause.Message
 	}
-	fmt.Fprintf(&b, "**Problems:** %s\n", cell(problems))
+	fmt.Fprintf(&b, "- **Problems:** %s\n", strings.ReplaceAll(problems, "\n", " "))
 	return b.String()
 }
 
