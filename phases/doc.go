@@ -27,13 +27,17 @@
 //     over RunState and RunEvent. An invalid pair is a *TransitionError
 //     matching ErrInvalidTransition.
 //   - RunLoop.Run drives a run through the state machine until verification
-//     passes or a limit ends it: max iterations, wall clock (a context
-//     deadline measured on the injected clock; the agent is given the time
-//     that remains), loop detection (same diff or same failing output N
-//     iterations running), a token and cost budget, or cancellation
-//     (CANCELED, then the Cleanup hook). It returns a RunResult with every
-//     iteration's phase results and durations, the states visited and the
-//     final event, state, outcome and reason.
+//     passes or a limit ends it: max iterations; wall clock
+//     (Limits.MaxWallClock, measured on Services.Clock: with the real
+//     clock the run's context gets a deadline, visible to services in
+//     ctx.Deadline(), whose cause is ErrWallClockExceeded; with any other
+//     clock, such as a fake one in tests, the run adds no deadline and a
+//     timer on that clock cancels the context with the same cause; either
+//     way the agent is given the time that remains); loop detection (same
+//     diff or same failing output N iterations running); a token and cost
+//     budget; or cancellation (CANCELED, then the Cleanup hook). It returns
+//     a RunResult with every iteration's phase results and durations, the
+//     states visited and the final event, state, outcome and reason.
 //
 // Error convention: an error returned by a service or by Run is a system
 // fault; a domain outcome (the agent failed, a gate failed, the budget ran

@@ -20,10 +20,17 @@ type Limits struct {
 	// MaxIterations is the number of build → verify iterations a run may
 	// take; default DefaultMaxIterations (3, as in AgentGate).
 	MaxIterations int `json:"max_iterations,omitempty"`
-	// MaxWallClock bounds the whole run, measured on the RunLoop's clock.
-	// When it expires the run's context is cancelled (the agent, gate or
-	// snapshot in progress is stopped) and the run ends FAILED with reason
-	// wall_clock. The agent is given the time that remains as its timeout.
+	// MaxWallClock bounds the whole run, measured on the RunLoop's clock
+	// (Services.Clock) from the run's start. When it expires the run's
+	// context ends with cause ErrWallClockExceeded (context.Cause): the
+	// agent, gate or snapshot in progress is stopped, and the run ends
+	// FAILED with reason wall_clock. With the real clock (Services.Clock nil
+	// or the wall clock) this is a context deadline: services see it in
+	// ctx.Deadline(). With any other clock, such as a fake one in tests, the
+	// run adds no deadline to the context; a timer on that clock cancels it
+	// with the same cause. Either way the agent is given the time that remains
+	// as AgentRequest.Timeout, and handlers see the deadline in
+	// RunView.Deadline.
 	// Zero means no limit beyond the caller's context.
 	MaxWallClock time.Duration `json:"max_wall_clock,omitempty"`
 	// MaxTokens bounds the agent's input plus output tokens over the run.

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/clock"
 	"github.com/agentforeman/foreman/internal/ids"
 )
 
-// ErrWallClockExceeded is the cause of a run context cancelled by
-// Limits.MaxWallClock (see context.Cause).
+// ErrWallClockExceeded is the cause (context.Cause) of a run context ended
+// by Limits.MaxWallClock, whichever clock measured it.
 var ErrWallClockExceeded = errors.New("phases: run wall-clock limit exceeded")
 
 // Config configures a RunLoop. The zero value of every field means its
@@ -208,8 +209,17 @@ func (r *run) execute(ctx context.Context) (RunResult, error) {
 	defer cancel(nil)
 	if d := r.limits.MaxWallClock; d > 0 {
 		r.deadline = r.res.StartedAt.Add(d)
-		timer := r.services.Clock.AfterFunc(d, func() { cancel(ErrWallClockExceeded) })
-		defer timer.Stop()
+		if r.services.Clock == clock.Real() {
+			// A real deadline, so that services see it in ctx.Deadline().
+			var cancelDeadline context.CancelFunc
+			runCtx, cancelDeadline = context.WithDeadlineCause(runCtx, r.deadline, ErrWallClockExceeded)
+			defer cancelDeadline()
+		} else {
+			// The context package only knows the wall clock: on an injected
+			// clock the limit is a timer on that clock that cancels the run.
+			timer := r.services.Clock.AfterFunc(d, func() { cancel(ErrWallClockExceeded) })
+			defer timer.Stop()
+		}
 	}
 	// Records, cleanup and the run file are written even when the run's
 	// context has ended.

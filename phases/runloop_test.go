@@ -116,7 +116,15 @@ func TestRunLoop_WallClockLimitCancelsTheRun(t *testing.T) {
 			return ctx.Err()
 		}
 	})
-	h = newHarness(t, harnessOptions{}, fails("h1", "o1").with(func(s *step) { s.took = 4 * time.Minute }), second)
+	first := fails("h1", "o1").with(func(s *step) {
+		s.took = 4 * time.Minute
+		s.during = func(ctx context.Context, _ phases.AgentRequest) error {
+			_, has := ctx.Deadline()
+			assert.False(t, has, "on a fake clock the limit is a timer on that clock, not a context deadline")
+			return nil
+		}
+	})
+	h = newHarness(t, harnessOptions{}, first, second)
 
 	res, err := h.run(context.Background(), phases.Limits{MaxWallClock: 10 * time.Minute})
 
@@ -129,6 +137,50 @@ func TestRunLoop_WallClockLimitCancelsTheRun(t *testing.T) {
 		res.Transitions[len(res.Transitions)-1], "reported as the limit, not as a build failure")
 	assert.Len(t, res.Iterations, 2)
 	assert.Len(t, h.cleaned, 1)
+}
+
+// With the real clock the limit is a context deadline that services can
+// read, and its expiry ends the run as the wall-clock limit.
+func TestRunLoop_WallClockLimitIsAContextDeadlineOnTheRealClock(t *testing.T) {
+	t.Run("services see the deadline", func(t *testing.T) {
+		var deadline time.Time
+		var hasDeadline bool
+		h := newHarness(t, harnessOptions{}, passes("h1").with(func(s *step) {
+			s.took = 0
+			s.during = func(ctx context.Context, _ phases.AgentRequest) error {
+				deadline, hasDeadline = ctx.Deadline()
+				return nil
+			}
+		}))
+		h.cfg.Services.Clock = nil // the real clock
+
+		res, err := h.run(context.Background(), phases.Limits{MaxWallClock: time.Hour})
+
+		require.NoError(t, err)
+		assert.Equal(t, phases.StateSucceeded, res.State)
+		require.True(t, hasDeadline, "the run's context has a deadline")
+		assert.True(t, deadline.Equal(res.StartedAt.Add(time.Hour)), "deadline %v, started %v", deadline, res.StartedAt)
+	})
+	t.Run("its expiry is the wall-clock limit", func(t *testing.T) {
+		// The deadline may pass before or while the agent runs; either way
+		// the run ends the same.
+		h := newHarness(t, harnessOptions{}, passes("h1").with(func(s *step) {
+			s.took = 0
+			s.during = func(ctx context.Context, _ phases.AgentRequest) error {
+				<-ctx.Done() // the deadline itself, not a sleep: the agent waits for it
+				return ctx.Err()
+			}
+		}))
+		h.cfg.Services.Clock = nil
+
+		res, err := h.run(context.Background(), phases.Limits{MaxWallClock: time.Millisecond})
+
+		require.NoError(t, err)
+		assert.Equal(t, phases.StateFailed, res.State)
+		assert.Equal(t, phases.EventLimitExceeded, res.FinalEvent)
+		assert.Equal(t, phases.ReasonWallClock, res.Reason)
+		assert.Equal(t, phases.ErrWallClockExceeded.Error(), res.Message, "the context's cause")
+	})
 }
 
 func TestRunLoop_CallerDeadlineEndsTheRunAsWallClock(t *testing.T) {
