@@ -34,7 +34,9 @@
 //     clock, such as a fake one in tests, the run adds no deadline and a
 //     timer on that clock cancels the context with the same cause; either
 //     way the agent is given the time that remains); loop detection (same
-//     diff or same failing output N iterations running); a token and cost
+//     diff or same failing output N iterations running, reason
+//     loop_detected; no change at all N iterations running, reason
+//     no_changes); a token and cost
 //     budget; or cancellation (CANCELED, then the Cleanup hook). It returns
 //     a RunResult with every iteration's phase results and durations, the
 //     states visited and the final event, state, outcome and reason.

@@ -40,9 +40,10 @@ type Limits struct {
 	// MaxCostUSD bounds the agent's reported cost over the run. Zero means
 	// no limit.
 	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
-	// LoopThreshold ends a run (reason loop_detected) when this many
-	// iterations running produce the same diff or the same failing gate
-	// output. Default DefaultLoopThreshold (3); negative disables it.
+	// LoopThreshold ends a run when this many iterations running produce
+	// the same diff or the same failing gate output (reason loop_detected),
+	// or no change at all (reason no_changes). Default DefaultLoopThreshold
+	// (3); negative disables it.
 	LoopThreshold int `json:"loop_threshold,omitempty"`
 }
 

@@ -327,6 +327,9 @@ func (r *run) limitReached(rec IterationRecord) (Reason, string) {
 	diffRepeats := r.diffs.observe(rec.DiffKey)
 	failureRepeats := r.failures.observe(rec.FailureKey)
 	if n := r.limits.LoopThreshold; n > 0 {
+		if diffRepeats >= n && rec.DiffKey == emptyDiffKey {
+			return ReasonNoChanges, fmt.Sprintf("the agent made no changes %d iterations running", diffRepeats)
+		}
 		if diffRepeats >= n {
 			return ReasonLoopDetected, fmt.Sprintf("the same diff %d iterations running", diffRepeats)
 		}

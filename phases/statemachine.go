@@ -173,7 +173,8 @@ const (
 // Reason says why a run ended; it refines the Outcome.
 type Reason string
 
-// Run end reasons. LIMIT_EXCEEDED carries one of the four limit reasons.
+// Run end reasons. LIMIT_EXCEEDED carries one of the five limit reasons
+// (max_iterations, wall_clock, budget_exceeded, loop_detected, no_changes).
 const (
 	ReasonVerified          Reason = "verified"
 	ReasonBuildFailed       Reason = "build_failed"
@@ -182,9 +183,14 @@ const (
 	ReasonMaxIterations     Reason = "max_iterations"
 	ReasonWallClock         Reason = "wall_clock"
 	ReasonBudgetExceeded    Reason = "budget_exceeded"
-	ReasonLoopDetected      Reason = "loop_detected"
-	ReasonCanceled          Reason = "canceled"
-	ReasonSystemError       Reason = "system_error"
+	// ReasonLoopDetected: the same diff or the same failing gate output
+	// Limits.LoopThreshold iterations running.
+	ReasonLoopDetected Reason = "loop_detected"
+	// ReasonNoChanges: the agent changed nothing at all
+	// Limits.LoopThreshold iterations running.
+	ReasonNoChanges   Reason = "no_changes"
+	ReasonCanceled    Reason = "canceled"
+	ReasonSystemError Reason = "system_error"
 )
 
 // OutcomeForEvent is the outcome of a run ended by a terminal event, and
