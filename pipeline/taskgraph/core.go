@@ -166,25 +166,36 @@ type Result struct {
 	// Blocked and Missing explain a stall.
 	Blocked []BlockedTask
 	Missing []string
-	// Violations are the validation failures found after the step.
+	// Violations are the failures, after the step, of the checks a step
+	// can break (active_workers consistent, no orphans, completion);
+	// Core.Validate runs the whole table, and missing tasks also show in
+	// a stall.
 	Violations []Violation
 	Effects    []Effect
 }
 
 // step carries one transition's working state.
 type step struct {
-	c           *Core
-	old         *Session
-	s           *Session
-	at          time.Time
-	res         Result
-	graphCopied bool
+	c             *Core
+	old           *Session
+	s             *Session
+	at            time.Time
+	res           Result
+	graphCopied   bool
+	workersCopied bool
 	// checkpointHit: this step paused the session, so spawnNext stays quiet.
 	checkpointHit bool
+	// start is where this step's effects begin in s.Pending.
+	start int
 }
 
 func (c *Core) begin(s *Session, h Handler, at time.Time) *step {
-	return &step{c: c, old: s, s: s.clone(), at: at, res: Result{Handler: h}}
+	st := &step{c: c, old: s, s: s.clone(), at: at, res: Result{Handler: h}}
+	// Effects are appended straight to the new session's Pending (a fresh
+	// array: the clone's is clipped), sized for a typical step.
+	st.start = len(s.Pending)
+	st.s.Pending = append(make([]Effect, 0, len(s.Pending)+8), s.Pending...)
+	return st
 }
 
 // graph returns the session's graph, copied on first use so the old
@@ -200,7 +211,7 @@ func (st *step) graph() *Graph {
 func (st *step) emit(e Effect) {
 	st.s.EffectSeq++
 	e.Seq = st.s.EffectSeq
-	st.res.Effects = append(st.res.Effects, e)
+	st.s.Pending = append(st.s.Pending, e)
 }
 
 func (st *step) report(e Effect) {
@@ -210,28 +221,40 @@ func (st *step) report(e Effect) {
 
 // finish validates, records pending effects and returns the step's result.
 func (st *step) finish(changed bool) (*Session, Result, error) {
-	st.res.Violations = st.c.Validate(st.s)
+	st.res.Violations = st.c.validateState(st.s)
 	if len(st.res.Violations) > 0 && st.res.Handler != HandleCheck {
-		st.report(Effect{Note: NoteViolations, Detail: violationsText(st.res.Violations)})
+		st.report(Effect{Note: NoteViolations, Details: &Details{Text: violationsText(st.res.Violations)}})
 	}
+	st.res.Effects = st.s.Pending[st.start:len(st.s.Pending):len(st.s.Pending)]
 	if !changed {
 		// Read-only: nothing to persist; the effects are output only.
-		st.s.EffectSeq = st.old.EffectSeq
 		for i := range st.res.Effects {
 			st.res.Effects[i].Seq = 0
 		}
 		return st.old, st.res, nil
 	}
 	st.res.Changed = true
-	st.s.Pending = append(st.s.Pending, st.res.Effects...)
 	return st.s, st.res, nil
 }
 
+// workers returns the new session's active workers, copied on first use
+// (with room for a few spawns) so the old session keeps its own.
+func (st *step) workers() []ActiveWorker {
+	if !st.workersCopied {
+		w := make([]ActiveWorker, len(st.s.ActiveWorkers), len(st.s.ActiveWorkers)+4)
+		copy(w, st.s.ActiveWorkers)
+		st.s.ActiveWorkers = w
+		st.workersCopied = true
+	}
+	return st.s.ActiveWorkers
+}
+
 func (st *step) removeWorker(i int) {
-	w := st.s.ActiveWorkers
-	n := make([]ActiveWorker, 0, len(w)-1)
-	n = append(n, w[:i]...)
-	st.s.ActiveWorkers = append(n, w[i+1:]...)
+	st.s.ActiveWorkers = slices.Delete(st.workers(), i, i+1)
+}
+
+func (st *step) addWorker(w ActiveWorker) {
+	st.s.ActiveWorkers = append(st.workers(), w)
 }
 
 func (c *Core) checkpointFor(task string, mode Mode) (Checkpoint, bool) {
@@ -281,7 +304,7 @@ func (c *Core) Update(s *Session, u TaskUpdate) (*Session, Result, error) {
 		return nil, Result{}, fmt.Errorf("%w: %q", ErrUnknownTask, u.Task)
 	}
 	st := c.begin(s, HandleUpdate, u.At)
-	t := s.Graph.tasks[i]
+	t := s.Graph.task(i)
 	var ev Event
 	switch u.To {
 	case Completed, Failed:
@@ -291,7 +314,7 @@ func (c *Core) Update(s *Session, u TaskUpdate) (*Session, Result, error) {
 		if u.Assignment != t.Assignment {
 			st.s.Counters.Stale++
 			st.res.Disposition, st.res.Outcome = Stale, OutcomeIgnored
-			st.emit(Effect{Kind: EffectLog, LogType: "stale", Note: NoteStale, Task: u.Task, Assignment: u.Assignment})
+			st.emit(Effect{Kind: EffectLog, Note: NoteStale, Task: u.Task, Assignment: u.Assignment})
 			return st.finish(true)
 		}
 		ev = EventComplete
@@ -313,7 +336,7 @@ func (c *Core) Update(s *Session, u TaskUpdate) (*Session, Result, error) {
 		return nil, Result{}, err
 	}
 	st.res.Outcome = OutcomeUpdated
-	st.emit(Effect{Kind: EffectLog, LogType: "task_" + u.To.String(), Note: NoteTaskUpdated, Task: u.Task, Role: t.Role, Assignment: t.Assignment, Status: u.To})
+	st.emit(Effect{Kind: EffectLog, Note: NoteTaskUpdated, Task: u.Task, Role: t.Role, Assignment: t.Assignment, Status: u.To})
 	return st.finish(true)
 }
 

@@ -9,80 +9,155 @@ import (
 )
 
 // EffectKind is what the runtime is asked to do.
-type EffectKind string
+type EffectKind uint8
 
 const (
+	// EffectReport is output for the person driving the session.
+	EffectReport EffectKind = iota
 	// EffectSpawn starts a worker for Task under Assignment. Spawning is
 	// keyed by the assignment: a repeat must be a no-op.
-	EffectSpawn EffectKind = "spawn"
-	// EffectReport is output for the person driving the session.
-	EffectReport EffectKind = "report"
+	EffectSpawn
 	// EffectLog is an entry for the team's message log (the seed's
-	// team_msg), with LogType "task_unblocked", "error", ...
-	EffectLog EffectKind = "log"
+	// team_msg); LogType gives its type.
+	EffectLog
 	// EffectAck acknowledges a worker's callback again: the answer to a
 	// duplicate.
-	EffectAck EffectKind = "ack"
+	EffectAck
 )
 
+var effectKindNames = [...]string{"report", "spawn", "log", "ack"}
+
+func (k EffectKind) String() string { return nameOf(effectKindNames[:], int(k), "EffectKind") }
+
+// MarshalText writes the kind's name.
+func (k EffectKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText reads a kind's name.
+func (k *EffectKind) UnmarshalText(b []byte) error {
+	i, err := indexOf(effectKindNames[:], string(b), "effect kind")
+	*k = EffectKind(i)
+	return err
+}
+
 // Note says which message an effect carries; Effect.Text renders it.
-type Note string
+type Note uint8
 
 // Every message the coordinator emits.
 const (
-	NoteSpawned          Note = "spawned"
-	NoteUnblocked        Note = "task_unblocked"
-	NoteSpawnSummary     Note = "spawn_summary"
-	NoteWaiting          Note = "waiting"
-	NotePipelineComplete Note = "pipeline_complete"
-	NoteStalled          Note = "stalled"
-	NoteConfirmed        Note = "confirmed"
-	NoteProgress         Note = "progress"
-	NoteStillRunning     Note = "still_running"
-	NoteAllRunning       Note = "all_running"
-	NoteWorkerFailed     Note = "worker_failed"
-	NoteCancelled        Note = "cancelled"
-	NoteOrphanReset      Note = "orphan_reset"
-	NoteCheckpoint       Note = "checkpoint"
-	NotePaused           Note = "paused"
-	NoteResumed          Note = "resumed"
-	NoteNoWorker         Note = "no_worker"
-	NoteStale            Note = "stale"
-	NoteDuplicate        Note = "duplicate"
-	NoteStatus           Note = "status"
-	NoteViolations       Note = "violations"
-	NoteTaskUpdated      Note = "task_updated"
+	NoteNone Note = iota
+	NoteSpawned
+	NoteUnblocked
+	NoteSpawnSummary
+	NoteWaiting
+	NotePipelineComplete
+	NoteStalled
+	NoteConfirmed
+	NoteProgress
+	NoteStillRunning
+	NoteAllRunning
+	NoteWorkerFailed
+	NoteCancelled
+	NoteOrphanReset
+	NoteCheckpoint
+	NotePaused
+	NoteResumed
+	NoteNoWorker
+	NoteStale
+	NoteDuplicate
+	NoteStatus
+	NoteViolations
+	NoteTaskUpdated
 )
+
+var noteNames = [...]string{"", "spawned", "task_unblocked", "spawn_summary", "waiting", "pipeline_complete",
+	"stalled", "confirmed", "progress", "still_running", "all_running", "worker_failed", "cancelled",
+	"orphan_reset", "checkpoint", "paused", "resumed", "no_worker", "stale", "duplicate", "status",
+	"violations", "task_updated"}
+
+func (n Note) String() string { return nameOf(noteNames[:], int(n), "Note") }
+
+// MarshalText writes the note's name.
+func (n Note) MarshalText() ([]byte, error) { return []byte(n.String()), nil }
+
+// UnmarshalText reads a note's name.
+func (n *Note) UnmarshalText(b []byte) error {
+	i, err := indexOf(noteNames[:], string(b), "note")
+	*n = Note(i)
+	return err
+}
+
+func nameOf(names []string, i int, typ string) string {
+	if i >= 0 && i < len(names) {
+		return names[i]
+	}
+	return fmt.Sprintf("%s(%d)", typ, i)
+}
+
+func indexOf(names []string, name, what string) (int, error) {
+	for i, n := range names {
+		if n == name {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("taskgraph: unknown %s %q", what, name)
+}
 
 // Effect is one thing the core asks the runtime to do. Effects are
 // recorded in the session before they are carried out (Session.Pending)
 // and re-issued after a restart, so every executor must tolerate a repeat:
-// Key identifies an effect for that purpose.
+// Key identifies an effect for that purpose. Effects are small values;
+// the rare bulky parts live in Details.
 type Effect struct {
 	Kind EffectKind `json:"kind"`
 	Note Note       `json:"note,omitempty"`
+	// Status is the task's status the message is about.
+	Status Status `json:"status,omitempty"`
 	// Seq numbers the effect within its session.
 	Seq        int64                `json:"seq"`
 	Task       string               `json:"task,omitempty"`
 	Role       string               `json:"role,omitempty"`
 	Assignment foreman.AssignmentID `json:"assignment,omitempty"`
-	// Description is the task's description (spawns).
-	Description string `json:"description,omitempty"`
-	// LogType is the team log's message type (logs).
-	LogType string `json:"log_type,omitempty"`
-	// Status is the task's status the message is about.
-	Status Status `json:"status,omitempty"`
-	// Tasks lists subjects (waiting for, ...); Count and Total are the
+	// Tasks lists subjects (spawned, waiting for); Count and Total are the
 	// numbers a message reports.
-	Tasks   []string      `json:"tasks,omitempty"`
-	Count   int           `json:"count,omitempty"`
-	Total   int           `json:"total,omitempty"`
+	Tasks   []string `json:"tasks,omitempty"`
+	Count   int      `json:"count,omitempty"`
+	Total   int      `json:"total,omitempty"`
+	Details *Details `json:"details,omitempty"`
+}
+
+// Details are the rarer parts of an effect.
+type Details struct {
+	// Blocked and Missing explain a stall.
 	Blocked []BlockedTask `json:"blocked,omitempty"`
 	Missing []string      `json:"missing,omitempty"`
-	// Detail is free text: a checkpoint message, validation details.
-	Detail string `json:"detail,omitempty"`
+	// Text is free text: a checkpoint message, validation details.
+	Text string `json:"text,omitempty"`
 	// Report is the status report of a "check".
 	Report *StatusReport `json:"report,omitempty"`
+}
+
+func (e Effect) details() Details {
+	if e.Details == nil {
+		return Details{}
+	}
+	return *e.Details
+}
+
+// LogType is the team log's message type of an EffectLog:
+// "task_unblocked" for a spawn, "error" for a worker failure, "stale" for
+// a fenced-off message, "task_<status>" for a task update.
+func (e Effect) LogType() string {
+	switch e.Note {
+	case NoteUnblocked:
+		return "task_unblocked"
+	case NoteWorkerFailed:
+		return "error"
+	case NoteStale:
+		return "stale"
+	case NoteTaskUpdated:
+		return "task_" + e.Status.String()
+	}
+	return e.Note.String()
 }
 
 // Key identifies the effect for idempotency: a spawn by task and
@@ -91,7 +166,7 @@ func (e Effect) Key() string {
 	if e.Kind == EffectSpawn {
 		return "spawn/" + e.Task + "/" + string(e.Assignment)
 	}
-	return string(e.Kind) + "/" + strconv.FormatInt(e.Seq, 10)
+	return e.Kind.String() + "/" + strconv.FormatInt(e.Seq, 10)
 }
 
 const tag = "[coordinator] "
@@ -113,13 +188,14 @@ func (e Effect) Text() string {
 	case NotePipelineComplete:
 		return fmt.Sprintf("%sPIPELINE_COMPLETE: all pipeline tasks completed (%d/%d)", tag, e.Count, e.Total)
 	case NoteStalled:
+		d := e.details()
 		var b strings.Builder
 		fmt.Fprintf(&b, "%sPipeline stalled: nothing ready, nothing running, not complete (%d/%d completed)", tag, e.Count, e.Total)
-		for _, bt := range e.Blocked {
+		for _, bt := range d.Blocked {
 			fmt.Fprintf(&b, "\n%s  %s", tag, bt)
 		}
-		if len(e.Missing) > 0 {
-			fmt.Fprintf(&b, "\n%s  missing tasks: %s", tag, strings.Join(e.Missing, ", "))
+		if len(d.Missing) > 0 {
+			fmt.Fprintf(&b, "\n%s  missing tasks: %s", tag, strings.Join(d.Missing, ", "))
 		}
 		fmt.Fprintf(&b, "\n%s'resume' retries failed tasks; otherwise a person must create the missing tasks or re-create the blocked ones.", tag)
 		return b.String()
@@ -138,7 +214,7 @@ func (e Effect) Text() string {
 	case NoteOrphanReset:
 		return fmt.Sprintf("%s%s was in progress with no active worker; reset to pending", tag, e.Task)
 	case NoteCheckpoint:
-		msg := e.Detail
+		msg := e.details().Text
 		if msg == "" {
 			msg = "SPEC PHASE COMPLETE"
 		}
@@ -154,11 +230,11 @@ func (e Effect) Text() string {
 	case NoteDuplicate:
 		return fmt.Sprintf("%s%s already processed (duplicate from [%s], assignment %s)", tag, e.Task, e.Role, e.Assignment)
 	case NoteStatus:
-		if e.Report != nil {
-			return e.Report.Text()
+		if r := e.details().Report; r != nil {
+			return r.Text()
 		}
 	case NoteViolations:
-		return fmt.Sprintf("%sValidation: %s", tag, e.Detail)
+		return fmt.Sprintf("%sValidation: %s", tag, e.details().Text)
 	case NoteTaskUpdated:
 		return fmt.Sprintf("%s%s is now %s", tag, e.Task, e.Status)
 	}

@@ -109,11 +109,26 @@ func ValidateSubject(subject string) error {
 // known, every blocker an existing task, no cycles. A Graph is immutable
 // to its users; the core copies it before changing a status.
 type Graph struct {
-	tasks []Task
+	// specs, index and blockers change only when tasks are added, so
+	// copies share them; a status change copies only state.
+	specs []TaskSpec
+	state []taskState
 	index map[string]int
-	// blockers[i] holds the indexes of tasks[i].BlockedBy; shared between
-	// copies because it changes only when tasks are added.
+	// blockers[i] holds the indexes of specs[i].BlockedBy.
 	blockers [][]int32
+}
+
+// taskState is the part of a task that transitions change.
+type taskState struct {
+	Status     Status
+	Attempts   int32
+	Assignment foreman.AssignmentID
+}
+
+func (g *Graph) task(i int) Task {
+	sp, st := g.specs[i], g.state[i]
+	return Task{Subject: sp.Subject, Role: sp.Role, Description: sp.Description, BlockedBy: sp.BlockedBy,
+		Status: st.Status, Assignment: st.Assignment, Attempts: int(st.Attempts)}
 }
 
 // NewGraph validates specs against roles (nil means DefaultRoles) and
@@ -129,7 +144,10 @@ func (g *Graph) Add(roles []string, specs ...TaskSpec) (*Graph, error) {
 	if roles == nil {
 		roles = DefaultRoles
 	}
-	tasks := slices.Clip(slices.Clone(g.tasks))
+	tasks := make([]Task, 0, g.Len()+len(specs))
+	for i := range g.specs {
+		tasks = append(tasks, g.task(i))
+	}
 	for _, sp := range specs {
 		t := Task{Subject: sp.Subject, Role: sp.Role, Description: sp.Description, Status: Pending}
 		for _, b := range sp.BlockedBy {
@@ -144,8 +162,16 @@ func (g *Graph) Add(roles []string, specs ...TaskSpec) (*Graph, error) {
 
 // buildGraph validates tasks (any statuses) and indexes them.
 func buildGraph(roles []string, tasks []Task) (*Graph, error) {
-	g := &Graph{tasks: tasks, index: make(map[string]int, len(tasks)), blockers: make([][]int32, len(tasks))}
+	g := &Graph{
+		specs: make([]TaskSpec, len(tasks)), state: make([]taskState, len(tasks)),
+		index: make(map[string]int, len(tasks)), blockers: make([][]int32, len(tasks)),
+	}
 	for i, t := range tasks {
+		g.specs[i] = TaskSpec{Subject: t.Subject, Role: t.Role, Description: t.Description, BlockedBy: t.BlockedBy}
+		g.state[i] = taskState{Status: t.Status, Attempts: int32(t.Attempts), Assignment: t.Assignment}
+		if int(t.Status) >= numStatuses {
+			return nil, fmt.Errorf("%w: task %s has status %d", ErrInvalidStatus, t.Subject, t.Status)
+		}
 		if err := ValidateSubject(t.Subject); err != nil {
 			return nil, err
 		}
@@ -182,10 +208,10 @@ func (g *Graph) findCycle() []string {
 		grey
 		black
 	)
-	color := make([]uint8, len(g.tasks))
-	parent := make([]int32, len(g.tasks))
+	color := make([]uint8, len(g.specs))
+	parent := make([]int32, len(g.specs))
 	type frame struct{ node, next int32 }
-	for root := range g.tasks {
+	for root := range g.specs {
 		if color[root] != white {
 			continue
 		}
@@ -211,7 +237,7 @@ func (g *Graph) findCycle() []string {
 				// from top.node to b.
 				var cycle []string
 				for n := top.node; ; n = parent[n] {
-					cycle = append(cycle, g.tasks[n].Subject)
+					cycle = append(cycle, g.specs[n].Subject)
 					if n == b {
 						break
 					}
@@ -225,12 +251,13 @@ func (g *Graph) findCycle() []string {
 }
 
 // Len is the number of tasks.
-func (g *Graph) Len() int { return len(g.tasks) }
+func (g *Graph) Len() int { return len(g.specs) }
 
 // Tasks returns a copy of the tasks in creation order.
 func (g *Graph) Tasks() []Task {
-	out := slices.Clone(g.tasks)
+	out := make([]Task, g.Len())
 	for i := range out {
+		out[i] = g.task(i)
 		out[i].BlockedBy = slices.Clone(out[i].BlockedBy)
 	}
 	return out
@@ -242,7 +269,7 @@ func (g *Graph) Task(subject string) (Task, bool) {
 	if !ok {
 		return Task{}, false
 	}
-	t := g.tasks[i]
+	t := g.task(i)
 	t.BlockedBy = slices.Clone(t.BlockedBy)
 	return t, true
 }
@@ -255,11 +282,11 @@ func (g *Graph) IsReady(subject string) bool {
 }
 
 func (g *Graph) ready(i int) bool {
-	if g.tasks[i].Status != Pending {
+	if g.state[i].Status != Pending {
 		return false
 	}
 	for _, b := range g.blockers[i] {
-		if g.tasks[b].Status != Completed {
+		if g.state[b].Status != Completed {
 			return false
 		}
 	}
@@ -269,9 +296,9 @@ func (g *Graph) ready(i int) bool {
 // Ready lists the ready tasks in creation order.
 func (g *Graph) Ready() []string {
 	var out []string
-	for i := range g.tasks {
+	for i := range g.specs {
 		if g.ready(i) {
-			out = append(out, g.tasks[i].Subject)
+			out = append(out, g.specs[i].Subject)
 		}
 	}
 	return out
@@ -280,8 +307,8 @@ func (g *Graph) Ready() []string {
 // Count returns how many tasks have status s.
 func (g *Graph) Count(s Status) int {
 	n := 0
-	for i := range g.tasks {
-		if g.tasks[i].Status == s {
+	for i := range g.state {
+		if g.state[i].Status == s {
 			n++
 		}
 	}
@@ -290,16 +317,16 @@ func (g *Graph) Count(s Status) int {
 
 // clone copies the task slice so a status can change without touching g.
 func (g *Graph) clone() *Graph {
-	return &Graph{tasks: slices.Clone(g.tasks), index: g.index, blockers: g.blockers}
+	return &Graph{specs: g.specs, state: slices.Clone(g.state), index: g.index, blockers: g.blockers}
 }
 
 // apply moves task i through ev using the transition table.
 func (g *Graph) apply(i int, ev Event) error {
-	to, err := NextStatus(g.tasks[i].Subject, g.tasks[i].Status, ev)
+	to, err := NextStatus(g.specs[i].Subject, g.state[i].Status, ev)
 	if err != nil {
 		return err
 	}
-	g.tasks[i].Status = to
+	g.state[i].Status = to
 	return nil
 }
 
@@ -332,14 +359,15 @@ func (b BlockedTask) String() string {
 // ready nor running, with the blockers that hold it back.
 func (g *Graph) Blocked() []BlockedTask {
 	var out []BlockedTask
-	for i, t := range g.tasks {
-		if t.Status == Completed || t.Status == Cancelled || t.Status == InProgress || g.ready(i) {
+	for i, sp := range g.specs {
+		st := g.state[i].Status
+		if st == Completed || st == Cancelled || st == InProgress || g.ready(i) {
 			continue
 		}
-		bt := BlockedTask{Task: t.Subject, Status: t.Status}
+		bt := BlockedTask{Task: sp.Subject, Status: st}
 		for _, b := range g.blockers[i] {
-			if s := g.tasks[b].Status; s != Completed {
-				bt.Blockers = append(bt.Blockers, BlockerStatus{Task: g.tasks[b].Subject, Status: s})
+			if s := g.state[b].Status; s != Completed {
+				bt.Blockers = append(bt.Blockers, BlockerStatus{Task: g.specs[b].Subject, Status: s})
 			}
 		}
 		out = append(out, bt)

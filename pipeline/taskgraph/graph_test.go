@@ -97,7 +97,7 @@ func withStatus(t *testing.T, specs []TaskSpec, st map[string]Status) *Graph {
 	g, err := NewGraph(nil, specs...)
 	require.NoError(t, err)
 	for subject, s := range st {
-		g.tasks[g.index[subject]].Status = s
+		g.state[g.index[subject]].Status = s
 	}
 	return g
 }

@@ -57,19 +57,24 @@ func (st *step) handleCallback(w WakeUp) (*Session, Result, error) {
 		return st.finish(true)
 	}
 	worker := s.ActiveWorkers[wi]
-	ti := s.Graph.index[worker.Task]
+	ti, ok := s.Graph.index[worker.Task]
+	if !ok {
+		st.workerFailure(wi) // a worker for no task: released, reported
+		st.res.Outcome = OutcomeIgnored
+		return st.finish(true)
+	}
 	if w.Outcome != OutcomeNone {
 		to, ev := Completed, EventComplete
 		if w.Outcome == OutcomeFailed {
 			to, ev = Failed, EventFail
 		}
-		if s.Graph.tasks[ti].Status != to {
+		if s.Graph.state[ti].Status != to {
 			if err := st.graph().apply(ti, ev); err != nil {
 				return nil, Result{}, err
 			}
 		}
 	}
-	switch s.Graph.tasks[ti].Status {
+	switch s.Graph.state[ti].Status {
 	case Completed:
 		st.complete(wi)
 		st.handleSpawnNext()
@@ -88,7 +93,7 @@ func (st *step) fenced(w WakeUp) (*Session, Result, error) {
 	s := st.s
 	e := Effect{Role: w.Role, Assignment: w.Assignment}
 	if ti := s.taskIndexByAssignment(w.Assignment); ti >= 0 {
-		t := s.Graph.tasks[ti]
+		t := s.Graph.task(ti)
 		e.Task = t.Subject
 		if t.Status == Completed && (w.Role == "" || w.Role == t.Role) && (w.Task == "" || w.Task == t.Subject) {
 			s.Counters.Duplicate++
@@ -100,7 +105,7 @@ func (st *step) fenced(w WakeUp) (*Session, Result, error) {
 	}
 	s.Counters.Stale++
 	st.res.Disposition, st.res.Outcome = Stale, OutcomeIgnored
-	e.Kind, e.Note, e.LogType = EffectLog, NoteStale, "stale"
+	e.Kind, e.Note = EffectLog, NoteStale
 	st.emit(e)
 	return st.finish(true)
 }
@@ -115,7 +120,7 @@ func (st *step) complete(wi int) {
 	if cp, ok := st.c.checkpointFor(w.Task, st.s.Mode); ok {
 		st.s.Status, st.s.Checkpoint = SessionPaused, w.Task
 		st.checkpointHit = true
-		st.report(Effect{Note: NoteCheckpoint, Task: w.Task, Detail: cp.Message})
+		st.report(Effect{Note: NoteCheckpoint, Task: w.Task, Details: &Details{Text: cp.Message}})
 	}
 }
 
@@ -124,8 +129,8 @@ func (st *step) complete(wi int) {
 func (st *step) processCompleted() int {
 	n := 0
 	for i := 0; i < len(st.s.ActiveWorkers); {
-		ti := st.s.Graph.index[st.s.ActiveWorkers[i].Task]
-		if st.s.Graph.tasks[ti].Status == Completed {
+		ti, ok := st.s.Graph.index[st.s.ActiveWorkers[i].Task]
+		if ok && st.s.Graph.state[ti].Status == Completed {
 			st.complete(i)
 			n++
 			continue
@@ -143,8 +148,12 @@ func (st *step) processCompleted() int {
 func (st *step) workerFailure(wi int) {
 	w := st.s.ActiveWorkers[wi]
 	st.removeWorker(wi)
-	ti := st.s.Graph.index[w.Task]
-	status := st.s.Graph.tasks[ti].Status
+	ti, ok := st.s.Graph.index[w.Task]
+	if !ok {
+		st.report(Effect{Note: NoteViolations, Task: w.Task, Details: &Details{Text: fmt.Sprintf("active worker %s (%s) names no task %s; released", w.Assignment, w.Role, w.Task)}})
+		return
+	}
+	status := st.s.Graph.state[ti].Status
 	if status == Cancelled {
 		st.report(Effect{Note: NoteCancelled, Task: w.Task, Role: w.Role, Assignment: w.Assignment})
 		return
@@ -154,20 +163,20 @@ func (st *step) workerFailure(wi int) {
 		// The table says whether this status may be reset; failed and in
 		// progress may.
 		if err := g.apply(ti, EventReset); err != nil {
-			st.report(Effect{Note: NoteViolations, Task: w.Task, Detail: err.Error()})
+			st.report(Effect{Note: NoteViolations, Task: w.Task, Details: &Details{Text: err.Error()}})
 			return
 		}
 	}
-	g.tasks[ti].Assignment = ""
+	g.state[ti].Assignment = ""
 	st.res.Reset = append(st.res.Reset, w.Task)
-	st.emit(Effect{Kind: EffectLog, LogType: "error", Note: NoteWorkerFailed, Task: w.Task, Role: w.Role, Assignment: w.Assignment, Status: status})
+	st.emit(Effect{Kind: EffectLog, Note: NoteWorkerFailed, Task: w.Task, Role: w.Role, Assignment: w.Assignment, Status: status})
 	st.report(Effect{Note: NoteWorkerFailed, Task: w.Task, Role: w.Role, Assignment: w.Assignment, Status: status})
 }
 
 // handleCheck is the seed's read-only status report.
 func (st *step) handleCheck() {
 	r := st.c.Status(st.s, st.at)
-	st.report(Effect{Note: NoteStatus, Report: &r})
+	st.report(Effect{Note: NoteStatus, Details: &Details{Report: &r}})
 	st.res.Outcome = OutcomeReported
 }
 
@@ -192,13 +201,13 @@ func (st *step) handleResume() {
 		st.report(Effect{Note: NoteResumed, Task: s.Checkpoint})
 		s.Status, s.Checkpoint = SessionActive, ""
 	}
-	for i := range s.Graph.tasks {
-		if s.Graph.tasks[i].Status == InProgress && s.workerIndexByTask(s.Graph.tasks[i].Subject) < 0 {
+	for i := range s.Graph.state {
+		if s.Graph.state[i].Status == InProgress && s.workerIndexByTask(s.Graph.specs[i].Subject) < 0 {
 			g := st.graph()
 			_ = g.apply(i, EventReset) // in progress → pending is in the table
-			g.tasks[i].Assignment = ""
-			st.res.Reset = append(st.res.Reset, g.tasks[i].Subject)
-			st.report(Effect{Note: NoteOrphanReset, Task: g.tasks[i].Subject})
+			g.state[i].Assignment = ""
+			st.res.Reset = append(st.res.Reset, g.specs[i].Subject)
+			st.report(Effect{Note: NoteOrphanReset, Task: g.specs[i].Subject})
 		}
 	}
 	if len(s.ActiveWorkers) == 0 {
@@ -208,7 +217,11 @@ func (st *step) handleResume() {
 	var done, running int
 	for i := 0; i < len(s.ActiveWorkers); {
 		w := s.ActiveWorkers[i]
-		switch s.Graph.tasks[s.Graph.index[w.Task]].Status {
+		status := Failed // a worker for no task is released like a failed one
+		if ti, ok := s.Graph.index[w.Task]; ok {
+			status = s.Graph.state[ti].Status
+		}
+		switch status {
 		case Completed:
 			st.complete(i)
 			done++
@@ -255,23 +268,22 @@ func (st *step) handleSpawnNext() bool {
 		return st.checkpointHit
 	}
 	g := s.Graph
-	var ready []int
-	inProgress := 0
-	for i := range g.tasks {
+	ready, inProgress := 0, 0
+	for i := range g.state {
 		switch {
-		case g.tasks[i].Status == InProgress:
+		case g.state[i].Status == InProgress:
 			inProgress++
 		case g.ready(i):
-			ready = append(ready, i)
+			ready++
 		}
 	}
 	completed, total := g.Count(Completed), g.Len()
-	if len(ready) == 0 {
+	if ready == 0 {
 		if inProgress > 0 {
 			var waiting []string
-			for i := range g.tasks {
-				if g.tasks[i].Status == InProgress {
-					waiting = append(waiting, g.tasks[i].Subject)
+			for i := range g.state {
+				if g.state[i].Status == InProgress {
+					waiting = append(waiting, g.specs[i].Subject)
 				}
 			}
 			st.report(Effect{Note: NoteWaiting, Tasks: waiting})
@@ -290,27 +302,30 @@ func (st *step) handleSpawnNext() bool {
 			return !wasComplete
 		}
 		st.res.Blocked, st.res.Missing = g.Blocked(), missing
-		st.report(Effect{Note: NoteStalled, Count: completed, Total: total, Blocked: st.res.Blocked, Missing: missing})
+		st.report(Effect{Note: NoteStalled, Count: completed, Total: total, Details: &Details{Blocked: st.res.Blocked, Missing: missing}})
 		st.res.Outcome = OutcomeStalled
 		return false
 	}
 	g = st.graph()
-	spawned := make([]string, 0, len(ready))
-	for _, i := range ready {
-		t := &g.tasks[i]
+	first := len(st.res.Spawned)
+	for i := range g.state {
+		if !g.ready(i) {
+			continue
+		}
 		if err := g.apply(i, EventStart); err != nil {
 			panic(err) // ready means pending, and pending → in_progress is in the table
 		}
+		sp, ts := &g.specs[i], &g.state[i]
 		s.Seq++
-		t.Assignment = assignmentFor(t.Subject, s.Seq)
-		t.Attempts++
-		s.ActiveWorkers = append(s.ActiveWorkers, ActiveWorker{Task: t.Subject, Role: t.Role, Assignment: t.Assignment, SpawnedAt: st.at})
-		st.emit(Effect{Kind: EffectLog, LogType: "task_unblocked", Note: NoteUnblocked, Task: t.Subject, Role: t.Role, Assignment: t.Assignment})
-		st.emit(Effect{Kind: EffectSpawn, Task: t.Subject, Role: t.Role, Assignment: t.Assignment, Description: t.Description})
-		st.report(Effect{Note: NoteSpawned, Task: t.Subject, Role: t.Role, Assignment: t.Assignment})
-		spawned = append(spawned, t.Subject)
+		ts.Assignment = assignmentFor(sp.Subject, s.Seq)
+		ts.Attempts++
+		st.addWorker(ActiveWorker{Task: sp.Subject, Role: sp.Role, Assignment: ts.Assignment, SpawnedAt: st.at})
+		st.emit(Effect{Kind: EffectLog, Note: NoteUnblocked, Task: sp.Subject, Role: sp.Role, Assignment: ts.Assignment})
+		st.emit(Effect{Kind: EffectSpawn, Task: sp.Subject, Role: sp.Role, Assignment: ts.Assignment})
+		st.report(Effect{Note: NoteSpawned, Task: sp.Subject, Role: sp.Role, Assignment: ts.Assignment})
+		st.res.Spawned = append(st.res.Spawned, sp.Subject)
 	}
-	st.res.Spawned = append(st.res.Spawned, spawned...)
+	spawned := st.res.Spawned[first:len(st.res.Spawned):len(st.res.Spawned)]
 	st.report(Effect{Note: NoteSpawnSummary, Tasks: spawned, Count: completed, Total: total})
 	st.res.Outcome = OutcomeSpawned
 	return true

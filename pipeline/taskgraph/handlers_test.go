@@ -31,7 +31,7 @@ func TestSpawnNextSpawnsEveryReadyTask(t *testing.T) {
 	assert.Equal(t, []string{"A"}, res.Completed)
 	assert.Equal(t, []string{"B", "C"}, res.Spawned)
 	assert.Equal(t, []string{"B", "C"}, spawns(res.Effects))
-	assert.Equal(t, []Note{NoteConfirmed, NoteUnblocked, "", NoteSpawned, NoteUnblocked, "", NoteSpawned, NoteSpawnSummary}, notes(res.Effects))
+	assert.Equal(t, []Note{NoteConfirmed, NoteUnblocked, NoteNone, NoteSpawned, NoteUnblocked, NoteNone, NoteSpawned, NoteSpawnSummary}, notes(res.Effects))
 	assert.Equal(t, InProgress, status(t, s2, "B"))
 	assert.Equal(t, InProgress, status(t, s2, "C"))
 	require.Len(t, s2.ActiveWorkers, 2)
@@ -122,9 +122,8 @@ func TestStallOnMissingTasks(t *testing.T) {
 	_, res := complete(t, c, s, "IMPL-001")
 	assert.Equal(t, OutcomeStalled, res.Outcome, "TEST-001 and REVIEW-001 were never created")
 	assert.Equal(t, []string{"TEST-001", "REVIEW-001"}, res.Missing)
-	assert.Contains(t, res.Effects[len(res.Effects)-2].Text(), "missing tasks: TEST-001, REVIEW-001")
-	require.NotEmpty(t, res.Violations)
-	assert.Equal(t, CheckCompleteness, res.Violations[0].Check)
+	assert.Contains(t, res.Effects[len(res.Effects)-1].Text(), "missing tasks: TEST-001, REVIEW-001")
+	assert.Equal(t, CheckCompleteness, c.Validate(s)[0].Check)
 }
 
 func TestCallbackPaths(t *testing.T) {
@@ -158,7 +157,7 @@ func TestCallbackPaths(t *testing.T) {
 		assert.Empty(t, tk.Assignment, "the old assignment is stale from now on")
 		assert.Empty(t, spawns(res.Effects), "retried on the next resume, as the seed says")
 		assert.Contains(t, res.Effects[len(res.Effects)-1].Text(), "reset to pending. Will retry on next 'resume'.")
-		assert.Equal(t, "error", res.Effects[0].LogType)
+		assert.Equal(t, "error", res.Effects[0].LogType())
 	})
 	t.Run("matched, task cancelled: worker released", func(t *testing.T) {
 		s, _, err := c.Update(base, TaskUpdate{Task: "B", To: Cancelled})
@@ -394,7 +393,7 @@ func TestCheckIsReadOnly(t *testing.T) {
 	assert.False(t, res.Changed)
 	assert.Equal(t, OutcomeReported, res.Outcome)
 	require.Len(t, res.Effects, 1)
-	assert.Equal(t, "1h30m", res.Effects[0].Report.ActiveWorkers[0].ElapsedText)
+	assert.Equal(t, "1h30m", res.Effects[0].Details.Report.ActiveWorkers[0].ElapsedText)
 	assert.Zero(t, res.Effects[0].Seq, "output only: not recorded")
 }
 

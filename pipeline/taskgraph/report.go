@@ -106,7 +106,7 @@ func (c *Core) Status(s *Session, at time.Time) StatusReport {
 		seen[subject] = true
 		tv := TaskView{Subject: subject, Status: notCreated}
 		if i, ok := g.index[subject]; ok {
-			tv.Role, tv.Status = g.tasks[i].Role, g.tasks[i].Status.String()
+			tv.Role, tv.Status = g.specs[i].Role, g.state[i].Status.String()
 		}
 		tv.Icon = icon(tv.Status)
 		order = append(order, tv)
@@ -114,8 +114,8 @@ func (c *Core) Status(s *Session, at time.Time) StatusReport {
 	for _, subject := range c.expectedFor(s.Mode) {
 		add(subject)
 	}
-	for i := range g.tasks {
-		add(g.tasks[i].Subject)
+	for i := range g.specs {
+		add(g.specs[i].Subject)
 	}
 	r.Total = len(order)
 	r.Completed = g.Count(Completed)
@@ -123,9 +123,9 @@ func (c *Core) Status(s *Session, at time.Time) StatusReport {
 		r.Percent = (200*r.Completed + r.Total) / (2 * r.Total) // rounded half up
 	}
 	r.Graph = layout(order)
-	for i := range g.tasks {
-		t := &g.tasks[i]
-		if t.Status != InProgress {
+	for i := range g.specs {
+		t := &g.specs[i]
+		if g.state[i].Status != InProgress {
 			continue
 		}
 		wv := WorkerView{Task: t.Subject, Role: t.Role, ElapsedText: "unknown"}

@@ -363,18 +363,21 @@ func (r *Runtime) markDone(ctx context.Context, s *Session, ver int64, key strin
 func (r *Runtime) execute(ctx context.Context, s *Session, e Effect) error {
 	switch e.Kind {
 	case EffectSpawn:
-		req := SpawnRequest{Session: s.ID, Team: s.Team, Task: e.Task, Role: e.Role, Description: e.Description, Assignment: e.Assignment}
+		req := SpawnRequest{Session: s.ID, Team: s.Team, Task: e.Task, Role: e.Role, Assignment: e.Assignment}
+		if t, ok := s.Graph.Task(e.Task); ok {
+			req.Description = t.Description
+		}
 		req.Prompt = r.cfg.Prompt(req)
 		r.log.Info("taskgraph: spawn", "session", s.ID, "task", e.Task, "role", e.Role, "assignment", e.Assignment)
 		return r.cfg.Spawner.Spawn(ctx, req)
 	case EffectLog:
 		level := slog.LevelInfo
-		if e.LogType == "error" || e.LogType == "stale" {
+		if e.Note == NoteWorkerFailed || e.Note == NoteStale {
 			level = slog.LevelWarn
 		}
-		r.log.Log(ctx, level, "taskgraph: "+string(e.Note), "session", s.ID, "type", e.LogType, "task", e.Task, "role", e.Role, "assignment", e.Assignment)
+		r.log.Log(ctx, level, "taskgraph: "+e.Note.String(), "session", s.ID, "type", e.LogType(), "task", e.Task, "role", e.Role, "assignment", e.Assignment)
 	default:
-		r.log.Debug("taskgraph: "+string(e.Note), "session", s.ID, "kind", e.Kind, "task", e.Task)
+		r.log.Debug("taskgraph: "+e.Note.String(), "session", s.ID, "kind", e.Kind, "task", e.Task)
 	}
 	if r.cfg.Reporter != nil {
 		return r.cfg.Reporter.Report(ctx, s.ID, e)
@@ -393,7 +396,7 @@ func isInputError(err error) bool {
 // ResumeEvery too, if set), until ctx ends (returning ctx.Err()) or
 // wakeups is closed (returning nil). A wake-up the core rejects is logged
 // and skipped; a system fault stops Run and is returned. onResult, if not
-// nil, sees every step's result.
+// nil, sees the result of every step that succeeded.
 func (r *Runtime) Run(ctx context.Context, id string, wakeups <-chan WakeUp, onResult func(Result)) error {
 	var tick <-chan time.Time
 	if r.cfg.ResumeEvery > 0 {
@@ -415,14 +418,15 @@ func (r *Runtime) Run(ctx context.Context, id string, wakeups <-chan WakeUp, onR
 			w = WakeUp{Handler: HandleResume, Text: "resume (periodic)", At: at}
 		}
 		res, err := r.Step(ctx, id, w)
-		if err != nil {
-			if !isInputError(err) {
-				return err
+		switch {
+		case err == nil:
+			if onResult != nil {
+				onResult(res)
 			}
+		case isInputError(err):
 			r.log.Warn("taskgraph: wake-up rejected", "session", id, "handler", w.Handler, "err", err)
-		}
-		if onResult != nil {
-			onResult(res)
+		default:
+			return err
 		}
 	}
 }

@@ -103,8 +103,11 @@ func (s *Session) MarshalJSON() ([]byte, error) {
 		w.ActiveWorkers = []ActiveWorker{}
 	}
 	if s.Graph != nil {
-		w.Tasks = s.Graph.tasks
-		w.TasksTotal = len(s.Graph.tasks)
+		w.Tasks = make([]Task, s.Graph.Len())
+		for i := range w.Tasks {
+			w.Tasks[i] = s.Graph.task(i)
+		}
+		w.TasksTotal = s.Graph.Len()
 		w.TasksCompleted = s.Graph.Count(Completed)
 	}
 	if w.Tasks == nil {
@@ -207,8 +210,8 @@ func (s *Session) workerIndexByTask(task string) int {
 }
 
 func (s *Session) taskIndexByAssignment(a foreman.AssignmentID) int {
-	for i := range s.Graph.tasks {
-		if s.Graph.tasks[i].Assignment == a {
+	for i := range s.Graph.state {
+		if s.Graph.state[i].Assignment == a {
 			return i
 		}
 	}

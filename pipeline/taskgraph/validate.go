@@ -55,6 +55,23 @@ func (c *Core) missing(s *Session) []string {
 // Validate runs the seed's validation table (Phase 4) over a session and
 // returns every violation; none means the session is consistent.
 func (c *Core) Validate(s *Session) []Violation {
+	out := c.validateState(s)
+	for i := range s.Graph.specs {
+		t := &s.Graph.specs[i]
+		if !containsString(c.roles, t.Role) {
+			out = append(out, Violation{Check: CheckRoles, Task: t.Subject, Detail: fmt.Sprintf("%s is owned by unknown role %q", t.Subject, t.Role)})
+		}
+	}
+	if m := c.missing(s); len(m) > 0 {
+		out = append(out, Violation{Check: CheckCompleteness, Detail: fmt.Sprintf("mode %s expects tasks that do not exist: %s", s.Mode, strings.Join(m, ", "))})
+	}
+	return out
+}
+
+// validateState runs the checks a step can break: consistency of
+// active_workers, orphans, completion. The graph's shape (which tasks
+// exist, their roles) does not change in a step; Validate checks it.
+func (c *Core) validateState(s *Session) []Violation {
 	var out []Violation
 	g := s.Graph
 	for i, w := range s.ActiveWorkers {
@@ -62,8 +79,8 @@ func (c *Core) Validate(s *Session) []Violation {
 		switch {
 		case !ok:
 			out = append(out, Violation{Check: CheckSessionConsistent, Task: w.Task, Detail: fmt.Sprintf("active worker %s (%s) names no task", w.Assignment, w.Role)})
-		case g.tasks[ti].Assignment != w.Assignment:
-			out = append(out, Violation{Check: CheckSessionConsistent, Task: w.Task, Detail: fmt.Sprintf("active worker holds assignment %s, the task's is %q", w.Assignment, g.tasks[ti].Assignment)})
+		case g.state[ti].Assignment != w.Assignment:
+			out = append(out, Violation{Check: CheckSessionConsistent, Task: w.Task, Detail: fmt.Sprintf("active worker holds assignment %s, the task's is %q", w.Assignment, g.state[ti].Assignment)})
 		}
 		for _, other := range s.ActiveWorkers[:i] {
 			if other.Task == w.Task {
@@ -71,17 +88,11 @@ func (c *Core) Validate(s *Session) []Violation {
 			}
 		}
 	}
-	for i := range g.tasks {
-		t := &g.tasks[i]
-		if t.Status == InProgress && s.workerIndexByTask(t.Subject) < 0 {
+	for i := range g.specs {
+		t := &g.specs[i]
+		if g.state[i].Status == InProgress && s.workerIndexByTask(t.Subject) < 0 {
 			out = append(out, Violation{Check: CheckNoOrphans, Task: t.Subject, Detail: t.Subject + " is in progress with no active worker ('resume' resets it)"})
 		}
-		if !containsString(c.roles, t.Role) {
-			out = append(out, Violation{Check: CheckRoles, Task: t.Subject, Detail: fmt.Sprintf("%s is owned by unknown role %q", t.Subject, t.Role)})
-		}
-	}
-	if m := c.missing(s); len(m) > 0 {
-		out = append(out, Violation{Check: CheckCompleteness, Detail: fmt.Sprintf("mode %s expects tasks that do not exist: %s", s.Mode, strings.Join(m, ", "))})
 	}
 	if s.Status == SessionCompleted {
 		if n := g.Count(Pending) + g.Count(InProgress) + g.Count(Failed); n > 0 {

@@ -34,7 +34,8 @@ func TestValidate(t *testing.T) {
 			s.Status = SessionCompleted
 		}, []Check{CheckCompletion}},
 		{"unknown role", func(s *Session) {
-			s.Graph.tasks[3].Role = "poet"
+			s.Graph.specs = append([]TaskSpec(nil), s.Graph.specs...)
+			s.Graph.specs[3].Role = "poet"
 		}, []Check{CheckRoles}},
 	}
 	for _, tc := range cases {
@@ -70,12 +71,32 @@ func TestValidate(t *testing.T) {
 
 func TestViolationsAreReported(t *testing.T) {
 	c := NewCore(CoreConfig{})
-	specs, _ := PipelineTasks(ModeImplOnly)
-	s, err := c.NewSession("s", ModeImplOnly, specs[:1], t0)
-	require.NoError(t, err)
-	_, res := handle(t, c, s, WakeUp{})
+	s := customSession(t, c, chain()...)
+	s, _ = handle(t, c, s, WakeUp{})
+	s = s.clone()
+	s.ActiveWorkers = append(s.ActiveWorkers, ActiveWorker{Task: "Z", Role: "tester", Assignment: "Z.1"})
+	_, res := handle(t, c, s, WakeUp{Handler: HandleCallback, Role: "analyst"})
 	require.NotEmpty(t, res.Violations)
 	last := res.Effects[len(res.Effects)-1]
 	assert.Equal(t, NoteViolations, last.Note)
-	assert.Contains(t, last.Text(), "pipeline_completeness: mode impl-only expects tasks that do not exist: IMPL-001, TEST-001, REVIEW-001")
+	assert.Contains(t, last.Text(), "session_consistent: active worker Z.1 (tester) names no task")
+}
+
+func TestWorkerForNoTaskIsReleased(t *testing.T) {
+	c := NewCore(CoreConfig{})
+	s := customSession(t, c, chain()...)
+	s, _ = handle(t, c, s, WakeUp{})
+	bad := s.clone()
+	bad.ActiveWorkers = append(bad.ActiveWorkers, ActiveWorker{Task: "Z", Role: "tester", Assignment: "Z.1"})
+
+	n, res := handle(t, c, bad, WakeUp{Handler: HandleCallback, Assignment: "Z.1"})
+	assert.Len(t, n.ActiveWorkers, 1)
+	assert.Equal(t, OutcomeIgnored, res.Outcome)
+	assert.Equal(t, InProgress, status(t, n, "A"), "A is untouched")
+	assert.Empty(t, res.Violations)
+
+	n, res = handle(t, c, bad, WakeUp{Handler: HandleResume})
+	assert.Len(t, n.ActiveWorkers, 1)
+	assert.Equal(t, OutcomeAllRunning, res.Outcome)
+	assert.Empty(t, c.Validate(n))
 }

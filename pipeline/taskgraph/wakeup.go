@@ -63,6 +63,12 @@ type WakeUp struct {
 	At time.Time
 }
 
+// WithTime returns w stamped with at.
+func (w WakeUp) WithTime(at time.Time) WakeUp {
+	w.At = at
+	return w
+}
+
 // TaskUpdate changes one task's status from outside the coordinator: a
 // worker marking its task completed or failed (the seed's TaskUpdate), or
 // a person cancelling a task.

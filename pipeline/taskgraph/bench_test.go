@@ -1,0 +1,79 @@
+package taskgraph
+
+import (
+	"testing"
+	"time"
+)
+
+// BenchmarkCoreTransitions measures the pure core in memory. One op is one
+// core transition (one Handle or Update call). Sub-benchmarks:
+//
+//   - table: one NextStatus lookup, the baseline the others are compared
+//     against in the same run;
+//   - check: the read-only report (builds the StatusReport, no text);
+//   - pipeline: a whole full-lifecycle-fe session (18 tasks) driven to
+//     PIPELINE_COMPLETE through spawn-next, a resume at the checkpoint
+//     and fenced completion callbacks that each spawn what became ready;
+//     the runtime's draining of pending effects is simulated by dropping
+//     them between steps.
+//
+// Each reports transitions/s and its ratio to the baseline.
+func BenchmarkCoreTransitions(b *testing.B) {
+	var tableNs float64
+	b.Run("table", func(b *testing.B) {
+		var s Status
+		for i := 0; b.Loop(); i++ {
+			s, _ = NextStatus("T", Status(i&1), EventCancel)
+		}
+		_ = s
+		tableNs = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		b.ReportMetric(1e9/tableNs, "transitions/s")
+	})
+	report := func(b *testing.B, transitions int) {
+		ns := float64(b.Elapsed().Nanoseconds()) / float64(transitions)
+		b.ReportMetric(1e9/ns, "transitions/s")
+		if tableNs > 0 {
+			b.ReportMetric(ns/tableNs, "x-table")
+		}
+	}
+
+	c := NewCore(CoreConfig{})
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	fresh, err := c.NewSession("bench", ModeFullLifecycleFE, nil, at)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	b.Run("check", func(b *testing.B) {
+		s, _, _ := c.Handle(fresh, WakeUp{At: at})
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = c.Status(s, at)
+		}
+		report(b, b.N)
+	})
+
+	b.Run("pipeline", func(b *testing.B) {
+		b.ReportAllocs()
+		transitions := 0
+		for b.Loop() {
+			s, res, err := c.Handle(fresh, WakeUp{At: at})
+			transitions++
+			for err == nil && s.Status != SessionCompleted {
+				s.Pending = nil // the runtime drains these
+				if s.Status == SessionPaused {
+					s, res, err = c.Handle(s, WakeUp{Handler: HandleResume, At: at})
+					transitions++
+					continue
+				}
+				w := s.ActiveWorkers[0]
+				s, res, err = c.Handle(s, WakeUp{Handler: HandleCallback, Role: w.Role, Assignment: w.Assignment, Outcome: OutcomeCompleted, At: at})
+				transitions++
+			}
+			if err != nil || res.Outcome != OutcomeComplete {
+				b.Fatalf("pipeline did not complete: %v %v", err, res.Outcome)
+			}
+		}
+		report(b, transitions)
+	})
+}
