@@ -53,8 +53,58 @@
 // (Effect.Key): the assignment id for a spawn, the item for a merge (the
 // merge commit's trailer), otherwise item, transition and position.
 //
+// # The runtime
+//
+// Runtime is the imperative shell. For each event (Start, Deliver of a
+// message.Envelope, or Handle of any Event) it loads the item's record from
+// a store.Store, re-reads the board when the report's rule has a check,
+// steps, and writes the new state together with its effects in one Apply
+// (with the record's version: optimistic concurrency). Only then does it
+// carry the effects out, one by one, writing the record again after each
+// with that effect removed; a merge's result is stepped in the same write.
+// An effect that fails stays pending and the error is returned; Recover (a
+// restart) or the item's next event re-issues it. Effects are idempotent:
+// a spawn is keyed by its assignment id, merge.Manager recognises its own
+// trailer, removing a missing worktree succeeds, a second ACK is harmless,
+// and FileReporter keys each section. TestCrashAtEveryEffectBoundary stops
+// the runtime before and after each of the 23 effects of a full story (a
+// quality-gate rework included) with a real merge.Manager and git
+// repository, restarts it from the store, and checks the end state and that
+// main carries exactly one squash commit with the item's trailer.
+//
+// Messages come in through EventOf, which maps pipeline/message's typed
+// messages to Events; an envelope whose body did not parse becomes
+// EventUnparseable (probe, then pause), and a canonical line the stage has
+// no rule for is treated the same way by Deliver. A record that does not
+// decode, or is from a newer format, is ErrCorruptRecord and is left as it is.
+// The runtime has no timers: the host reports idleness and probe timeouts
+// (EventIdle, EventProbeTimeout), for instance from health.Deadlines.
+//
 // # Services
 //
-// Board is the kanban board the checks re-read; FileBoard keeps it in one
-// JSON file written atomically.
+// The runtime acts through small interfaces: Spawner, Messenger, Worktrees
+// and Merger (Git adapts a merge.Manager, mapping its typed refusals to a
+// MergeOutcome: a conflict pauses naming the files, nothing to merge or a
+// dirty worktree pauses for a person, a lost push keeps the landed merge),
+// Board (FileBoard: one JSON file written atomically with
+// internal/atomicfile), Escalator, and Reporter (FileReporter: a section per
+// item appended to <root>/docs/tasks/reports/pipeline-{date}.md with stage
+// results, start times, durations, counters, diff stats and problems).
+// AgentSpawner is a simple process spawner and messenger: it runs each
+// assignment as one execution of a phases.AgentDriver (agentcmd runs any
+// agent CLI) in the item's worktree, delivers the last canonical line of the
+// agent's final message to the Runtime, reports an agent that ended without
+// one as idle (so the crash protocol probes it and resumes it, from its
+// checkpoint's session or with the CHECKPOINT RESUME block), cancels the
+// agent on a shutdown request and answers probes for it.
+// Package pipelinemock holds gomock mocks of the interfaces.
+//
+// # Limits of what is built
+//
+// No adapter spawns through worker.Dispatcher: the Dispatcher makes its own
+// assignment ids, and fencing needs the coordinator's. The runtime writes
+// the record once per transition and once per effect (23 writes for a plain
+// story: 6 transitions, 17 effects), which on the
+// durable SQLite store (synchronous=FULL) costs one fsync each; see
+// BenchmarkRuntimeStory and BenchmarkDurableTransitions.
 package pipeline

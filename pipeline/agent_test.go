@@ -1,0 +1,173 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/health"
+	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/pipeline/message"
+	"github.com/agentforeman/foreman/pipeline/store"
+)
+
+type agentFunc func(ctx context.Context, req phases.AgentRequest) (phases.AgentResult, error)
+
+func (f agentFunc) Execute(ctx context.Context, req phases.AgentRequest, _ phases.StreamCallback) (phases.AgentResult, error) {
+	return f(ctx, req)
+}
+
+type nopGit struct{}
+
+func (nopGit) CreateWorktree(context.Context, foreman.ItemID) error { return nil }
+func (nopGit) RemoveWorktree(context.Context, foreman.ItemID) error { return nil }
+func (nopGit) Merge(context.Context, MergeRequest) (MergeOutcome, error) {
+	return MergeOutcome{Commit: "c1"}, nil
+}
+
+type reportSignal chan State
+
+func (r reportSignal) AppendReport(_ context.Context, e ReportEntry) error {
+	r <- e.State
+	return nil
+}
+
+func TestAgentSpawnerRunsAStoryAndResumesACrash(t *testing.T) {
+	ctx := context.Background()
+	board := NewFileBoard(filepath.Join(t.TempDir(), "kanban.json"))
+	var mu sync.Mutex
+	var prompts []string
+	crashed := false
+	agent := agentFunc(func(ctx context.Context, req phases.AgentRequest) (phases.AgentResult, error) {
+		mu.Lock()
+		prompts = append(prompts, req.TaskPrompt)
+		first := !crashed
+		mu.Unlock()
+		var stage int
+		var it foreman.ItemID
+		_, err := fmt.Sscanf(req.TaskPrompt, "Execute Stage %d for %s", &stage, &it)
+		require.NoError(t, err)
+		it = foreman.ItemID(strings.TrimSuffix(string(it), "."))
+		switch stage {
+		case 0:
+			require.NoError(t, board.AddTasks(ctx, it, "T1"))
+		case 1:
+			require.NoError(t, board.SetStatus(ctx, it, BoardTodo))
+		case 2:
+			if first {
+				mu.Lock()
+				crashed = true
+				mu.Unlock()
+				return phases.AgentResult{ExitCode: 137, Signal: "killed"}, nil
+			}
+			require.NoError(t, board.SetStatus(ctx, it, BoardToReview))
+		}
+		return phases.AgentResult{Success: true, Result: "All done.\n" + reportLine(it, stage, Pass) + "\n"}, nil
+	})
+	done := make(reportSignal, 1)
+	inbox := &lateInbox{}
+	sp, err := NewAgentSpawner(AgentSpawnerConfig{Agent: agent, Inbox: inbox,
+		Workspace: func(foreman.ItemID) (string, error) { return t.TempDir(), nil }})
+	require.NoError(t, err)
+	rt, err := NewRuntime(RuntimeConfig{Store: store.NewMemory(store.MemoryOptions{}), Spawner: sp, Messenger: sp,
+		Worktrees: nopGit{}, Merger: nopGit{}, Board: board, Reporter: done})
+	require.NoError(t, err)
+	inbox.set(rt)
+
+	_, err = rt.Start(ctx, "PROJ-9", "")
+	require.NoError(t, err)
+	st := <-done
+	require.NoError(t, sp.Close())
+	require.NoError(t, sp.Close(), "twice")
+	assert.Equal(t, StatusDone, st.Status)
+	assert.Equal(t, 1, st.Crash.Crashes)
+	assert.Equal(t, 0, sp.Running())
+	require.Len(t, prompts, 5, "four stages and one resumed Stage 2")
+	assert.Equal(t, "Execute Stage 2 for PROJ-9.\nReadiness: 8.\n", prompts[2])
+	assert.Equal(t, prompts[2], prompts[3], "the resumed Stage 2 gets the same task")
+	assert.ErrorIs(t, sp.Spawn(ctx, SpawnRequest{Item: "PROJ-9", Assignment: "x"}), ErrSpawnerClosed)
+}
+
+// lateInbox lets the spawner be built before the runtime it reports to.
+type lateInbox struct {
+	mu sync.Mutex
+	rt *Runtime
+}
+
+func (l *lateInbox) set(rt *Runtime) { l.mu.Lock(); l.rt = rt; l.mu.Unlock() }
+func (l *lateInbox) get() *Runtime   { l.mu.Lock(); defer l.mu.Unlock(); return l.rt }
+func (l *lateInbox) Handle(ctx context.Context, item foreman.ItemID, ev Event) (State, error) {
+	return l.get().Handle(ctx, item, ev)
+}
+func (l *lateInbox) Deliver(ctx context.Context, item foreman.ItemID, env message.Envelope) (State, error) {
+	return l.get().Deliver(ctx, item, env)
+}
+
+func TestReportLineAndDefaultPrompt(t *testing.T) {
+	line, ok := reportLineOf("P-1", "thinking...\nStage 2 COMPLETE for P-1. All tasks Done. Story set to To Review.\nbye")
+	assert.True(t, ok)
+	assert.Equal(t, "Stage 2 COMPLETE for P-1. All tasks Done. Story set to To Review.", line)
+	_, ok = reportLineOf("P-1", "Stage 2 COMPLETE for P-2. All tasks Done. Story set to To Review.")
+	assert.False(t, ok, "another item's line")
+	assert.Equal(t, "Execute Stage 3 for P-1 (Login).\nReadiness: 7.\nPrevious round: no tests\n",
+		DefaultPrompt(SpawnRequest{Item: "P-1", Title: "Login", Stage: 3, Readiness: "7", Feedback: "no tests"}))
+}
+
+type recordingInbox struct{ events chan Event }
+
+func (r recordingInbox) Handle(_ context.Context, _ foreman.ItemID, ev Event) (State, error) {
+	r.events <- ev
+	return State{}, nil
+}
+func (r recordingInbox) Deliver(_ context.Context, _ foreman.ItemID, env message.Envelope) (State, error) {
+	ev, _ := EventOf(env)
+	r.events <- ev
+	return State{}, nil
+}
+
+func TestAgentSpawnerResumesFromTheCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	cps, err := health.NewCheckpointStore(health.CheckpointStoreConfig{Dir: t.TempDir(), WorktreeRoots: []string{t.TempDir()}})
+	require.NoError(t, err)
+	reqs := make(chan phases.AgentRequest, 4)
+	agent := agentFunc(func(ctx context.Context, req phases.AgentRequest) (phases.AgentResult, error) {
+		reqs <- req
+		return phases.AgentResult{Result: "no line here"}, nil
+	})
+	inbox := recordingInbox{events: make(chan Event, 4)}
+	sp, err := NewAgentSpawner(AgentSpawnerConfig{Agent: agent, Inbox: inbox, Checkpoints: cps,
+		Workspace: func(foreman.ItemID) (string, error) { return "/w", nil }})
+	require.NoError(t, err)
+	defer sp.Close()
+
+	// No checkpoint: a plain fresh worker.
+	require.NoError(t, sp.Spawn(ctx, SpawnRequest{Item: "P-1", Stage: 2, Worker: "w1", Assignment: "a1", Resume: true}))
+	assert.Equal(t, "Execute Stage 2 for P-1.\n", (<-reqs).TaskPrompt)
+	ev := <-inbox.events
+	assert.Equal(t, Event{Kind: EventIdle, Worker: "w1", Assignment: "a1"}, ev, "ended without a report: idle")
+
+	require.NoError(t, cps.Save(ctx, health.Checkpoint{Item: "P-1", Stage: 2, Assignment: "a1",
+		TasksCompleted: []string{"T1"}, TasksRemaining: []string{"T2"}}, health.SaveOptions{}))
+	require.NoError(t, sp.Spawn(ctx, SpawnRequest{Item: "P-1", Stage: 2, Worker: "w2", Assignment: "a2", Resume: true}))
+	assert.Contains(t, (<-reqs).TaskPrompt, "CHECKPOINT RESUME")
+	<-inbox.events
+
+	require.NoError(t, cps.Save(ctx, health.Checkpoint{Item: "P-1", Stage: 2, Assignment: "a2", AgentSession: "sess-1",
+		TasksCompleted: []string{}, TasksRemaining: []string{}}, health.SaveOptions{}))
+	require.NoError(t, sp.Spawn(ctx, SpawnRequest{Item: "P-1", Stage: 2, Worker: "w3", Assignment: "a3", Resume: true}))
+	require.NoError(t, sp.Spawn(ctx, SpawnRequest{Item: "P-1", Stage: 2, Worker: "w3", Assignment: "a3", Resume: true}), "idempotent")
+	assert.Equal(t, "sess-1", (<-reqs).SessionID)
+	<-inbox.events
+
+	// A probe of a finished agent is answered with idle.
+	require.NoError(t, sp.Send(ctx, Outgoing{Kind: EffectProbe, Item: "P-1", Worker: "w3", Assignment: "a3"}))
+	assert.Equal(t, EventIdle, (<-inbox.events).Kind)
+	assert.Empty(t, reqs, "a3 ran once")
+}
