@@ -58,6 +58,13 @@ const (
 	rsn  = phases.StreamReasoning
 )
 
+// TestParsersOnFixtures runs the parsers over the files in testdata. Those
+// fixtures are hand-written to match the documented formats, not recorded
+// from real runs (see testdata/README.md): Codex's from the ThreadEvent types
+// in openai/codex codex-rs/exec/src/exec_events.rs, Claude Code's from the
+// messages parsed by anthropics/claude-agent-sdk-python
+// src/claude_agent_sdk/_internal/message_parser.py. Passing here shows the
+// parsers agree with those sources, not with every agent version's output.
 func TestParsersOnFixtures(t *testing.T) {
 	tests := []struct {
 		name      string
