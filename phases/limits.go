@@ -18,7 +18,10 @@ const (
 // Config.Limits and then to these defaults.
 type Limits struct {
 	// MaxIterations is the number of build → verify iterations a run may
-	// take; default DefaultMaxIterations (3, as in AgentGate).
+	// take; default DefaultMaxIterations (3): the agent's first attempt and
+	// two more with the failed gates' feedback. That is usually enough for
+	// an agent to fix what the gates report, and it stops a task the agent
+	// cannot do before it spends much.
 	MaxIterations int `json:"max_iterations,omitempty"`
 	// MaxWallClock bounds the whole run, measured on the RunLoop's clock
 	// (Services.Clock) from the run's start. When it expires the run's

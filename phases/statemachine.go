@@ -77,11 +77,12 @@ const transitionCount = 29
 // array, no allocation) so that nobody can change it.
 //
 // Every non-terminal state accepts the three run-ending events
-// USER_CANCELED, SYSTEM_ERROR and LIMIT_EXCEEDED. Differences from
-// AgentGate: NO_CHANGES (an empty snapshot goes to feedback, not to
-// verification) and LIMIT_EXCEEDED (max iterations, wall clock, budget,
-// loop detected) are added, so FEEDBACK has a way to FAILED; AgentGate's
-// FEEDBACK could only go back to BUILDING.
+// USER_CANCELED, SYSTEM_ERROR and LIMIT_EXCEEDED. NO_CHANGES sends an
+// empty snapshot to feedback rather than to verification, and
+// LIMIT_EXCEEDED (max iterations, wall clock, budget, loop detected, no
+// changes) gives FEEDBACK a way to FAILED: without it, a run in FEEDBACK
+// could only go back to BUILDING, and nothing would stop a run that never
+// passes.
 func transitionTable() [transitionCount]Transition {
 	return [transitionCount]Transition{
 		{StateQueued, EventWorkspaceAcquired, StateLeased},
