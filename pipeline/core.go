@@ -182,7 +182,7 @@ func (f *Flow) begin(s State, now time.Time, copyStages bool) *transition {
 func (t *transition) add(e Effect) {
 	e.Item = t.s.Item
 	e.Step = t.s.Steps
-	e.Index = len(t.effs)
+	e.Index = int32(len(t.effs))
 	t.effs = append(t.effs, e)
 }
 

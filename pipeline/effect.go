@@ -73,19 +73,21 @@ func (k *EffectKind) UnmarshalText(b []byte) error {
 // restart. Effects are persisted with the state that produced them before
 // any of them runs.
 type Effect struct {
-	Kind  EffectKind     `json:"kind"`
+	Kind EffectKind `json:"kind"`
+	// Resume is set on a Spawn whose worker replaces a crashed one (resume
+	// its session or add the CHECKPOINT RESUME block).
+	Resume bool `json:"resume,omitempty"`
+	// Index is the effect's place among the effects of the transition
+	// (State.Steps) Step that produced it.
+	Index int32          `json:"index"`
+	Step  int64          `json:"step"`
 	Item  foreman.ItemID `json:"item"`
-	Step  int64          `json:"step"`  // the transition that produced it
-	Index int            `json:"index"` // its place among that transition's effects
+	Stage int            `json:"stage"`
 	// Worker is the recipient (Ack, Shutdown, Probe) or the new worker
 	// (Spawn); Assignment is the one it concerns.
 	Worker     foreman.WorkerID     `json:"worker,omitempty"`
 	Assignment foreman.AssignmentID `json:"assignment,omitempty"`
-	Stage      int                  `json:"stage"`
-	// Spawn only: Resume is set when the worker replaces a crashed one
-	// (resume its session or add the CHECKPOINT RESUME block); Readiness and
-	// Feedback are prompt inputs.
-	Resume    bool   `json:"resume,omitempty"`
+	// Readiness and Feedback are a Spawn's prompt inputs.
 	Readiness string `json:"readiness,omitempty"`
 	Feedback  string `json:"feedback,omitempty"`
 	// Title is the Merge's commit subject.
@@ -106,7 +108,7 @@ func (e Effect) Key() string {
 	case EffectMerge:
 		return "merge/" + string(e.Item)
 	}
-	return string(e.Item) + "/" + strconv.FormatInt(e.Step, 10) + "/" + strconv.Itoa(e.Index) + "/" + e.Kind.String()
+	return string(e.Item) + "/" + strconv.FormatInt(e.Step, 10) + "/" + strconv.Itoa(int(e.Index)) + "/" + e.Kind.String()
 }
 
 // AckText is the ACK line for a report of stage on item.
