@@ -334,6 +334,7 @@ func (t *transition) pause(reason PauseReason, msg, suggest string, removeWorktr
 		SuggestedAction: suggest, At: now}
 	s.Pause = esc
 	t.add(Effect{Kind: EffectEscalate, Stage: s.Stage, Escalation: esc})
+	esc.Key = t.effs[len(t.effs)-1].Key()
 	if removeWorktree {
 		t.add(Effect{Kind: EffectShutdown, Worker: s.Worker, Assignment: s.Assignment, Stage: s.Stage})
 	}

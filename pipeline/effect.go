@@ -155,6 +155,9 @@ const (
 // Escalation asks a person to act on a paused item: what happened, where,
 // the counters that led there and what to do (invariant 9).
 type Escalation struct {
+	// Key is the escalating effect's key: an escalation re-issued after a
+	// restart carries the same one, so a receiver can drop the repeat.
+	Key    string         `json:"key"`
 	Item   foreman.ItemID `json:"item"`
 	Stage  int            `json:"stage"`
 	Reason PauseReason    `json:"reason"`

@@ -60,6 +60,10 @@ type workers struct {
 	spawned map[foreman.AssignmentID]SpawnRequest
 	order   []foreman.AssignmentID
 	sent    []Outgoing
+	// conflict makes Stage 2 edit README.md and another change to it land
+	// on main when Stage 3 starts, so that the squash merge conflicts.
+	conflict bool
+	repo     string
 }
 
 func newWorkers(t testing.TB, mgr *merge.Manager, board *FileBoard) *workers {
@@ -87,6 +91,9 @@ func (w *workers) Spawn(ctx context.Context, r SpawnRequest) error {
 			return err
 		}
 		name := "feature-" + string(r.Assignment) + ".txt"
+		if w.conflict {
+			name = "README.md"
+		}
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(r.Worker+"\n"), 0o644); err != nil {
 			return err
 		}
@@ -94,6 +101,13 @@ func (w *workers) Spawn(ctx context.Context, r SpawnRequest) error {
 		git(w.t, dir, "commit", "-q", "-m", "work of "+string(r.Worker))
 		if err := w.board.SetStatus(ctx, r.Item, BoardToReview); err != nil {
 			return err
+		}
+	case 3:
+		if w.conflict {
+			if err := os.WriteFile(filepath.Join(w.repo, "README.md"), []byte("main moved on\n"), 0o644); err != nil {
+				return err
+			}
+			git(w.t, w.repo, "commit", "-qam", "another item landed")
 		}
 	}
 	w.spawned[r.Assignment] = r
@@ -189,16 +203,33 @@ func (x crashing) Escalate(ctx context.Context, e Escalation) error {
 	return x.c.do(func() error { return x.esc.Escalate(ctx, e) })
 }
 
+// escalations keeps what reached a person, once per key (a re-issued
+// escalation after a restart carries the same key).
 type escalations struct {
-	mu  sync.Mutex
-	all []Escalation
+	mu    sync.Mutex
+	byKey map[string]Escalation
+	calls int
 }
 
 func (e *escalations) Escalate(_ context.Context, x Escalation) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.all = append(e.all, x)
+	if e.byKey == nil {
+		e.byKey = map[string]Escalation{}
+	}
+	e.byKey[x.Key] = x
+	e.calls++
 	return nil
+}
+
+func (e *escalations) unique() []Escalation {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []Escalation
+	for _, x := range e.byKey {
+		out = append(out, x)
+	}
+	return out
 }
 
 // rig is a coordinator's world: a real repository and merge.Manager, a file
@@ -224,6 +255,7 @@ func newRig(t testing.TB) *rig {
 	r := &rig{repo: repo, mgr: mgr, board: board, store: store.NewMemory(store.MemoryOptions{}),
 		rep: &FileReporter{Root: aside, Diff: mgr}, esc: &escalations{}, clk: foreman.NewFakeClock(t0)}
 	r.w = newWorkers(t, mgr, board)
+	r.w.repo = repo
 	return r
 }
 

@@ -110,3 +110,41 @@ func TestCrashAtEveryEffectBoundary(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashAroundAMergeConflict stops the coordinator at each effect from
+// the passing quality gate on, in a story whose squash merge conflicts:
+// after the restart the item is PAUSED with one escalation naming the file,
+// the worktree is kept for the person, and nothing landed on main.
+func TestCrashAroundAMergeConflict(t *testing.T) {
+	base := newRig(t)
+	base.w.conflict = true
+	baseC := &crasher{}
+	rt, _ := base.story(t, item, baseC, false)
+	want, err := rt.Get(context.Background(), item)
+	require.NoError(t, err)
+	require.Equal(t, StatusPaused, want.Status)
+	require.Equal(t, ReasonMergeConflict, want.Pause.Reason)
+	effects := baseC.count()
+
+	// The last five effects: ACK, shutdown, merge, escalate, report.
+	for at := effects - 4; at <= effects; at++ {
+		for _, after := range []bool{false, true} {
+			t.Run(fmt.Sprintf("effect%02d/after=%v", at, after), func(t *testing.T) {
+				t.Parallel()
+				r := newRig(t)
+				r.w.conflict = true
+				rt, restarts := r.story(t, item, &crasher{at: at, after: after}, false)
+				assert.Equal(t, 1, restarts)
+				got, err := rt.Get(context.Background(), item)
+				require.NoError(t, err)
+				assert.Equal(t, want, got, "same end state")
+				assert.Zero(t, trailerCommits(t, r.repo, item))
+				esc := r.esc.unique()
+				require.Len(t, esc, 1)
+				assert.Equal(t, []string{"README.md"}, esc[0].Files)
+				_, err = os.Stat(must(r.mgr.Path(item)))
+				assert.NoError(t, err, "the worktree is kept")
+			})
+		}
+	}
+}
