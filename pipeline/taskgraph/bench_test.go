@@ -15,7 +15,10 @@ import (
 //     PIPELINE_COMPLETE through spawn-next, a resume at the checkpoint
 //     and fenced completion callbacks that each spawn what became ready;
 //     the runtime's draining of pending effects is simulated by dropping
-//     them between steps.
+//     them between steps; Handle leaves every input session untouched
+//     (copy on write);
+//   - pipeline-inplace: the same through Apply, which changes the session
+//     in place (for a loop that owns its session).
 //
 // Each reports transitions/s and its ratio to the baseline.
 func BenchmarkCoreTransitions(b *testing.B) {
@@ -51,6 +54,32 @@ func BenchmarkCoreTransitions(b *testing.B) {
 			_ = c.Status(s, at)
 		}
 		report(b, b.N)
+	})
+
+	b.Run("pipeline-inplace", func(b *testing.B) {
+		b.ReportAllocs()
+		transitions := 0
+		for b.Loop() {
+			s := fresh.clone() // a fresh session per pipeline, counted
+			s.Graph = s.Graph.clone()
+			res, err := c.Apply(s, WakeUp{At: at})
+			transitions++
+			for err == nil && s.Status != SessionCompleted {
+				s.Pending = s.Pending[:0] // the runtime drains these
+				if s.Status == SessionPaused {
+					res, err = c.Apply(s, WakeUp{Handler: HandleResume, At: at})
+					transitions++
+					continue
+				}
+				w := s.ActiveWorkers[0]
+				res, err = c.Apply(s, WakeUp{Handler: HandleCallback, Role: w.Role, Assignment: w.Assignment, Outcome: OutcomeCompleted, At: at})
+				transitions++
+			}
+			if err != nil || res.Outcome != OutcomeComplete {
+				b.Fatalf("pipeline did not complete: %v %v", err, res.Outcome)
+			}
+		}
+		report(b, transitions)
 	})
 
 	b.Run("pipeline", func(b *testing.B) {

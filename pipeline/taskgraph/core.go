@@ -183,19 +183,28 @@ type step struct {
 	res           Result
 	graphCopied   bool
 	workersCopied bool
+	// inPlace: st.s is the caller's session (Apply); seq0 is its
+	// EffectSeq before the step, restored when nothing changes.
+	inPlace bool
+	seq0    int64
 	// checkpointHit: this step paused the session, so spawnNext stays quiet.
 	checkpointHit bool
-	// start is where this step's effects begin in s.Pending.
-	start int
+	// This step's effects: the first len(buf) in buf (no allocation for
+	// a typical step), the rest in more.
+	n    int
+	buf  [6]Effect
+	more []Effect
 }
 
-func (c *Core) begin(s *Session, h Handler, at time.Time) *step {
-	st := &step{c: c, old: s, s: s.clone(), at: at, res: Result{Handler: h}}
-	// Effects are appended straight to the new session's Pending (a fresh
-	// array: the clone's is clipped), sized for a typical step.
-	st.start = len(s.Pending)
-	st.s.Pending = append(make([]Effect, 0, len(s.Pending)+8), s.Pending...)
-	return st
+// begin starts a step; st lives on the caller's stack.
+func (c *Core) begin(st *step, s *Session, h Handler, at time.Time) {
+	*st = step{c: c, old: s, s: s.clone(), at: at, res: Result{Handler: h}}
+}
+
+// beginInPlace starts a step that changes s itself.
+func (c *Core) beginInPlace(st *step, s *Session, h Handler, at time.Time) {
+	*st = step{c: c, old: s, s: s, at: at, res: Result{Handler: h},
+		inPlace: true, graphCopied: true, workersCopied: true, seq0: s.EffectSeq}
 }
 
 // graph returns the session's graph, copied on first use so the old
@@ -211,7 +220,12 @@ func (st *step) graph() *Graph {
 func (st *step) emit(e Effect) {
 	st.s.EffectSeq++
 	e.Seq = st.s.EffectSeq
-	st.s.Pending = append(st.s.Pending, e)
+	if st.n < len(st.buf) {
+		st.buf[st.n] = e
+		st.n++
+		return
+	}
+	st.more = append(st.more, e)
 }
 
 func (st *step) report(e Effect) {
@@ -225,14 +239,32 @@ func (st *step) finish(changed bool) (*Session, Result, error) {
 	if len(st.res.Violations) > 0 && st.res.Handler != HandleCheck {
 		st.report(Effect{Note: NoteViolations, Details: &Details{Text: violationsText(st.res.Violations)}})
 	}
-	st.res.Effects = st.s.Pending[st.start:len(st.s.Pending):len(st.s.Pending)]
 	if !changed {
 		// Read-only: nothing to persist; the effects are output only.
+		st.res.Effects = append(slices.Clone(st.buf[:st.n]), st.more...)
 		for i := range st.res.Effects {
 			st.res.Effects[i].Seq = 0
 		}
+		if st.inPlace {
+			st.s.EffectSeq = st.seq0
+		}
 		return st.old, st.res, nil
 	}
+	if st.inPlace {
+		n := len(st.s.Pending)
+		st.s.Pending = append(append(st.s.Pending, st.buf[:st.n]...), st.more...)
+		st.res.Effects = st.s.Pending[n:len(st.s.Pending):len(st.s.Pending)]
+		st.res.Changed = true
+		return st.s, st.res, nil
+	}
+	// One allocation holds the pending effects; the result's effects are
+	// its tail.
+	n := len(st.old.Pending)
+	pending := make([]Effect, n+st.n+len(st.more))
+	copy(pending, st.old.Pending)
+	copy(pending[copy(pending[n:], st.buf[:st.n])+n:], st.more)
+	st.s.Pending = pending
+	st.res.Effects = pending[n:len(pending):len(pending)]
 	st.res.Changed = true
 	return st.s, st.res, nil
 }
@@ -274,7 +306,27 @@ func (c *Core) Handle(s *Session, w WakeUp) (*Session, Result, error) {
 	if s == nil || s.Graph == nil {
 		return nil, Result{}, fmt.Errorf("%w: no session", ErrInvalidWakeUp)
 	}
-	st := c.begin(s, w.Handler, w.At)
+	var st step
+	c.begin(&st, s, w.Handler, w.At)
+	return st.dispatch(w)
+}
+
+// Apply is Handle for a caller that owns s and has no use for the state
+// before the step (a long-running loop keeping its session in memory): it
+// changes s in place instead of copying what changes, and appends the
+// effects to s.Pending (Result.Effects is the tail of it). On error s is
+// unchanged: every input is checked before the first change.
+func (c *Core) Apply(s *Session, w WakeUp) (Result, error) {
+	if s == nil || s.Graph == nil {
+		return Result{}, fmt.Errorf("%w: no session", ErrInvalidWakeUp)
+	}
+	var st step
+	c.beginInPlace(&st, s, w.Handler, w.At)
+	_, res, err := st.dispatch(w)
+	return res, err
+}
+
+func (st *step) dispatch(w WakeUp) (*Session, Result, error) {
 	switch w.Handler {
 	case HandleCallback:
 		return st.handleCallback(w)
@@ -303,7 +355,8 @@ func (c *Core) Update(s *Session, u TaskUpdate) (*Session, Result, error) {
 	if !ok {
 		return nil, Result{}, fmt.Errorf("%w: %q", ErrUnknownTask, u.Task)
 	}
-	st := c.begin(s, HandleUpdate, u.At)
+	var st step
+	c.begin(&st, s, HandleUpdate, u.At)
 	t := s.Graph.task(i)
 	var ev Event
 	switch u.To {

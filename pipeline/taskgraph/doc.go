@@ -25,7 +25,9 @@
 // Core is pure: Handle(session, wake-up) returns a new session and a
 // Result with the effects to carry out; it does no I/O, reads no clock
 // (time arrives in the WakeUp) and never modifies the session it is
-// given. Route picks the handler for a text with the seed's priorities
+// given (it copies only what a step changes). Apply is the same step for
+// a caller that owns its session and wants it changed in place, without
+// the copies. Route picks the handler for a text with the seed's priorities
 // (a "[role]" tag of a known role, then "check"/"status", then
 // "resume"/"continue"/"next", else spawn-next), through the
 // pipeline/message router; RouteEnvelope does the same for a message that

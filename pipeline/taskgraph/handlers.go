@@ -268,17 +268,24 @@ func (st *step) handleSpawnNext() bool {
 		return st.checkpointHit
 	}
 	g := s.Graph
-	ready, inProgress := 0, 0
+	// One pass: the ready tasks (on the stack for a typical graph), the
+	// counts.
+	var readyBuf [32]int32
+	ready := readyBuf[:0]
+	inProgress, completed, total := 0, 0, g.Len()
 	for i := range g.state {
-		switch {
-		case g.state[i].Status == InProgress:
+		switch g.state[i].Status {
+		case InProgress:
 			inProgress++
-		case g.ready(i):
-			ready++
+		case Completed:
+			completed++
+		case Pending:
+			if g.ready(i) {
+				ready = append(ready, int32(i))
+			}
 		}
 	}
-	completed, total := g.Count(Completed), g.Len()
-	if ready == 0 {
+	if len(ready) == 0 {
 		if inProgress > 0 {
 			var waiting []string
 			for i := range g.state {
@@ -308,10 +315,8 @@ func (st *step) handleSpawnNext() bool {
 	}
 	g = st.graph()
 	first := len(st.res.Spawned)
-	for i := range g.state {
-		if !g.ready(i) {
-			continue
-		}
+	for _, i32 := range ready {
+		i := int(i32)
 		if err := g.apply(i, EventStart); err != nil {
 			panic(err) // ready means pending, and pending → in_progress is in the table
 		}
