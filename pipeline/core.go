@@ -164,6 +164,7 @@ type transition struct {
 	f    *Flow
 	s    State
 	effs []Effect
+	txt  texts
 }
 
 func (f *Flow) begin(s State, now time.Time, copyStages bool) *transition {
@@ -197,8 +198,8 @@ func (t *transition) assign(stage int, workerTpl string, resume bool, now time.T
 	s.Assignments++
 	s.Stage = stage
 	s.Status = StatusActive
-	s.Worker = foreman.WorkerID(safeID(expand(workerTpl, vars{s: s, stage: stage, n: s.Stages[stage].Failures})))
-	s.Assignment = foreman.AssignmentID(safeID(string(s.Item) + "-a" + strconv.Itoa(s.Assignments)))
+	s.Worker = foreman.WorkerID(safeID(t.txt.expand(workerTpl, vars{s: s, stage: stage, n: s.Stages[stage].Failures})))
+	s.Assignment = foreman.AssignmentID(safeID(t.txt.concat(string(s.Item), "-a", strconv.Itoa(s.Assignments))))
 	s.Crash = health.State{Phase: health.Working, Crashes: s.Crash.Crashes, Since: now}
 	s.Unparsed = 0
 	t.add(Effect{Kind: EffectSpawn, Worker: s.Worker, Assignment: s.Assignment, Stage: stage,
@@ -275,7 +276,7 @@ func (f *Flow) report(s State, ev *Event, now time.Time) (State, []Effect, error
 	}
 	switch r.Action {
 	case Advance:
-		rec.Result = expand(r.Result, v)
+		rec.Result = t.txt.expand(r.Result, v)
 		if r.KeepScore {
 			t.s.Readiness = ev.Score
 		}
@@ -291,11 +292,11 @@ func (f *Flow) report(s State, ev *Event, now time.Time) (State, []Effect, error
 			within = rec.Failures < r.Limit
 		}
 		if !within {
-			rec.Result = expand(r.Exhausted, v)
+			rec.Result = t.txt.expand(r.Exhausted, v)
 			t.pause(ReasonRetriesExhausted, expand(r.Escalate, v), r.Suggest, true, r.Limit, now)
 			return t.done()
 		}
-		rec.Result = expand(r.Result, v)
+		rec.Result = t.txt.expand(r.Result, v)
 		if r.Feedback {
 			t.s.Feedback = ev.Detail
 		}
@@ -306,13 +307,13 @@ func (f *Flow) report(s State, ev *Event, now time.Time) (State, []Effect, error
 		}
 		t.add(Effect{Kind: EffectShutdown, Worker: s.Worker, Assignment: s.Assignment, Stage: stage})
 		// The worker name counts this stage's failures ("-fix{n}").
-		name := expand(r.Worker, v)
+		name := t.txt.expand(r.Worker, v)
 		t.assign(target, name, false, now)
 	case Pause:
-		rec.Result = expand(r.Result, v)
+		rec.Result = t.txt.expand(r.Result, v)
 		t.pause(ReasonStageError, expand(r.Escalate, v), r.Suggest, true, 0, now)
 	case MergeDone:
-		rec.Result = expand(r.Result, v)
+		rec.Result = t.txt.expand(r.Result, v)
 		t.s.Status = StatusMerging
 		t.add(Effect{Kind: EffectShutdown, Worker: s.Worker, Assignment: s.Assignment, Stage: stage})
 		t.add(Effect{Kind: EffectMerge, Stage: stage, Title: s.Title})

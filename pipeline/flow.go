@@ -296,12 +296,48 @@ func times(n int) string {
 
 // expand fills a template. It allocates only for templates with fields.
 func expand(tpl string, v vars) string {
-	i := strings.IndexByte(tpl, '{')
-	if i < 0 {
+	if strings.IndexByte(tpl, '{') < 0 {
 		return tpl
 	}
 	var b strings.Builder
 	b.Grow(len(tpl) + 32)
+	expandInto(&b, tpl, v)
+	return b.String()
+}
+
+// texts hands out the strings of one transition from one growing buffer,
+// so that the result line, worker name and assignment id of a transition
+// cost one allocation rather than one each. A strings.Builder never
+// rewrites bytes it has written, so earlier strings stay valid as it grows.
+type texts struct{ b strings.Builder }
+
+func (x *texts) expand(tpl string, v vars) string {
+	if strings.IndexByte(tpl, '{') < 0 {
+		return tpl
+	}
+	x.grow()
+	start := x.b.Len()
+	expandInto(&x.b, tpl, v)
+	return x.b.String()[start:]
+}
+
+func (x *texts) concat(parts ...string) string {
+	x.grow()
+	start := x.b.Len()
+	for _, p := range parts {
+		x.b.WriteString(p)
+	}
+	return x.b.String()[start:]
+}
+
+func (x *texts) grow() {
+	if x.b.Cap() == 0 {
+		x.b.Grow(160)
+	}
+}
+
+func expandInto(b *strings.Builder, tpl string, v vars) {
+	i := strings.IndexByte(tpl, '{')
 	for i >= 0 {
 		b.WriteString(tpl[:i])
 		tpl = tpl[i:]
@@ -318,7 +354,6 @@ func expand(tpl string, v vars) string {
 		i = strings.IndexByte(tpl, '{')
 	}
 	b.WriteString(tpl)
-	return b.String()
 }
 
 func (v vars) field(name string) (string, bool) {
