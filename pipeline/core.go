@@ -145,6 +145,9 @@ func (f *Flow) Step(s State, ev Event, now time.Time) (State, []Effect, error) {
 	case onReport:
 		return f.report(s, &ev, now)
 	case onStatusReply:
+		if ev.Stage != s.Stage {
+			return s, nil, nil // an answer about another stage clears nothing
+		}
 		return f.statusReply(s, now)
 	case onIdle:
 		return f.crashStep(s, health.EventIdle, now)

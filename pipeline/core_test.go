@@ -382,14 +382,16 @@ func TestCrashHandler(t *testing.T) {
 	s := atStage(t, f, 2)
 	old := s
 
-	// Step 1 and 2: suspicious, probe.
+	// Steps 1 and 2: suspicious, probe.
 	s, effs := mustStep(t, f, s, from(s, Event{Kind: EventIdle}), t0.Add(time.Hour))
 	assert.Equal(t, []EffectKind{EffectProbe}, kinds(effs))
 	assert.Equal(t, health.ProbeText(item, 2), effs[0].Text())
 	assert.Equal(t, health.Probing, s.Crash.Phase)
 
-	// A parseable reply clears it.
-	cleared, effs := mustStep(t, f, s, from(s, Event{Kind: EventStatusReply}), t0.Add(time.Hour))
+	// A reply about another stage clears nothing; a parseable one clears it.
+	same, _ := mustStep(t, f, s, from(s, Event{Kind: EventStatusReply, Stage: 1}), t0.Add(time.Hour))
+	assert.Equal(t, s, same)
+	cleared, effs := mustStep(t, f, s, from(s, Event{Kind: EventStatusReply, Stage: 2}), t0.Add(time.Hour))
 	assert.Empty(t, effs)
 	assert.Equal(t, health.Working, cleared.Crash.Phase)
 
@@ -440,7 +442,7 @@ func TestUnparseableProbesThenPauses(t *testing.T) {
 	assert.Equal(t, StatusActive, s.Status)
 
 	// A parseable status in between starts the count again.
-	c, _ := mustStep(t, f, s, from(s, Event{Kind: EventStatusReply}), t0)
+	c, _ := mustStep(t, f, s, from(s, Event{Kind: EventStatusReply, Stage: 2}), t0)
 	assert.Equal(t, 0, c.Unparsed)
 
 	s, effs = mustStep(t, f, s, from(s, Event{Kind: EventUnparseable, Detail: "gibberish"}), t0)

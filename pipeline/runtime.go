@@ -132,6 +132,13 @@ func (r *Runtime) Start(ctx context.Context, item foreman.ItemID, title string) 
 	return r.Handle(ctx, item, Event{Kind: EventStart, Title: title})
 }
 
+// Resolve restarts a PAUSED item at stage with a fresh worker, once a
+// person has dealt with the escalation; note is passed to the worker as
+// feedback. The budgets of stage and the stages after it start again.
+func (r *Runtime) Resolve(ctx context.Context, item foreman.ItemID, stage int, note string) (State, error) {
+	return r.Handle(ctx, item, Event{Kind: EventResolve, Stage: stage, Detail: note})
+}
+
 // Deliver hands the runtime a message received from item's worker (see
 // message.Open: an envelope whose body did not parse is still delivered,
 // and leads to a probe, then a pause). A message about another item is

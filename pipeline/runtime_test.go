@@ -156,6 +156,17 @@ func TestRuntimeUnparseableProbesThenPauses(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, pipeline.StatusPaused, got.Status)
 	assert.Equal(t, pipeline.ReasonUnparseable, got.Pause.Reason)
+
+	// A person resolves it: a fresh worker at the stage, told the note.
+	m.wt.EXPECT().CreateWorktree(gomock.Any(), id).Return(nil)
+	m.spawn.EXPECT().Spawn(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, r pipeline.SpawnRequest) error {
+		assert.Equal(t, "answer in the canonical format", r.Feedback)
+		assert.Equal(t, foreman.AssignmentID("PROJ-7-a2"), r.Assignment)
+		return nil
+	})
+	got, err = rt.Resolve(context.Background(), id, 0, "answer in the canonical format")
+	require.NoError(t, err)
+	assert.Equal(t, pipeline.StatusActive, got.Status)
 }
 
 func TestRuntimeMergeConflictPausesNamingFiles(t *testing.T) {
