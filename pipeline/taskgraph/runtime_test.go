@@ -269,3 +269,31 @@ func TestSessionJSONRoundTrip(t *testing.T) {
 		assert.Contains(t, string(data), key)
 	}
 }
+
+// A session changed by another process while effects are being recorded
+// as done: the runtime reloads and records them on the new version.
+func TestMarkDoneSurvivesConcurrentChange(t *testing.T) {
+	ctx := context.Background()
+	mem := newMemory()
+	sp := &recordingSpawner{}
+	other := newRuntime(t, mem, sp, nil, nil)
+	_, err := other.Create(ctx, "s1", "", ModeImplOnly, nil)
+	require.NoError(t, err)
+	var once atomic.Bool
+	fs := &failingStore{Store: mem, fail: func(n int64, _ []store.Op) error {
+		// Apply #2 is the first "effect done": before it, another process
+		// cancels REVIEW-001.
+		if n == 2 && once.CompareAndSwap(false, true) {
+			_, err := other.Update(ctx, "s1", TaskUpdate{Task: "REVIEW-001", To: Cancelled})
+			require.NoError(t, err)
+		}
+		return nil
+	}}
+	res, err := newRuntime(t, fs, sp, nil, nil).Step(ctx, "s1", WakeUp{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"PLAN-001"}, res.Spawned)
+	s := stored(t, mem, "s1")
+	assert.Empty(t, s.Pending, "every effect recorded done despite the conflict")
+	assert.Equal(t, Cancelled, status(t, s, "REVIEW-001"), "and the other process's change is kept")
+	assert.Equal(t, 1, sp.distinct())
+}
