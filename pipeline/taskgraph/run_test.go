@@ -52,6 +52,23 @@ func TestRunLongRunningWithFakeClock(t *testing.T) {
 	assert.Equal(t, []string{"PLAN-001"}, r.Spawned)
 	assert.Equal(t, "PLAN-001.2", string(sp.calls[1].Assignment))
 
+	// The planner finishes; the rest of the pipeline completes.
+	for len(sp.calls) > 0 {
+		s, _, err := rt.Load(ctx, "s1")
+		require.NoError(t, err)
+		if len(s.ActiveWorkers) == 0 {
+			break
+		}
+		aw := s.ActiveWorkers[0]
+		wake <- WakeUp{Handler: HandleCallback, Role: aw.Role, Assignment: aw.Assignment, Outcome: OutcomeCompleted}
+		r = <-results
+	}
+	require.Equal(t, OutcomeComplete, r.Outcome)
+	clk.Advance(time.Hour) // no periodic resume once complete
+	wake <- WakeUp{Handler: HandleCheck}
+	r = <-results
+	assert.Equal(t, HandleCheck, r.Handler, "the check is the next result: no resume ran in between")
+
 	close(wake)
 	require.NoError(t, <-done)
 

@@ -393,16 +393,18 @@ func isInputError(err error) bool {
 
 // Run is the long-running mode: it handles every wake-up from wakeups,
 // one step each, over the same core and store as Step (a resume every
-// ResumeEvery too, if set), until ctx ends (returning ctx.Err()) or
+// ResumeEvery too, if set, except after a step found the pipeline
+// complete), until ctx ends (returning ctx.Err()) or
 // wakeups is closed (returning nil). A wake-up the core rejects is logged
 // and skipped; a system fault stops Run and is returned. onResult, if not
 // nil, sees the result of every step that succeeded.
 func (r *Runtime) Run(ctx context.Context, id string, wakeups <-chan WakeUp, onResult func(Result)) error {
+	var ticker foreman.Ticker
 	var tick <-chan time.Time
 	if r.cfg.ResumeEvery > 0 {
-		t := r.clock.NewTicker(r.cfg.ResumeEvery)
-		defer t.Stop()
-		tick = t.C()
+		ticker = r.clock.NewTicker(r.cfg.ResumeEvery)
+		defer ticker.Stop()
+		tick = ticker.C()
 	}
 	for {
 		var w WakeUp
@@ -420,6 +422,15 @@ func (r *Runtime) Run(ctx context.Context, id string, wakeups <-chan WakeUp, onR
 		res, err := r.Step(ctx, id, w)
 		switch {
 		case err == nil:
+			// A completed pipeline needs no periodic resume until a step
+			// (other than a check) finds it otherwise.
+			switch {
+			case ticker == nil || res.Outcome == OutcomeReported:
+			case res.Outcome == OutcomeComplete:
+				tick = nil
+			default:
+				tick = ticker.C()
+			}
 			if onResult != nil {
 				onResult(res)
 			}
