@@ -11,12 +11,14 @@ import (
 	"github.com/agentforeman/foreman/phases"
 )
 
-// Defaults of Config. Timeouts come from health (seed 004); the review and
-// crash limits from the seeds (invariant 7).
+// Defaults of Config. Timeouts, the crash budget and the stuck quality-gate
+// rule come from package health; every limit is configuration with a
+// documented default (see docs/architecture.md).
 const (
 	DefaultMaxWorkers          = 4
 	DefaultMaxReviewRejections = 2
 	DefaultCrashBudget         = health.DefaultCrashBudget
+	DefaultProbeTimeout        = health.DefaultProbeTimeout
 	DefaultStallBudget         = 1
 	DefaultShutdownTimeout     = 30 * time.Second
 	DefaultKillTimeout         = 15 * time.Second
@@ -35,26 +37,33 @@ type Config struct {
 
 	// HeartbeatInterval is how often the Runtime heartbeats (default 10 s).
 	HeartbeatInterval time.Duration
-	// LivenessTimeout: no heartbeat for this long means the worker is dead
-	// (default 45 s). ProgressTimeout: no meaningful event for this long,
+	// LivenessTimeout: no message for this long makes the worker suspicious
+	// and it is probed (default 45 s). ProgressTimeout: no meaningful event for this long,
 	// heartbeats or not, means it is stuck (default 15 min). AttemptTimeout
 	// bounds one assignment (default none). Negative disables each.
 	LivenessTimeout time.Duration
 	ProgressTimeout time.Duration
 	AttemptTimeout  time.Duration
+	// ProbeTimeout is how long a suspicious worker has to answer its probe
+	// before the crash is confirmed (default 2 min, health's default).
+	ProbeTimeout time.Duration
 
 	// MaxReviewRejections: rejections retried before REVIEW_LIMIT (default
 	// 2; the third rejection escalates). Negative means 0.
 	MaxReviewRejections int
-	// CrashBudget: crashes (agent failures, dead workers) of one item that
-	// are retried before CRASH_LIMIT (default 1). Negative means 0.
+	// CrashBudget: crashes (agent failures, workers that went silent and
+	// did not answer their probe) of one item that are retried before
+	// CRASH_LIMIT (default 1). Negative means 0.
 	CrashBudget int
 	// StallBudget: STUCK_WORKER kills of one item after which it is still
 	// requeued (default 1); beyond it the item is parked. Negative means 0.
 	StallBudget int
-	// StuckQGIdentical: identical failing quality-gate outputs in a row
-	// that mean STUCK_QG (default 3).
+	// StuckQGIdentical and StuckQGWindow: an item is STUCK_QG when
+	// StuckQGIdentical of its last StuckQGWindow failing quality-gate
+	// outputs are identical (defaults 3 and 10, health.StuckQG's rule; 3 in
+	// a row always counts).
 	StuckQGIdentical int
+	StuckQGWindow    int
 
 	// ItemBudget and TotalBudget bound tokens and cost per item and for the
 	// whole dispatcher; zero fields are unlimited. See the package doc for
@@ -89,6 +98,14 @@ type Config struct {
 	Commits      CommitReader
 	AgentTimeout time.Duration
 
+	// ItemChecker, when set, is asked whether an item is still open after
+	// its worker's crash was confirmed and before the item is requeued: an
+	// item closed meanwhile (for example on the host's board) is dropped,
+	// not reassigned. Nil means the Dispatcher's own record decides (an
+	// item it holds is open). It is called without the Dispatcher's lock,
+	// by the goroutine carrying out effects, so it should be quick.
+	ItemChecker health.ItemChecker
+
 	// Escalator receives escalations; nil means they reach only OnEvent.
 	Escalator Escalator
 	// OnEvent receives every lifecycle change (see SlogEvents).
@@ -112,12 +129,19 @@ func (c Config) withDefaults() Config {
 	if c.ProgressTimeout == 0 {
 		c.ProgressTimeout = health.DefaultProgressTimeout
 	}
+	if c.ProbeTimeout <= 0 {
+		c.ProbeTimeout = DefaultProbeTimeout
+	}
 	c.MaxReviewRejections = limit(c.MaxReviewRejections, DefaultMaxReviewRejections)
 	c.CrashBudget = limit(c.CrashBudget, DefaultCrashBudget)
 	c.StallBudget = limit(c.StallBudget, DefaultStallBudget)
 	if c.StuckQGIdentical <= 0 {
 		c.StuckQGIdentical = health.DefaultStuckIdentical
 	}
+	if c.StuckQGWindow <= 0 {
+		c.StuckQGWindow = health.DefaultStuckWindow
+	}
+	c.StuckQGWindow = max(c.StuckQGWindow, c.StuckQGIdentical)
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}

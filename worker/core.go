@@ -27,23 +27,28 @@ type coreConfig struct {
 	workerPrefix        string
 	rememberFinished    int
 	hooked              bool
+	checksItems         bool // Config.ItemChecker is set
 }
 
 type effectKind uint8
 
 const (
-	effTrack     effectKind = iota + 1 // start the assignment's deadlines
-	effUntrack                         // stop them
-	effHeartbeat                       // move liveness
-	effProgress                        // move progress (and liveness)
-	effSend                            // send cmd through the transport
-	effEscalate                        // hand esc to the Escalator
-	effEvent                           // report ev through the hook
+	effTrack       effectKind = iota + 1 // start the assignment's deadlines
+	effUntrack                           // stop them
+	effHeartbeat                         // move liveness
+	effProgress                          // move progress (and liveness)
+	effSend                              // send cmd through the transport
+	effEscalate                          // hand esc to the Escalator
+	effEvent                             // report ev through the hook
+	effArmProbe                          // start the probe timeout of assignment
+	effCancelProbe                       // stop it
+	effCheckItem                         // ask Config.ItemChecker whether item is open
 )
 
 type effect struct {
 	kind       effectKind
 	assignment foreman.AssignmentID
+	item       foreman.ItemID
 	cmd        Command
 	esc        *Escalation
 	ev         Event
@@ -63,6 +68,9 @@ type workerSlot struct {
 	lastOutput time.Time
 	progressAt time.Time
 	inIdle     bool
+	// hp is the assignment's place in health's crash-detection protocol
+	// (Working, Suspicious, Probing).
+	hp health.State
 }
 
 type itemRec struct {
@@ -78,6 +86,10 @@ type itemRec struct {
 	usage      Usage
 	overBudget bool
 	worker     *workerSlot
+	// While Recovering: the protocol state after the confirmed crash, and
+	// the crashed assignment, which the item check's answer must name.
+	recovery health.State
+	checking foreman.AssignmentID
 }
 
 // finishedRing remembers how recent assignments ended: which worker held
@@ -296,6 +308,7 @@ func (c *core) start(w *workerSlot, r *itemRec, now time.Time) {
 	w.lastCommit = ""
 	w.sawRunning = false
 	w.lastSeen, w.progressAt, w.lastOutput = now, now, time.Time{}
+	w.hp = health.State{Phase: health.Working, Crashes: r.crashes, Since: now}
 	c.byAssignment[id] = w
 	a := &Assignment{
 		ID: id, Worker: w.id, Item: r.item.ID, Stage: r.item.Stage,
@@ -375,6 +388,7 @@ func (c *core) finishAssignment(w *workerSlot) {
 		w.item.worker = nil
 	}
 	w.assignment, w.item, w.worktree, w.pendingQG, w.lastCommit, w.sawRunning = "", nil, "", "", "", false
+	w.hp = health.State{}
 }
 
 // release ends w's assignment. stop (CommandKill or CommandReset), when
@@ -404,9 +418,12 @@ func (c *core) requeue(r *itemRec, now time.Time) {
 	c.emit(Event{Kind: EventRequeued, At: now, Item: r.item.ID, Attempt: r.attempt})
 }
 
+// park sets r aside for a person. Its quality-gate history is dropped: a
+// parked item leaves the worker, and submitting it again starts afresh.
 func (c *core) park(r *itemRec, now time.Time) {
 	c.queue.remove(r)
 	c.moveItem(r, ItemPark)
+	c.stuckQG.Reset(string(r.item.ID))
 	c.stats.Parked++
 	c.emit(Event{Kind: EventParked, At: now, Item: r.item.ID, Attempt: r.attempt})
 }
@@ -423,7 +440,7 @@ func (c *core) complete(w *workerSlot, now time.Time) {
 	c.tryAssign(now)
 }
 
-func (c *core) escalate(kind EscalationKind, w *workerSlot, r *itemRec, reason string, requeued bool, now time.Time) {
+func (c *core) escalate(kind EscalationKind, w *workerSlot, r *itemRec, reason string, requeued bool, now time.Time) *Escalation {
 	e := &Escalation{
 		Kind: kind, Reason: reason, Requeued: requeued,
 		MaxReviewRejections: c.cfg.maxReviewRejections, CrashBudget: c.cfg.crashBudget,
@@ -440,6 +457,7 @@ func (c *core) escalate(kind EscalationKind, w *workerSlot, r *itemRec, reason s
 	c.stats.Escalations++
 	c.out = append(c.out, effect{kind: effEscalate, esc: e})
 	c.emit(Event{Kind: EventEscalated, At: now, Worker: e.Worker, Assignment: e.Assignment, Item: e.Item, Attempt: e.Attempt, Reason: reason, Escalation: e})
+	return e
 }
 
 // recordUsage adds u to r's and the dispatcher's totals and escalates the

@@ -24,7 +24,10 @@ type Stats struct {
 	Submitted, Assigned, Completed, Requeued, Parked uint64
 	Escalations, Kills, Crashes, Stalls, Rejections  uint64
 	Heartbeats, Progress                             uint64
-	// Stale, Duplicate and Invalid count messages ignored (invariant 3).
+	// Probes counts probes sent to silent workers, ProbesAnswered those
+	// answered in time; Closed counts crashed items found closed.
+	Probes, ProbesAnswered, Closed uint64
+	// Stale, Duplicate and Invalid count messages ignored by fencing.
 	Stale, Duplicate, Invalid uint64
 	// Usage is the total reported by agents.
 	Usage Usage
@@ -76,6 +79,9 @@ func (c *core) deliver(m Message, now time.Time) (Disposition, error) {
 	}
 	if w.state == Reserved {
 		c.move(w, WorkerStart, now) // the worker answered before the send was confirmed
+	}
+	if w.hp.Phase != health.Working {
+		c.answered(w, m.Kind, now)
 	}
 	r := w.item
 	switch m.Kind {
@@ -166,11 +172,13 @@ func passFail(ok bool) string {
 }
 
 func (c *core) escalateStuckQG(w *workerSlot, r *itemRec, v health.QGVerdict, now time.Time) {
-	reason := fmt.Sprintf("quality gate produced the same output %d times in a row", v.Streak)
-	c.escalate(StuckQG, w, r, reason, false, now)
+	// Seen, not Window: before the window fills, "3 of the last 10" would
+	// claim outputs that never happened.
+	reason := fmt.Sprintf("quality gate: %d of the last %d outputs identical", v.Repeats, v.Seen)
+	e := c.escalate(StuckQG, w, r, reason, false, now)
+	e.QGRepeats, e.QGWindow, e.QGStreak = v.Repeats, c.stuckQG.Config().Window, v.Streak
 	c.release(w, CommandReset, "stuck quality gate", now)
 	c.park(r, now)
-	c.stuckQG.Reset(string(r.item.ID))
 	c.tryAssign(now)
 }
 
@@ -220,9 +228,7 @@ func (c *core) expired(id foreman.AssignmentID, kind health.DeadlineKind, now ti
 	}
 	switch kind {
 	case health.Liveness:
-		c.emit(Event{Kind: EventWorkerDead, At: now, Worker: w.id, Assignment: id, Item: w.item.item.ID,
-			Reason: "no heartbeat since " + w.lastSeen.Format(time.RFC3339)})
-		c.crash(w, CommandKill, "liveness timeout", now)
+		c.silent(w, now)
 	case health.Progress:
 		c.stall(w, "no progress since "+w.progressAt.Format(time.RFC3339)+" though heartbeats continued", now)
 	case health.Attempt:

@@ -22,6 +22,10 @@ type Dispatcher struct {
 	transport Transport
 	runtime   *Runtime
 	deadlines *health.Deadlines
+	// probes times out the probes of suspicious workers: a second
+	// Deadlines whose liveness timeout is ProbeTimeout and whose other
+	// deadlines are off, so all probes share one clock timer.
+	probes *health.Deadlines
 
 	// base is the context effects run with: not the caller's, since an
 	// effect queued by one call may be carried out during another.
@@ -54,8 +58,8 @@ func New(cfg Config) (*Dispatcher, error) {
 		crashBudget: cfg.CrashBudget, stallBudget: cfg.StallBudget,
 		itemBudget: cfg.ItemBudget, totalBudget: cfg.TotalBudget,
 		assignmentPrefix: cfg.AssignmentPrefix, workerPrefix: cfg.WorkerPrefix,
-		rememberFinished: cfg.RememberFinished, hooked: cfg.OnEvent != nil,
-	}, health.NewStuckQG(health.StuckQGConfig{Identical: cfg.StuckQGIdentical}))
+		rememberFinished: cfg.RememberFinished, hooked: cfg.OnEvent != nil, checksItems: cfg.ItemChecker != nil,
+	}, health.NewStuckQG(health.StuckQGConfig{Identical: cfg.StuckQGIdentical, Window: cfg.StuckQGWindow}))
 	d.transport = cfg.Transport
 	if d.transport == nil {
 		d.runtime = NewRuntime(RuntimeConfig{
@@ -68,6 +72,10 @@ func New(cfg Config) (*Dispatcher, error) {
 		Clock: cfg.Clock, HeartbeatInterval: cfg.HeartbeatInterval,
 		LivenessTimeout: cfg.LivenessTimeout, ProgressTimeout: cfg.ProgressTimeout,
 		AttemptTimeout: cfg.AttemptTimeout, OnExpiry: d.onExpiry, Logger: cfg.Logger,
+	})
+	d.probes = health.NewDeadlines(health.DeadlineConfig{
+		Clock: cfg.Clock, LivenessTimeout: cfg.ProbeTimeout, ProgressTimeout: -1,
+		OnExpiry: d.onProbeExpiry, Logger: cfg.Logger,
 	})
 	if cfg.Mode == ModePooled {
 		d.mu.Lock()
@@ -290,6 +298,7 @@ func (d *Dispatcher) shutdown(ctx context.Context, soft time.Duration) error {
 		cancel()
 	}
 	_ = d.deadlines.Close()
+	_ = d.probes.Close()
 	d.cancelBase()
 	return errs.ErrorOrNil()
 }

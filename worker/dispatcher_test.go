@@ -134,22 +134,26 @@ func TestStallBeyondBudgetParksTheItem(t *testing.T) {
 	assert.Equal(t, 1, h.lastAssign().Attempt)
 }
 
-func TestDeadWorkerIsRequeuedThenEscalatedCrashLimit(t *testing.T) {
+func TestSilentWorkerIsProbedThenRequeuedThenEscalatedCrashLimit(t *testing.T) {
 	h := newHarness(t, worker.Config{MaxWorkers: 1})
 	h.submit(item("story-a"))
 	a := h.lastAssign()
-	h.clk.Advance(45 * time.Second) // no heartbeat at all
+	h.clk.Advance(45 * time.Second) // no message at all
+	h.check()
+	assert.Empty(t, h.commands(worker.CommandKill), "silence alone is not a crash")
+	require.Len(t, h.commands(worker.CommandProbe), 1)
+	h.clk.Advance(2 * time.Minute) // the default probe timeout, unanswered
 	h.check()
 	kills := h.commands(worker.CommandKill)
 	require.Len(t, kills, 1)
 	assert.Equal(t, a.ID, kills[0].Assignment)
-	assert.Empty(t, h.escalations(), "the first death is within the crash budget")
+	assert.Empty(t, h.escalations(), "the first crash is within the crash budget")
 	b := h.lastAssign()
 	require.NotEqual(t, a.ID, b.ID)
 	assert.Equal(t, foreman.ItemID("story-a"), b.Item)
 	assert.Equal(t, 1, h.eventCount(worker.EventWorkerDead))
 
-	h.clk.Advance(45 * time.Second)
+	h.clk.Advance(45*time.Second + 2*time.Minute)
 	h.check()
 	esc := h.escalations()
 	require.Len(t, esc, 1)
@@ -159,6 +163,7 @@ func TestDeadWorkerIsRequeuedThenEscalatedCrashLimit(t *testing.T) {
 	info, ok := h.d.Item("story-a")
 	require.True(t, ok, "never lost: parked for a person")
 	assert.Equal(t, worker.Parked, info.State)
+	assert.Equal(t, uint64(2), h.d.Stats().Probes)
 }
 
 func TestAgentFailureIsACrash(t *testing.T) {
@@ -191,7 +196,10 @@ func TestStuckQGAfterThreeIdenticalFailuresEscalates(t *testing.T) {
 	esc := h.escalations()
 	require.Len(t, esc, 1)
 	assert.Equal(t, worker.StuckQG, esc[0].Kind)
-	assert.Contains(t, esc[0].Reason, "3 times")
+	assert.Equal(t, "quality gate: 3 of the last 3 outputs identical", esc[0].Reason)
+	assert.Equal(t, 3, esc[0].QGRepeats)
+	assert.Equal(t, 3, esc[0].QGStreak)
+	assert.Equal(t, 10, esc[0].QGWindow)
 	assert.Len(t, h.commands(worker.CommandReset), 1)
 	assert.Equal(t, foreman.ItemID("story-b"), h.lastAssign().Item, "the worker moved on")
 	info, _ := h.d.Item("story-a")
@@ -313,7 +321,7 @@ func TestEscalatorFailureIsReported(t *testing.T) {
 	require.NoError(t, err)
 	defer d.Close()
 	require.NoError(t, d.Submit(context.Background(), item("story-a")))
-	clk.Advance(time.Minute)
+	clk.Advance(45*time.Second + 2*time.Minute) // silent, probed, unanswered
 	require.Len(t, failed, 1)
 	assert.EqualError(t, failed[0].Err, "pager down")
 	assert.Equal(t, worker.CrashLimit, failed[0].Escalation.Kind)
@@ -331,6 +339,8 @@ func TestNewRequiresATransportOrAgent(t *testing.T) {
 	assert.Equal(t, 2, cfg.MaxReviewRejections)
 	assert.Equal(t, 1, cfg.CrashBudget)
 	assert.Equal(t, 3, cfg.StuckQGIdentical)
+	assert.Equal(t, 10, cfg.StuckQGWindow)
+	assert.Equal(t, 2*time.Minute, cfg.ProbeTimeout)
 	require.NoError(t, d.Close())
 	require.NoError(t, d.Close(), "safe twice")
 	assert.ErrorIs(t, d.Submit(context.Background(), item("x")), worker.ErrStopped)

@@ -9,12 +9,13 @@
 // requeued item keeps its place). Whenever work or capacity appears, the
 // Dispatcher's assign cycle hands queued items to free workers, up to
 // MaxWorkers. Workers move Idle → Reserved → Busy (→ Reviewing) → Idle, and
-// items Queued → Assigned (→ InReview) → Done or Parked, both through
+// items Queued → Assigned (→ InReview, → Recovering after a crash) → Done or
+// Parked, both through
 // transition tables (NextWorkerState, NextItemState; an invalid pair is a
 // *TransitionError). Two modes share one Dispatcher: ModePooled keeps
-// MaxWorkers long-lived workers taking successive assignments (seed 004);
-// ModeFresh spawns a fresh worker for every assignment and shuts it down
-// after (seeds 000 and 003), so no context leaks between stages or attempts.
+// MaxWorkers long-lived workers taking successive assignments; ModeFresh
+// spawns a fresh worker for every assignment and shuts it down after, so no
+// context leaks between stages or attempts.
 //
 // # Fencing
 //
@@ -31,19 +32,46 @@
 //
 // Each Busy assignment has health.Deadlines: liveness (default 45 s;
 // heartbeats every 10 s) and progress (default 15 min), and optionally an
-// attempt deadline. Heartbeats move only liveness. Progress moves on
-// meaningful events: DONE, READY_FOR_REVIEW, the first running STATUS, a
-// quality-gate pass or fail, and a heartbeat reporting a new commit. A dead
-// worker (liveness) is killed and its item requeued within CrashBudget
-// (default 1) or parked with a CRASH_LIMIT escalation: never lost. A stalled
-// worker (progress, or the attempt deadline) gets a STUCK_WORKER escalation,
-// is killed, and its item is requeued within StallBudget (default 1), else
-// parked. Deadlines stop while an assignment waits for its reviewer. The
-// crash-detection protocol of health.Monitor (probe before declaring a crash,
-// resume from a checkpoint) is not wired in: a liveness expiry counts as a
-// crash directly.
+// attempt deadline. Every message of the assignment moves liveness; progress
+// moves only on meaningful events: DONE, READY_FOR_REVIEW, the first running
+// STATUS, a quality-gate pass or fail, and a heartbeat reporting a new
+// commit. A worker that heartbeats is alive, not necessarily getting
+// anywhere, so the two are watched apart (see "Liveness is not progress" in
+// docs/architecture.md).
 //
-// # Review rejection (seed 004)
+// A liveness expiry is not a crash. It starts health's crash-detection
+// protocol, health.Step, which the Dispatcher's deterministic core drives
+// itself: the worker is marked suspicious and a PROBE command goes through
+// the Transport (the Runtime answers it with a StatusAlive STATUS from the
+// goroutine supervising the agent, while the agent's execution runs). Any
+// message of that assignment within ProbeTimeout (default 2 min) clears the
+// suspicion; messages of another assignment are fenced off as usual and
+// clear nothing. A probe left unanswered for ProbeTimeout, one that could
+// not be sent, or another silence while probing confirms the crash: the
+// worker's process is killed and the item is requeued within CrashBudget
+// (default 1), or parked with a CRASH_LIMIT escalation beyond it; never
+// lost. Before requeueing, Config.ItemChecker (optional) is asked whether
+// the item is still open: a closed item is dropped (EventItemClosed), and an
+// item whose state cannot be learnt is parked with ITEM_CHECK_FAILED. In
+// practice the probe timeout decides: health.Deadlines reports a liveness
+// expiry once and re-arms it only on the assignment's next message, which
+// answers the probe. The core does not use health.Monitor: Monitor keeps its
+// own state per item, calls its services synchronously under its own locks
+// and requires checkpoints and a Resumer, while the Dispatcher already owns
+// the assignment and must keep all decisions in one lock-guarded core with
+// no I/O. So the core holds a health.State per assignment, feeds Step what
+// it sees and turns Step's effects into commands and timers for the shell
+// (probe timeouts run on a second health.Deadlines); resuming is
+// requeueing, since the worker package keeps no checkpoints. An agent that
+// exits unsuccessfully (FAILED) has already told us it crashed, so that is
+// counted against CrashBudget at once, without a probe.
+//
+// A stalled worker (progress, or the attempt deadline) gets a STUCK_WORKER
+// escalation, is killed, and its item is requeued within StallBudget
+// (default 1), else parked. Deadlines stop while an assignment waits for its
+// reviewer.
+//
+// # Review rejection
 //
 // A worker that reports READY_FOR_REVIEW waits in Reviewing for Review. A
 // rejection reassigns the item under a new assignment id with the next
@@ -53,13 +81,17 @@
 // after MaxReviewRejections (default 2) escalates REVIEW_LIMIT, parks the
 // item, resets the worker's process and returns the worker to Idle with its
 // item, worktree and pending output cleared, so it takes new work in the
-// same assign cycle. StuckQGIdentical (default 3) identical failing
-// quality-gate outputs in a row for an item escalate STUCK_QG (health.StuckQG).
+// same assign cycle. When StuckQGIdentical (default 3) of an item's last
+// StuckQGWindow (default 10) failing quality-gate outputs are identical, the
+// item is escalated STUCK_QG and parked (health.StuckQG; three identical in
+// a row always count, and so does a worker alternating between a few
+// failures). The detector keeps a short history per item; every way an item
+// leaves the workers (completed, parked, found closed) resets it.
 //
 // # Escalations, events and budgets
 //
-// Escalations are typed (StuckWorker, ReviewLimit, CrashLimit, StuckQG,
-// BudgetExceeded) and carry item, stage, worker, assignment, reason, the
+// Escalations are typed (StuckWorker, ReviewLimit, CrashLimit,
+// ItemCheckFailed, StuckQG, BudgetExceeded) and carry item, stage, worker, assignment, reason, the
 // counters and a suggested action; they go to the Escalator (HealthEscalator
 // adapts a health.Escalator). Every lifecycle change goes to the one
 // OnEvent hook, in order; SlogEvents logs them. Token and cost usage reported
@@ -73,7 +105,7 @@
 // # Runtime and transport
 //
 // Commands reach workers through a Transport (assign, kill, reset,
-// shutdown); messages come back through Deliver. The default Transport is
+// shutdown, probe); messages come back through Deliver. The default Transport is
 // the in-process Runtime, which runs one phases.AgentDriver execution per
 // assignment in the assignment's worktree (agentcmd runs it as a subprocess
 // in its own process group). The Runtime, not the agent, heartbeats, and
@@ -81,7 +113,8 @@
 // (CommitReader; default git rev-parse HEAD), so a heartbeat is evidence of
 // work. KILL, RESET and SHUTDOWN cancel the execution, which terminates the
 // process group (SIGTERM, grace, SIGKILL); nothing of one assignment survives
-// into the next. A network or database transport implements Transport and
+// into the next. PROBE is answered by the supervising goroutine, so a
+// Runtime that is frozen (or whose messages are lost) does not answer. A network or database transport implements Transport and
 // calls Deliver.
 //
 // # Concurrency and shutdown

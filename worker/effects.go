@@ -17,6 +17,11 @@ func (d *Dispatcher) absorb() {
 			_ = d.deadlines.Add(e.assignment)
 		case effUntrack:
 			d.deadlines.Remove(e.assignment)
+			d.probes.Remove(e.assignment)
+		case effArmProbe:
+			_ = d.probes.Add(e.assignment)
+		case effCancelProbe:
+			d.probes.Remove(e.assignment)
 		case effHeartbeat:
 			_ = d.deadlines.Heartbeat(e.assignment)
 		case effProgress:
@@ -76,11 +81,19 @@ func (d *Dispatcher) execute(e *effect) {
 			d.absorb()
 			d.mu.Unlock()
 		}
+	case effCheckItem:
+		open, err := d.cfg.ItemChecker.ItemOpen(d.base, e.item)
+		d.mu.Lock()
+		d.core.itemChecked(e.item, e.assignment, open, err, d.cfg.Clock.Now())
+		d.absorb()
+		d.mu.Unlock()
 	case effSend:
 		err := d.transport.Send(d.base, e.cmd)
 		d.mu.Lock()
 		now := d.cfg.Clock.Now()
 		switch {
+		case e.cmd.Kind == CommandProbe:
+			d.core.probeSent(e.cmd, err, now)
 		case err != nil:
 			d.core.sendFailed(e.cmd, err, now)
 		case e.cmd.Kind == CommandAssign:
@@ -99,6 +112,13 @@ func (d *Dispatcher) execute(e *effect) {
 func (d *Dispatcher) onExpiry(x health.Expiry) {
 	d.mu.Lock()
 	d.core.expired(x.Subject, x.Kind, x.At)
+	d.unlockAndDrain()
+}
+
+// onProbeExpiry receives the probe timeouts.
+func (d *Dispatcher) onProbeExpiry(x health.Expiry) {
+	d.mu.Lock()
+	d.core.probeTimedOut(x.Subject, x.At)
 	d.unlockAndDrain()
 }
 

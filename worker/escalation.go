@@ -19,19 +19,24 @@ const (
 	StuckWorker EscalationKind = "STUCK_WORKER"
 	// ReviewLimit: rejected by reviewers more than MaxReviewRejections times.
 	ReviewLimit EscalationKind = "REVIEW_LIMIT"
-	// CrashLimit: the item's workers crashed or died more than CrashBudget times.
+	// CrashLimit: the item's agents failed, or its workers fell silent and
+	// did not answer their probe, more than CrashBudget times.
 	CrashLimit EscalationKind = "CRASH_LIMIT"
-	// StuckQG: the quality gate produced the same output StuckQGIdentical
-	// times in a row: another retry will not help.
+	// ItemCheckFailed: a worker crashed within the crash budget, but
+	// Config.ItemChecker could not tell whether the item is still open, and
+	// requeueing closed work is worse than waiting for a person.
+	ItemCheckFailed EscalationKind = "ITEM_CHECK_FAILED"
+	// StuckQG: StuckQGIdentical of the item's last StuckQGWindow failing
+	// quality-gate outputs were identical: another retry will not help.
 	StuckQG EscalationKind = "STUCK_QG"
 	// BudgetExceeded: the item's or the dispatcher's token or cost budget
 	// is spent.
 	BudgetExceeded EscalationKind = "BUDGET"
 )
 
-// Escalation asks a person to act (invariant 9): what happened to which
-// item at which stage, by which worker and assignment, the counters that led
-// there, and what to do next.
+// Escalation asks a person to act, so it is actionable: what happened to
+// which item at which stage, by which worker and assignment, the counters
+// that led there, and what to do next.
 type Escalation struct {
 	Kind       EscalationKind
 	Item       foreman.ItemID // empty for a dispatcher-wide budget
@@ -50,9 +55,13 @@ type Escalation struct {
 	CrashBudget         int
 	Stalls              int
 	StallBudget         int
-	QGStreak            int
-	ItemUsage           Usage
-	TotalUsage          Usage
+	// QGRepeats of the last QGWindow quality-gate outputs were identical
+	// (STUCK_QG); QGStreak of them came in a row at the end.
+	QGRepeats  int
+	QGWindow   int
+	QGStreak   int
+	ItemUsage  Usage
+	TotalUsage Usage
 
 	SuggestedAction string
 	At              time.Time
@@ -102,6 +111,8 @@ func suggestedAction(k EscalationKind, requeued bool) string {
 		return "Reviewers rejected the work too often: read their feedback, rewrite the task or fix the code by hand, then submit the item again."
 	case CrashLimit:
 		return "Workers on this item keep dying: check the agent's stderr, the machine and the worktree, then submit the item again."
+	case ItemCheckFailed:
+		return "Check the item's status in your tracker: if it is still open, submit it again; if it is closed, leave it (reassigning closed work redoes it)."
 	case StuckQG:
 		return "The quality gate fails the same way every time: fix the failing check or the test by hand, then submit the item again."
 	case BudgetExceeded:

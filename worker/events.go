@@ -28,11 +28,14 @@ const (
 	EventReviewRejected   EventKind = "review_rejected"
 	EventQGResult         EventKind = "qg_result"
 	EventFailed           EventKind = "failed"
-	EventWorkerDead       EventKind = "worker_dead" // liveness expired
+	EventWorkerSuspicious EventKind = "worker_suspicious" // liveness expired: probing
+	EventProbeAnswered    EventKind = "probe_answered"    // the suspicious worker answered
+	EventWorkerDead       EventKind = "worker_dead"       // crash confirmed: the probe went unanswered
 	EventWorkerStalled    EventKind = "worker_stalled"
 	EventWorkerLost       EventKind = "worker_lost" // unreachable: Send failed
 	EventRequeued         EventKind = "requeued"
 	EventParked           EventKind = "parked"
+	EventItemClosed       EventKind = "item_closed" // found closed after a crash: not requeued
 	EventEscalated        EventKind = "escalated"
 	EventEscalationFailed EventKind = "escalation_failed"
 	EventCommandSent      EventKind = "command_sent"
@@ -41,6 +44,19 @@ const (
 	EventAgentStarted     EventKind = "agent_started" // Runtime
 	EventAgentExited      EventKind = "agent_exited"  // Runtime
 )
+
+// AllEvents returns every EventKind the package defines, in declaration
+// order.
+func AllEvents() []EventKind {
+	return []EventKind{
+		EventWorkerAdded, EventWorkerState, EventSubmitted, EventAssigned, EventHeartbeat, EventProgress,
+		EventStale, EventDuplicate, EventInvalid, EventCompleted, EventReviewRequested, EventReviewApproved,
+		EventReviewRejected, EventQGResult, EventFailed, EventWorkerSuspicious, EventProbeAnswered,
+		EventWorkerDead, EventWorkerStalled, EventWorkerLost, EventRequeued, EventParked, EventItemClosed,
+		EventEscalated, EventEscalationFailed, EventCommandSent, EventUsage, EventShutdown,
+		EventAgentStarted, EventAgentExited,
+	}
+}
 
 // Event is one lifecycle change. Fields that do not apply are zero.
 type Event struct {
@@ -76,7 +92,7 @@ func SlogEvents(l *slog.Logger) EventHook {
 		switch e.Kind {
 		case EventHeartbeat, EventProgress, EventWorkerState, EventCommandSent, EventUsage:
 			level = slog.LevelDebug
-		case EventStale, EventDuplicate, EventInvalid, EventFailed, EventWorkerDead, EventWorkerLost, EventEscalationFailed:
+		case EventStale, EventDuplicate, EventInvalid, EventFailed, EventWorkerSuspicious, EventWorkerDead, EventWorkerLost, EventEscalationFailed:
 			level = slog.LevelWarn
 		case EventEscalated, EventWorkerStalled:
 			level = slog.LevelError

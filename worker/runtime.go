@@ -70,7 +70,8 @@ type RuntimeConfig struct {
 // agent, heartbeats every HeartbeatInterval, and each heartbeat carries the
 // agent's last output time and the worktree's HEAD, so a heartbeat shows
 // work, not uptime. The first line of output is reported as the running
-// STATUS. KILL, RESET and SHUTDOWN cancel the execution's context, which
+// STATUS. A PROBE is answered with a StatusAlive STATUS while the
+// execution runs. KILL, RESET and SHUTDOWN cancel the execution's context, which
 // makes agentcmd terminate the agent's process group (SIGTERM, grace,
 // SIGKILL); nothing of one assignment survives into the next.
 type Runtime struct {
@@ -90,6 +91,7 @@ type run struct {
 	cancel     context.CancelFunc
 	done       chan struct{}
 	killed     atomic.Bool
+	probed     chan struct{} // a pending probe; capacity 1
 	lastOutput atomic.Int64
 	running    atomic.Bool
 }
@@ -136,6 +138,16 @@ func (r *Runtime) Send(ctx context.Context, c Command) error {
 		if cur != nil {
 			r.stopLocked(c.Worker, cur)
 		}
+	case CommandProbe:
+		// The supervising goroutine answers, so the answer shows that it,
+		// not just this call, is alive. No run for the assignment means
+		// no answer: the probe times out.
+		if cur != nil && cur.a.ID == c.Assignment {
+			select {
+			case cur.probed <- struct{}{}:
+			default: // one answer is already due
+			}
+		}
 	default:
 		return fmt.Errorf("%w: command %d", ErrInvalidMessage, c.Kind)
 	}
@@ -150,7 +162,7 @@ func (r *Runtime) stopLocked(w foreman.WorkerID, cur *run) {
 
 func (r *Runtime) startLocked(a Assignment) {
 	ctx, cancel := context.WithCancel(context.Background())
-	rn := &run{a: a, cancel: cancel, done: make(chan struct{})}
+	rn := &run{a: a, cancel: cancel, done: make(chan struct{}), probed: make(chan struct{}, 1)}
 	r.runs[a.Worker] = rn
 	r.live[rn] = struct{}{}
 	r.wg.Add(1)
@@ -225,6 +237,8 @@ func (r *Runtime) supervise(ctx context.Context, rn *run) {
 		select {
 		case <-ticker.C():
 			r.heartbeat(ctx, rn)
+		case <-rn.probed:
+			r.deliver(ctx, Message{Kind: MsgStatus, Worker: a.Worker, Assignment: a.ID, Status: StatusAlive})
 		case out := <-results:
 			r.finish(rn, out)
 			return

@@ -116,9 +116,13 @@ const (
 	Done
 	// Parked: escalated; a person decides (Submit it again to retry).
 	Parked
+	// Recovering: its worker's crash was confirmed; the Dispatcher is
+	// checking that the item is still open (Config.ItemChecker) before it
+	// requeues it.
+	Recovering
 )
 
-var itemStateNames = [...]string{"Queued", "Assigned", "InReview", "Done", "Parked"}
+var itemStateNames = [...]string{"Queued", "Assigned", "InReview", "Done", "Parked", "Recovering"}
 
 func (s ItemState) String() string {
 	if int(s) < len(itemStateNames) {
@@ -138,9 +142,14 @@ const (
 	ItemComplete
 	ItemPark
 	ItemResubmit
+	// ItemRecover: the worker holding it crashed (probe unanswered).
+	ItemRecover
+	// ItemClose: it was found closed while recovering; it leaves the
+	// Dispatcher as Done without being reassigned.
+	ItemClose
 )
 
-var itemEventNames = [...]string{"Assign", "ReadyForReview", "Reassign", "Requeue", "Complete", "Park", "Resubmit"}
+var itemEventNames = [...]string{"Assign", "ReadyForReview", "Reassign", "Requeue", "Complete", "Park", "Resubmit", "Recover", "Close"}
 
 func (e ItemEvent) String() string {
 	if int(e) < len(itemEventNames) {
@@ -167,6 +176,10 @@ var itemTable = map[itemKey]ItemState{
 	{InReview, ItemPark}:           Parked,
 	{Parked, ItemResubmit}:         Queued,
 	{Done, ItemResubmit}:           Queued,
+	{Assigned, ItemRecover}:        Recovering,
+	{Recovering, ItemRequeue}:      Queued,
+	{Recovering, ItemPark}:         Parked,
+	{Recovering, ItemClose}:        Done,
 }
 
 // NextItemState applies ev to s using the transition table.

@@ -44,14 +44,15 @@ func TestWorkerTransitionTable(t *testing.T) {
 
 func TestItemTransitionTable(t *testing.T) {
 	allowed := map[worker.ItemState]map[worker.ItemEvent]worker.ItemState{
-		worker.Queued:   {worker.ItemAssign: worker.Assigned, worker.ItemPark: worker.Parked},
-		worker.Assigned: {worker.ItemReadyForReview: worker.InReview, worker.ItemRequeue: worker.Queued, worker.ItemComplete: worker.Done, worker.ItemPark: worker.Parked},
-		worker.InReview: {worker.ItemReassign: worker.Assigned, worker.ItemRequeue: worker.Queued, worker.ItemComplete: worker.Done, worker.ItemPark: worker.Parked},
-		worker.Done:     {worker.ItemResubmit: worker.Queued},
-		worker.Parked:   {worker.ItemResubmit: worker.Queued},
+		worker.Queued:     {worker.ItemAssign: worker.Assigned, worker.ItemPark: worker.Parked},
+		worker.Assigned:   {worker.ItemReadyForReview: worker.InReview, worker.ItemRequeue: worker.Queued, worker.ItemComplete: worker.Done, worker.ItemPark: worker.Parked, worker.ItemRecover: worker.Recovering},
+		worker.Recovering: {worker.ItemRequeue: worker.Queued, worker.ItemPark: worker.Parked, worker.ItemClose: worker.Done},
+		worker.InReview:   {worker.ItemReassign: worker.Assigned, worker.ItemRequeue: worker.Queued, worker.ItemComplete: worker.Done, worker.ItemPark: worker.Parked},
+		worker.Done:       {worker.ItemResubmit: worker.Queued},
+		worker.Parked:     {worker.ItemResubmit: worker.Queued},
 	}
-	for from := worker.Queued; from <= worker.Parked; from++ {
-		for ev := worker.ItemAssign; ev <= worker.ItemResubmit; ev++ {
+	for from := worker.Queued; from <= worker.Recovering; from++ {
+		for ev := worker.ItemAssign; ev <= worker.ItemClose; ev++ {
 			to, err := worker.NextItemState(from, ev)
 			if want, ok := allowed[from][ev]; ok {
 				require.NoError(t, err)
@@ -69,6 +70,9 @@ func TestNamesOfEnums(t *testing.T) {
 	assert.Equal(t, "Parked", worker.Parked.String())
 	assert.Equal(t, "READY_FOR_REVIEW", worker.MsgReadyForReview.String())
 	assert.Equal(t, "RESET", worker.CommandReset.String())
+	assert.Equal(t, "PROBE", worker.CommandProbe.String())
+	assert.Equal(t, "Recovering", worker.Recovering.String())
+	assert.Equal(t, "Close", worker.ItemClose.String())
 	assert.Equal(t, "duplicate", worker.Duplicate.String())
 	assert.Equal(t, "fresh", worker.ModeFresh.String())
 	assert.Equal(t, "UNKNOWN", worker.MessageKind(0).String())

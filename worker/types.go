@@ -82,9 +82,15 @@ const (
 	// CommandShutdown stops the worker for good (fresh workers after their
 	// assignment, every worker at shutdown).
 	CommandShutdown
+	// CommandProbe asks a worker that fell silent whether it is still
+	// working on the assignment; Reason holds the question
+	// (health.ProbeText). Any message of that assignment answers it; the
+	// Runtime replies with a MsgStatus of StatusAlive while the agent's
+	// execution is running. No answer within ProbeTimeout is a crash.
+	CommandProbe
 )
 
-var commandNames = [...]string{"", "ASSIGN", "KILL", "RESET", "SHUTDOWN"}
+var commandNames = [...]string{"", "ASSIGN", "KILL", "RESET", "SHUTDOWN", "PROBE"}
 
 func (k CommandKind) String() string {
 	if int(k) < len(commandNames) && k != 0 {
@@ -110,7 +116,8 @@ const (
 	// MsgHeartbeat: the worker's runtime is alive. It moves only the
 	// liveness deadline, except that a new commit counts as progress.
 	MsgHeartbeat MessageKind = iota + 1
-	// MsgStatus: a state report; the first "running" one is progress.
+	// MsgStatus: a state report; the first "running" one is progress. It
+	// also answers a probe (as does any message of the assignment).
 	MsgStatus
 	// MsgDone: the assignment is complete.
 	MsgDone
@@ -131,9 +138,15 @@ func (k MessageKind) String() string {
 	return "UNKNOWN"
 }
 
-// StatusRunning is the Status that counts as progress the first time an
-// assignment reports it.
-const StatusRunning = "running"
+// Statuses a MsgStatus carries.
+const (
+	// StatusRunning counts as progress the first time an assignment
+	// reports it.
+	StatusRunning = "running"
+	// StatusAlive is the Runtime's answer to a CommandProbe: the agent's
+	// execution is still running. It is not progress.
+	StatusAlive = "alive"
+)
 
 // Message is what a worker sends. Worker and Assignment fence it: a message
 // whose assignment is not the worker's current one is stale and never applied.
