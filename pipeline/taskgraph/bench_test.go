@@ -75,7 +75,7 @@ func BenchmarkCoreTransitions(b *testing.B) {
 				res, err = c.Apply(s, WakeUp{Handler: HandleCallback, Role: w.Role, Assignment: w.Assignment, Outcome: OutcomeCompleted, At: at})
 				transitions++
 			}
-			if err != nil || res.Outcome != OutcomeComplete {
+			if err != nil || res.Outcome != StepComplete {
 				b.Fatalf("pipeline did not complete: %v %v", err, res.Outcome)
 			}
 		}
@@ -99,7 +99,7 @@ func BenchmarkCoreTransitions(b *testing.B) {
 				s, res, err = c.Handle(s, WakeUp{Handler: HandleCallback, Role: w.Role, Assignment: w.Assignment, Outcome: OutcomeCompleted, At: at})
 				transitions++
 			}
-			if err != nil || res.Outcome != OutcomeComplete {
+			if err != nil || res.Outcome != StepComplete {
 				b.Fatalf("pipeline did not complete: %v %v", err, res.Outcome)
 			}
 		}

@@ -135,17 +135,17 @@ func (d Disposition) String() string {
 type StepOutcome string
 
 const (
-	OutcomeSpawned     StepOutcome = "spawned"      // ready tasks got workers
-	OutcomeWaiting     StepOutcome = "waiting"      // nothing ready, work in progress
-	OutcomeComplete    StepOutcome = "complete"     // PIPELINE_COMPLETE
-	OutcomeStalled     StepOutcome = "stalled"      // nothing ready or running, not complete
-	OutcomePaused      StepOutcome = "paused"       // at a checkpoint
-	OutcomeProgressMsg StepOutcome = "progress"     // callback before completion
-	OutcomeAllRunning  StepOutcome = "all_running"  // resume found every worker running
-	OutcomeWorkerReset StepOutcome = "worker_reset" // a failed worker's task went back to pending
-	OutcomeIgnored     StepOutcome = "ignored"      // stale, duplicate, or nothing to do
-	OutcomeReported    StepOutcome = "reported"     // check
-	OutcomeUpdated     StepOutcome = "updated"      // a task update applied
+	StepSpawned     StepOutcome = "spawned"      // ready tasks got workers
+	StepWaiting     StepOutcome = "waiting"      // nothing ready, work in progress
+	StepComplete    StepOutcome = "complete"     // PIPELINE_COMPLETE
+	StepStalled     StepOutcome = "stalled"      // nothing ready or running, not complete
+	StepPaused      StepOutcome = "paused"       // at a checkpoint
+	StepProgress    StepOutcome = "progress"     // callback before completion
+	StepAllRunning  StepOutcome = "all_running"  // resume found every worker running
+	StepWorkerReset StepOutcome = "worker_reset" // a failed worker's task went back to pending
+	StepIgnored     StepOutcome = "ignored"      // stale, duplicate, or nothing to do
+	StepReported    StepOutcome = "reported"     // check
+	StepUpdated     StepOutcome = "updated"      // a task update applied
 )
 
 // Result describes one step. Effects are also appended to the new
@@ -366,7 +366,7 @@ func (c *Core) Update(s *Session, u TaskUpdate) (*Session, Result, error) {
 		}
 		if u.Assignment != t.Assignment {
 			st.s.Counters.Stale++
-			st.res.Disposition, st.res.Outcome = Stale, OutcomeIgnored
+			st.res.Disposition, st.res.Outcome = Stale, StepIgnored
 			st.emit(Effect{Kind: EffectLog, Note: NoteStale, Task: u.Task, Assignment: u.Assignment})
 			return st.finish(true)
 		}
@@ -381,14 +381,14 @@ func (c *Core) Update(s *Session, u TaskUpdate) (*Session, Result, error) {
 	}
 	if t.Status == u.To {
 		st.s.Counters.Duplicate++
-		st.res.Disposition, st.res.Outcome = Duplicate, OutcomeIgnored
+		st.res.Disposition, st.res.Outcome = Duplicate, StepIgnored
 		st.emit(Effect{Kind: EffectAck, Note: NoteDuplicate, Task: u.Task, Role: t.Role, Assignment: u.Assignment})
 		return st.finish(true)
 	}
 	if err := st.graph().apply(i, ev); err != nil {
 		return nil, Result{}, err
 	}
-	st.res.Outcome = OutcomeUpdated
+	st.res.Outcome = StepUpdated
 	st.emit(Effect{Kind: EffectLog, Note: NoteTaskUpdated, Task: u.Task, Role: t.Role, Assignment: t.Assignment, Status: u.To})
 	return st.finish(true)
 }

@@ -50,7 +50,7 @@ func (st *step) handleCallback(w WakeUp) (*Session, Result, error) {
 	if wi < 0 {
 		st.report(Effect{Note: NoteNoWorker, Role: w.Role})
 		if st.processCompleted() == 0 {
-			st.res.Outcome = OutcomeIgnored
+			st.res.Outcome = StepIgnored
 			return st.finish(true)
 		}
 		st.handleSpawnNext()
@@ -60,7 +60,7 @@ func (st *step) handleCallback(w WakeUp) (*Session, Result, error) {
 	ti, ok := s.Graph.index[worker.Task]
 	if !ok {
 		st.workerFailure(wi) // a worker for no task: released, reported
-		st.res.Outcome = OutcomeIgnored
+		st.res.Outcome = StepIgnored
 		return st.finish(true)
 	}
 	if w.Outcome != OutcomeNone {
@@ -80,10 +80,10 @@ func (st *step) handleCallback(w WakeUp) (*Session, Result, error) {
 		st.handleSpawnNext()
 	case InProgress:
 		st.report(Effect{Note: NoteProgress, Task: worker.Task, Role: worker.Role})
-		st.res.Outcome = OutcomeProgressMsg
+		st.res.Outcome = StepProgress
 	default:
 		st.workerFailure(wi)
-		st.res.Outcome = OutcomeWorkerReset
+		st.res.Outcome = StepWorkerReset
 	}
 	return st.finish(true)
 }
@@ -97,14 +97,14 @@ func (st *step) fenced(w WakeUp) (*Session, Result, error) {
 		e.Task = t.Subject
 		if t.Status == Completed && (w.Role == "" || w.Role == t.Role) && (w.Task == "" || w.Task == t.Subject) {
 			s.Counters.Duplicate++
-			st.res.Disposition, st.res.Outcome = Duplicate, OutcomeIgnored
+			st.res.Disposition, st.res.Outcome = Duplicate, StepIgnored
 			e.Kind, e.Note = EffectAck, NoteDuplicate
 			st.emit(e)
 			return st.finish(true)
 		}
 	}
 	s.Counters.Stale++
-	st.res.Disposition, st.res.Outcome = Stale, OutcomeIgnored
+	st.res.Disposition, st.res.Outcome = Stale, StepIgnored
 	e.Kind, e.Note = EffectLog, NoteStale
 	st.emit(e)
 	return st.finish(true)
@@ -177,7 +177,7 @@ func (st *step) workerFailure(wi int) {
 func (st *step) handleCheck() {
 	r := st.c.Status(st.s, st.at)
 	st.report(Effect{Note: NoteStatus, Details: &Details{Report: &r}})
-	st.res.Outcome = OutcomeReported
+	st.res.Outcome = StepReported
 }
 
 // handleResume is the seed's tree:
@@ -239,7 +239,7 @@ func (st *step) handleResume() {
 		st.handleSpawnNext()
 	case running > 0:
 		st.report(Effect{Note: NoteAllRunning, Count: running})
-		st.res.Outcome = OutcomeAllRunning
+		st.res.Outcome = StepAllRunning
 	default:
 		st.handleSpawnNext()
 	}
@@ -264,7 +264,7 @@ func (st *step) handleSpawnNext() bool {
 		if !st.checkpointHit {
 			st.report(Effect{Note: NotePaused, Task: s.Checkpoint})
 		}
-		st.res.Outcome = OutcomePaused
+		st.res.Outcome = StepPaused
 		return st.checkpointHit
 	}
 	g := s.Graph
@@ -294,7 +294,7 @@ func (st *step) handleSpawnNext() bool {
 				}
 			}
 			st.report(Effect{Note: NoteWaiting, Tasks: waiting})
-			st.res.Outcome = OutcomeWaiting
+			st.res.Outcome = StepWaiting
 			return false
 		}
 		missing := st.c.missing(s)
@@ -305,12 +305,12 @@ func (st *step) handleSpawnNext() bool {
 				s.ActiveWorkers = nil
 			}
 			st.report(Effect{Note: NotePipelineComplete, Count: completed, Total: total})
-			st.res.Outcome = OutcomeComplete
+			st.res.Outcome = StepComplete
 			return !wasComplete
 		}
 		st.res.Blocked, st.res.Missing = g.Blocked(), missing
 		st.report(Effect{Note: NoteStalled, Count: completed, Total: total, Details: &Details{Blocked: st.res.Blocked, Missing: missing}})
-		st.res.Outcome = OutcomeStalled
+		st.res.Outcome = StepStalled
 		return false
 	}
 	g = st.graph()
@@ -332,6 +332,6 @@ func (st *step) handleSpawnNext() bool {
 	}
 	spawned := st.res.Spawned[first:len(st.res.Spawned):len(st.res.Spawned)]
 	st.report(Effect{Note: NoteSpawnSummary, Tasks: spawned, Count: completed, Total: total})
-	st.res.Outcome = OutcomeSpawned
+	st.res.Outcome = StepSpawned
 	return true
 }

@@ -43,7 +43,7 @@ func TestRunLongRunningWithFakeClock(t *testing.T) {
 
 	wake <- WakeUp{Handler: HandleCallback, Role: "planner", Assignment: sp.calls[0].Assignment, Outcome: OutcomeFailed}
 	r = <-results
-	assert.Equal(t, OutcomeWorkerReset, r.Outcome)
+	assert.Equal(t, StepWorkerReset, r.Outcome)
 
 	wake <- WakeUp{Handler: HandleCallback} // rejected, logged, skipped
 	clk.Advance(6 * time.Minute)            // the periodic resume retries the task
@@ -63,7 +63,7 @@ func TestRunLongRunningWithFakeClock(t *testing.T) {
 		wake <- WakeUp{Handler: HandleCallback, Role: aw.Role, Assignment: aw.Assignment, Outcome: OutcomeCompleted}
 		r = <-results
 	}
-	require.Equal(t, OutcomeComplete, r.Outcome)
+	require.Equal(t, StepComplete, r.Outcome)
 	clk.Advance(time.Hour) // no periodic resume once complete
 	wake <- WakeUp{Handler: HandleCheck}
 	r = <-results
@@ -127,7 +127,7 @@ func TestDispatcherPipeline(t *testing.T) {
 	}()
 	var once sync.Once
 	err = rt.Run(ctx, "s1", wake, func(r Result) {
-		if r.Outcome == OutcomeComplete {
+		if r.Outcome == StepComplete {
 			once.Do(func() { close(complete) })
 		}
 	})

@@ -250,7 +250,7 @@ func (r *Runtime) Update(ctx context.Context, id string, u TaskUpdate) (Result, 
 func (r *Runtime) AddTasks(ctx context.Context, id string, specs ...TaskSpec) error {
 	_, err := r.transition(ctx, id, func(s *Session) (*Session, Result, error) {
 		n, err := r.core.AddTasks(s, specs...)
-		return n, Result{Handler: HandleUpdate, Outcome: OutcomeUpdated, Changed: true}, err
+		return n, Result{Handler: HandleUpdate, Outcome: StepUpdated, Changed: true}, err
 	})
 	return err
 }
@@ -425,8 +425,8 @@ func (r *Runtime) Run(ctx context.Context, id string, wakeups <-chan WakeUp, onR
 			// A completed pipeline needs no periodic resume until a step
 			// (other than a check) finds it otherwise.
 			switch {
-			case ticker == nil || res.Outcome == OutcomeReported:
-			case res.Outcome == OutcomeComplete:
+			case ticker == nil || res.Outcome == StepReported:
+			case res.Outcome == StepComplete:
 				tick = nil
 			default:
 				tick = ticker.C()

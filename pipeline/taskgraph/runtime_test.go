@@ -67,9 +67,9 @@ func TestOneStepPerInvocation(t *testing.T) {
 	assert.False(t, res.Changed)
 
 	res = finish(sp.calls[2])
-	assert.Equal(t, OutcomeWaiting, res.Outcome)
+	assert.Equal(t, StepWaiting, res.Outcome)
 	res = finish(sp.calls[3])
-	assert.Equal(t, OutcomeComplete, res.Outcome)
+	assert.Equal(t, StepComplete, res.Outcome)
 
 	s := stored(t, st, "s1")
 	assert.Equal(t, SessionCompleted, s.Status)
@@ -127,7 +127,7 @@ func TestRestartReissuesPendingEffects(t *testing.T) {
 	assert.Empty(t, stored(t, st, "s1").Pending)
 	res, err := newRuntime(t, st, sp, nil, nil).Step(ctx, "s1", WakeUp{})
 	require.NoError(t, err)
-	assert.Equal(t, OutcomeWaiting, res.Outcome)
+	assert.Equal(t, StepWaiting, res.Outcome)
 	assert.Len(t, sp.calls, 1)
 }
 

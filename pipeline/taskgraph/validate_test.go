@@ -91,12 +91,12 @@ func TestWorkerForNoTaskIsReleased(t *testing.T) {
 
 	n, res := handle(t, c, bad, WakeUp{Handler: HandleCallback, Assignment: "Z.1"})
 	assert.Len(t, n.ActiveWorkers, 1)
-	assert.Equal(t, OutcomeIgnored, res.Outcome)
+	assert.Equal(t, StepIgnored, res.Outcome)
 	assert.Equal(t, InProgress, status(t, n, "A"), "A is untouched")
 	assert.Empty(t, res.Violations)
 
 	n, res = handle(t, c, bad, WakeUp{Handler: HandleResume})
 	assert.Len(t, n.ActiveWorkers, 1)
-	assert.Equal(t, OutcomeAllRunning, res.Outcome)
+	assert.Equal(t, StepAllRunning, res.Outcome)
 	assert.Empty(t, c.Validate(n))
 }
