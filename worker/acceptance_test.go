@@ -1,10 +1,13 @@
 package worker_test
 
-// The acceptance criteria of seed 004 (worker recovery after review
-// rejection and progress timeout), one test each. Criterion 5 ("all
-// existing tests pass") is the package's whole suite; criterion 6 (tests
-// for escalation cleanup, progress timeout and stale pendingQGOutput) is
-// met by the tests below.
+// The acceptance criteria for recovering a worker after a review rejection
+// and after a progress timeout, one test each: AC1, a review escalation
+// frees the worker for new work within one assign cycle; AC2, no quality-gate
+// output survives a reassignment; AC3, a reassignment carries every
+// reviewer's feedback; AC4, a worker that heartbeats without progress is
+// escalated STUCK_WORKER and its item reassigned. The criteria "all existing
+// tests pass" and "escalation cleanup, progress timeout and stale
+// quality-gate output are tested" are met by the whole suite.
 
 import (
 	"fmt"

@@ -325,7 +325,7 @@ func (c *core) start(w *workerSlot, r *itemRec, now time.Time) {
 }
 
 // memoryContext is the item's own context followed by every reviewer's
-// feedback so far, so a retry knows what was said before (seed 004, fix 3).
+// feedback so far, so a retry knows what was said before.
 func memoryContext(r *itemRec) string {
 	if len(r.feedback) == 0 {
 		return r.item.MemoryContext

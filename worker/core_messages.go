@@ -201,9 +201,8 @@ func (c *core) crash(w *workerSlot, stop CommandKind, reason string, now time.Ti
 	c.tryAssign(now)
 }
 
-// stall handles a worker that is alive but makes no progress (seed 004,
-// fix 4): STUCK_WORKER, kill, and the item is reassignable within the
-// stall budget.
+// stall handles a worker that is alive but makes no progress:
+// STUCK_WORKER, kill, and the item is reassignable within the stall budget.
 func (c *core) stall(w *workerSlot, reason string, now time.Time) {
 	r := w.item
 	r.stalls++
@@ -246,7 +245,8 @@ type Verdict struct {
 	Feedback string
 }
 
-// review applies a verdict (seed 004, fixes 1 to 3).
+// review applies a verdict: approval completes the item; a rejection
+// reassigns it with the feedback, or escalates past the limit.
 func (c *core) review(v Verdict, now time.Time) (Disposition, error) {
 	m := Message{Kind: MsgReadyForReview, Worker: v.Worker, Assignment: v.Assignment}
 	w := c.byAssignment[v.Assignment]
@@ -268,14 +268,14 @@ func (c *core) review(v Verdict, now time.Time) (Disposition, error) {
 	c.emit(Event{Kind: EventReviewRejected, At: now, Worker: w.id, Assignment: w.assignment, Item: r.item.ID, Attempt: r.attempt, Reason: v.Feedback})
 	switch {
 	case r.rejections > c.cfg.maxReviewRejections:
-		// Fix 1: escalate, then free the worker (Idle, item, worktree and
+		// Escalate, then free the worker (Idle, item, worktree and
 		// pending QG output cleared, process reset) so that it takes new
 		// work in this same assign cycle.
 		c.escalate(ReviewLimit, w, r, fmt.Sprintf("rejected %d times (limit %d)", r.rejections, c.cfg.maxReviewRejections), false, now)
 		c.release(w, CommandReset, "review limit", now)
 		c.park(r, now)
 	case c.cfg.mode == ModePooled && !r.overBudget && !c.halted && !c.stopping:
-		// Fixes 2 and 3: the same worker gets a new assignment carrying
+		// The same worker gets a new assignment carrying
 		// every reviewer's feedback and the attempt counter; pending QG
 		// output is cleared.
 		c.finishAssignment(w)

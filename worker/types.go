@@ -13,11 +13,11 @@ type Mode uint8
 
 const (
 	// ModePooled keeps MaxWorkers long-lived workers that take successive
-	// assignments (seed 004). The default.
+	// assignments. The default.
 	ModePooled Mode = iota
 	// ModeFresh spawns a fresh worker for every assignment and shuts it
-	// down after (seeds 000 and 003): no context leaks from one stage or
-	// attempt into the next. At most MaxWorkers run at once.
+	// down after: no context leaks from one stage or attempt into the
+	// next. At most MaxWorkers run at once.
 	ModeFresh
 )
 
@@ -60,7 +60,7 @@ type Assignment struct {
 	// Attempt counts assignments of this item, this one included (1-based).
 	Attempt int
 	// MemoryContext holds the item's own context followed by every earlier
-	// reviewer's feedback, oldest first (seed 004, fix 3).
+	// reviewer's feedback, oldest first.
 	MemoryContext string
 	// Feedback is the latest reviewer's feedback, empty on a first attempt.
 	Feedback      string
