@@ -63,7 +63,8 @@ func (st *step) handleCallback(w WakeUp) (*Session, Result, error) {
 		st.res.Outcome = StepIgnored
 		return st.finish(true)
 	}
-	if w.Outcome != OutcomeNone {
+	// A cancellation wins over whatever the worker reports.
+	if w.Outcome != OutcomeNone && s.Graph.state[ti].Status != Cancelled {
 		to, ev := Completed, EventComplete
 		if w.Outcome == OutcomeFailed {
 			to, ev = Failed, EventFail

@@ -162,7 +162,9 @@ func TestCallbackPaths(t *testing.T) {
 	t.Run("matched, task cancelled: worker released", func(t *testing.T) {
 		s, _, err := c.Update(base, TaskUpdate{Task: "B", To: Cancelled})
 		require.NoError(t, err)
-		s, res := handle(t, c, s, WakeUp{Handler: HandleCallback, Assignment: b.Assignment})
+		_, res := handle(t, c, s, WakeUp{Handler: HandleCallback, Assignment: b.Assignment, Outcome: OutcomeCompleted})
+		assert.Equal(t, []Note{NoteCancelled}, notes(res.Effects), "a cancellation wins over a late completion")
+		s, res = handle(t, c, s, WakeUp{Handler: HandleCallback, Assignment: b.Assignment})
 		assert.Equal(t, []Note{NoteCancelled}, notes(res.Effects))
 		assert.Equal(t, Cancelled, status(t, s, "B"))
 		assert.Len(t, s.ActiveWorkers, 1)
@@ -190,6 +192,14 @@ func TestCallbackPaths(t *testing.T) {
 		s, _ = handle(t, cc, s, WakeUp{})
 		_, res := handle(t, cc, s, WakeUp{Handler: HandleCallback, Role: "tester"})
 		assert.Equal(t, NoteNoWorker, res.Effects[0].Note)
+	})
+	t.Run("an outcome the table forbids is a typed error", func(t *testing.T) {
+		s, _, err := c.Update(base, TaskUpdate{Task: "B", To: Failed, Assignment: b.Assignment})
+		require.NoError(t, err)
+		_, _, err = c.Handle(s, WakeUp{Handler: HandleCallback, Assignment: b.Assignment, Outcome: OutcomeCompleted})
+		var te *TransitionError
+		require.ErrorAs(t, err, &te)
+		assert.Equal(t, TransitionError{Task: "B", From: Failed, Event: EventComplete}, *te)
 	})
 	t.Run("invalid callbacks", func(t *testing.T) {
 		_, _, err := c.Handle(base, WakeUp{Handler: HandleCallback})
