@@ -87,3 +87,43 @@ func Example_progressTimeout() {
 	// KILL w1 a2 (shutdown)
 	// SHUTDOWN w1 a2 (shutdown)
 }
+
+// A worker that falls silent is probed before it is declared crashed. The
+// first time it answers and keeps its assignment; the second time it does
+// not answer within ProbeTimeout, so it is killed and its item reassigned.
+func Example_probe() {
+	ctx := context.Background()
+	clk := foreman.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	d, err := worker.New(worker.Config{
+		MaxWorkers: 1, Transport: printTransport{}, AssignmentPrefix: "a", Clock: clk,
+		OnEvent: func(e worker.Event) {
+			switch e.Kind {
+			case worker.EventWorkerSuspicious, worker.EventProbeAnswered, worker.EventWorkerDead:
+				fmt.Println(e.Kind, e.Assignment)
+			}
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	_ = d.Submit(ctx, worker.Item{ID: "story-1"})
+	clk.Advance(45 * time.Second) // silence: suspicious, probed
+	_, _ = d.Deliver(ctx, worker.Message{Kind: worker.MsgStatus, Worker: "w1", Assignment: "a1", Status: worker.StatusAlive})
+	clk.Advance(45 * time.Second) // silent again: probed again
+	clk.Advance(2 * time.Minute)  // no answer within the probe timeout
+	fmt.Println("crashes:", d.Stats().Crashes)
+	_ = d.Close()
+	// Output:
+	// ASSIGN w1 a1: story-1 attempt 1
+	// worker_suspicious a1
+	// PROBE w1 a1 (Status check: are you still working on Stage 0 for story-1?)
+	// probe_answered a1
+	// worker_suspicious a1
+	// PROBE w1 a1 (Status check: are you still working on Stage 0 for story-1?)
+	// worker_dead a1
+	// KILL w1 a1 (no answer to the probe within the probe timeout)
+	// ASSIGN w1 a2: story-1 attempt 2
+	// crashes: 1
+	// KILL w1 a2 (shutdown)
+	// SHUTDOWN w1 a2 (shutdown)
+}
