@@ -11,7 +11,7 @@
 //
 // The layers, each usable alone, dependencies pointing down:
 //
-//	pipeline   items moving through stages; guarded, idempotent message handling (being built)
+//	pipeline   items moving through stages; guarded, idempotent message handling
 //	worker     the Dispatcher: fenced assignment, heartbeats, progress timeouts, escalation
 //	phases     one run's build → snapshot → verify → feedback loop and its services
 //	health     liveness, progress and crash detection; checkpoints and resume
