@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/demo"
+	"github.com/agentforeman/foreman/internal/gitexec"
+	"github.com/agentforeman/foreman/pipeline"
+)
+
+// markChildren gives every process the test starts (and theirs) a unique
+// environment variable, so that leftovers can be found afterwards, even
+// those that were reparented.
+func markChildren(t *testing.T) string {
+	t.Helper()
+	token := fmt.Sprintf("%s-%d-%d", t.Name(), os.Getpid(), time.Now().UnixNano())
+	t.Setenv("FOREMAN_QUICKSTART_TEST", token)
+	return token
+}
+
+// leftovers lists the processes other than this one whose environment
+// carries token.
+func leftovers(t *testing.T, token string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc: cannot look for leftover processes")
+	}
+	needle := []byte("FOREMAN_QUICKSTART_TEST=" + token + "\x00")
+	var found []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(env, needle) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		found = append(found, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
+	}
+	return found
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	r := gitexec.Runner{}
+	out, err := r.Run(context.Background(), dir, args...)
+	require.NoError(t, err)
+	return out
+}
+
+// What CI checks: the quickstart end to end, as `go run ./examples/quickstart`
+// runs it. Five stories merge exactly once, one squash commit each with its
+// trailer; US-003 fails its quality gate once and is fixed by its rework
+// worker; US-002 meets a merge conflict and is PAUSED with an escalation
+// naming the file; no worktree and no process is left behind.
+func TestQuickstartEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs git, go vet and go test in real worktrees")
+	}
+	token := markChildren(t)
+	var out bytes.Buffer
+	res, err := run(context.Background(), options{stories: 6, parallel: 3, keep: true, dir: t.TempDir(), timeout: 3 * time.Minute}, &out)
+	require.NoError(t, err, out.String())
+	text := out.String()
+
+	// Exactly one commit on main per merged story, each with its trailer.
+	trailers := strings.Fields(git(t, res.Repo, "log", "--format=%(trailers:key=Foreman-Item,valueonly)", "main"))
+	count := map[string]int{}
+	for _, id := range trailers {
+		count[id]++
+	}
+	assert.Equal(t, map[string]int{"US-001": 1, "US-003": 1, "US-004": 1, "US-005": 1, "US-006": 1}, count, text)
+	assert.Equal(t, "6", strings.TrimSpace(git(t, res.Repo, "rev-list", "--count", "main")), "the initial commit and five squash commits\n"+text)
+
+	byID := map[foreman.ItemID]storyOutcome{}
+	for _, so := range res.Stories {
+		byID[so.Story.ID] = so
+	}
+	for _, id := range []foreman.ItemID{"US-001", "US-003", "US-004", "US-005", "US-006"} {
+		assert.Equal(t, outcomeMerged, byID[id].Status, "%s\n%s", id, text)
+		assert.NotEmpty(t, byID[id].Commit, id)
+	}
+
+	// US-002: paused on the conflict in calc.go, with an actionable escalation.
+	paused := byID["US-002"]
+	assert.Equal(t, outcomePaused, paused.Status, text)
+	if assert.NotNil(t, paused.Pause, text) {
+		assert.Equal(t, pipeline.ReasonMergeConflict, paused.Pause.Reason)
+		assert.Equal(t, []string{"calc.go"}, paused.Pause.Files)
+		assert.Contains(t, paused.Pause.Message, "calc.go")
+		assert.NotEmpty(t, paused.Pause.SuggestedAction)
+	}
+	assert.Contains(t, text, "PAUSED (MERGE_CONFLICT): Merge conflict in Story US-002: calc.go")
+	assert.Contains(t, text, "files: calc.go")
+
+	// US-003: FAIL, rework by story-US-003-s2-fix1 with the gate's feedback, PASS.
+	var gate []string
+	var workers []string
+	for _, a := range byID["US-003"].Attempts {
+		workers = append(workers, a.Worker)
+		if a.Stage == 3 {
+			gate = append(gate, a.Verdict)
+		}
+	}
+	assert.Equal(t, []string{"FAIL", "PASS"}, gate, text)
+	assert.Contains(t, workers, "story-US-003-s2-fix1")
+	assert.Contains(t, text, "Issues: go test -count=1 ./... (L1) failed: --- FAIL: TestMul")
+
+	// The status report of the task graph, and the summary.
+	assert.Contains(t, text, "[coordinator] Pipeline Status")
+	assert.Contains(t, text, "Progress: 5/6 (83%)")
+	assert.Contains(t, text, "5 merged, 1 paused, 0 not started")
+	report, err := os.ReadFile(res.Report)
+	require.NoError(t, err)
+	assert.Contains(t, string(report), "US-002: Abs: the absolute value — PAUSED")
+
+	// Nothing left behind.
+	assert.Equal(t, 1, len(strings.Split(strings.TrimSpace(git(t, res.Repo, "worktree", "list")), "\n")), "only the main worktree")
+	wts, err := os.ReadDir(filepath.Join(res.Repo, ".worktrees"))
+	if !os.IsNotExist(err) {
+		require.NoError(t, err)
+		assert.Empty(t, wts)
+	}
+	assert.Empty(t, leftovers(t, token), "processes left running")
+}
+
+// Without -keep the run's directory is gone; one story, one at a time.
+func TestQuickstartDeletesItsDirectory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs git, go vet and go test in real worktrees")
+	}
+	var out bytes.Buffer
+	res, err := run(context.Background(), options{stories: 1, parallel: 1, dir: t.TempDir(), timeout: 3 * time.Minute}, &out)
+	require.NoError(t, err, out.String())
+	require.Len(t, res.Stories, 1)
+	assert.Equal(t, outcomeMerged, res.Stories[0].Status, out.String())
+	assert.NoDirExists(t, res.Dir)
+	assert.Contains(t, out.String(), "1 merged, 0 paused, 0 not started")
+}
+
+// -agent runs another command for stages 0-2: here a stand-in for an agent
+// CLI that knows nothing of the demo and acts on the prompt alone (it
+// writes the board JSON the prompt gives, a file, a commit, and the line
+// the prompt asks for).
+func TestAgentFlagRunsACommandOnThePrompt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs git, go vet and go test in real worktrees")
+	}
+	bin := t.TempDir()
+	cli, err := demo.WriteScript(bin, "fake-agent", `#!/bin/sh
+set -eu
+prompt="$1"
+first=$(printf '%s\n' "$prompt" | head -n 1)           # Execute Stage N for ID
+stage=$(printf '%s\n' "$first" | cut -d' ' -f3)
+id=$(printf '%s\n' "$first" | cut -d' ' -f5)
+board=$(printf '%s\n' "$prompt" | sed -n 's/.* to \(\/[^ ]*\.json\)[:,]*$/\1/p; s/.* in \(\/[^ ]*\.json\), keeping.*/\1/p; s/.*(in \(\/[^ ]*\.json\)).*/\1/p' | head -n 1)
+case "$stage" in
+0) printf '%s\n' "$prompt" | grep '^  {"version"' | sed 's/^  //' > "$board"
+   echo "I planned it."
+   echo "Stage 0 COMPLETE for $id. 2 tasks created. Plan score: 3/4." ;;
+1) sed -i 's/"Backlog"/"Todo"/' "$board"
+   echo "Stage 1 COMPLETE for $id. Verdict: GO. Readiness: 7." ;;
+2) f=$(echo "$id" | tr 'A-Z-' 'a-z_').go
+   printf 'package calc\n\n// Answer%s is 42.\nconst Answer%s = 42\n' "$(echo "$id" | tr -d -)" "$(echo "$id" | tr -d -)" > "$f"
+   git add "$f" && git commit -qm "$id: by the fake agent"
+   sed -i 's/"Todo"/"To Review"/' "$board"
+   echo "Stage 2 COMPLETE for $id. All tasks Done. Story set to To Review." ;;
+esac
+`)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	res, err := run(context.Background(), options{stories: 2, parallel: 2, agent: cli + " {prompt}", dir: t.TempDir(), timeout: 3 * time.Minute}, &out)
+	require.NoError(t, err, out.String())
+	for _, so := range res.Stories {
+		assert.Equal(t, outcomeMerged, so.Status, "%s\n%s", so.Story.ID, out.String())
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		o    options
+		want string
+	}{
+		{options{stories: 0, parallel: 1}, "-stories 0"},
+		{options{stories: 21, parallel: 1}, "-stories 21"},
+		{options{stories: 6, parallel: 0}, "-parallel 0"},
+		{options{stories: 6, parallel: 1, agent: "'open"}, "unterminated single quote"},
+		{options{stories: 6, parallel: 1, agent: "my-agent -p {prompt}"}, ""},
+	}
+	for _, tt := range tests {
+		_, err := tt.o.validate()
+		if tt.want == "" {
+			assert.NoError(t, err)
+			continue
+		}
+		assert.ErrorContains(t, err, tt.want)
+	}
+}
+
+// The prompt's first line is the seed's stage command and the worker's
+// name follows: the driver reads both back.
+func TestPromptRoundTrip(t *testing.T) {
+	stories := demoStories(6)
+	byID := map[foreman.ItemID]*story{}
+	for _, s := range stories {
+		byID[s.ID] = s
+	}
+	for stage := 0; stage <= 2; stage++ {
+		p := prompt(byID, "/b", pipeline.SpawnRequest{Item: "US-003", Title: "Mul", Stage: stage,
+			Worker: foreman.WorkerID(fmt.Sprintf("story-US-003-s%d", stage)), Feedback: "TestMul fails"})
+		item, gotStage, worker, err := parsePrompt(p)
+		require.NoError(t, err)
+		assert.Equal(t, foreman.ItemID("US-003"), item)
+		assert.Equal(t, stage, gotStage)
+		assert.Equal(t, fmt.Sprintf("story-US-003-s%d", stage), worker)
+		assert.Contains(t, p, "/b/US-003.json")
+		assert.Contains(t, p, "Previous round: TestMul fails")
+	}
+	_, _, _, err := parsePrompt("do something")
+	assert.Error(t, err)
+}
+
+// More stories than the demo's six are extras on top of US-001; every
+// story's script renders.
+func TestDemoStories(t *testing.T) {
+	for _, n := range []int{1, 6, 9} {
+		stories := demoStories(n)
+		require.Len(t, stories, n)
+		seen := map[foreman.ItemID]bool{}
+		for _, s := range stories {
+			require.NoError(t, s.ID.Validate())
+			for _, b := range s.BlockedBy {
+				assert.True(t, seen[b], "%s is blocked by a later story %s", s.ID, b)
+			}
+			seen[s.ID] = true
+			body, err := scriptFor(s)
+			require.NoError(t, err)
+			assert.Contains(t, body, "Stage 2 COMPLETE for "+string(s.ID)+".")
+		}
+	}
+}
+
+func TestFailureSummary(t *testing.T) {
+	out := "--- FAIL: TestMul (0.00s)\n    mul_test.go:7: Mul(2, 3) = 5, want 6\nFAIL\nFAIL\texample.com/calc\t0.002s\nFAIL\n"
+	assert.Equal(t, "--- FAIL: TestMul (0.00s) mul_test.go:7: Mul(2, 3) = 5, want 6", failureSummary(out))
+	assert.Equal(t, "something broke", failureSummary("something\n  broke\n"))
+	assert.Len(t, failureSummary(strings.Repeat("x.go:1 ", 200)), 300+len("…"))
+}
