@@ -170,18 +170,57 @@ type transition struct {
 	txt  texts
 }
 
-func (f *Flow) begin(s State, now time.Time, copyStages bool) *transition {
-	t := &transition{f: f, s: s, effs: make([]Effect, 0, 3)}
+// begin starts a transition from s that will add about effects effects
+// (the exact count where the path knows it, so that the slice is never
+// regrown). When the stage records change too (copyStages), the effects
+// and the records share one allocation for a flow of up to
+// maxBlockStages stages: both are new for every such transition and are
+// dropped together with the state.
+// maxBlockStages stages: both are new for every such transition and are
+// dropped together with the state.
+func (f *Flow) begin(t *transition, s *State, now time.Time, copyStages bool, effects int) {
+	*t = transition{f: f, s: *s}
 	t.s.Steps++
 	t.s.Updated = now
-	if copyStages {
+	if !copyStages {
+		t.effs = make([]Effect, 0, effects)
+		return
+	}
+	n := max(len(s.Stages), len(f.Stages))
+	switch {
+	case n == 0 || n > maxBlockStages || effects > 5:
+		t.effs = make([]Effect, 0, effects)
 		t.s.Stages = slices.Clone(s.Stages)
 		if len(t.s.Stages) < len(f.Stages) {
 			t.s.Stages = append(t.s.Stages, make([]StageRecord, len(f.Stages)-len(t.s.Stages))...)
 		}
+		return
+	case effects <= 3:
+		b := new(block3)
+		t.effs, t.s.Stages = b.effs[:0:effects], b.stages[:n:n]
+	default:
+		b := new(block5)
+		t.effs, t.s.Stages = b.effs[:0:effects], b.stages[:n:n]
 	}
-	return t
+	copy(t.s.Stages, s.Stages)
 }
+
+// maxBlockStages bounds the flows whose stage records share the effects'
+// allocation (StoryFlow has 4 stages).
+const maxBlockStages = 4
+
+// block3 and block5 hold a transition's effects and its stage records in
+// one allocation (3 effects: a stage change; 5: a pause).
+type (
+	block3 struct {
+		effs   [3]Effect
+		stages [maxBlockStages]StageRecord
+	}
+	block5 struct {
+		effs   [5]Effect
+		stages [maxBlockStages]StageRecord
+	}
+)
 
 func (t *transition) add(e Effect) {
 	e.Item = t.s.Item
@@ -227,7 +266,9 @@ func (f *Flow) start(s State, ev *Event, now time.Time) (State, []Effect, error)
 	if ev.Stage < 0 || ev.Stage >= len(f.Stages) {
 		return s, nil, &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind, Stage: ev.Stage}
 	}
-	t := f.begin(State{Item: s.Item, Title: ev.Title, Steps: s.Steps, Started: now}, now, true)
+	fresh := State{Item: s.Item, Title: ev.Title, Steps: s.Steps, Started: now}
+	var t transition
+	f.begin(&t, &fresh, now, true, 2)
 	t.s.Stages[ev.Stage].Start = now
 	t.s.Worktree = true
 	t.add(Effect{Kind: EffectCreateWorktree})
@@ -239,7 +280,8 @@ func (f *Flow) resolve(s State, ev *Event, now time.Time) (State, []Effect, erro
 	if ev.Stage < 0 || ev.Stage >= len(f.Stages) {
 		return s, nil, &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind, Stage: ev.Stage}
 	}
-	t := f.begin(s, now, true)
+	var t transition
+	f.begin(&t, &s, now, true, 2)
 	// A person intervened: the budgets of the stages ahead start again.
 	for i := ev.Stage; i < len(t.s.Stages); i++ {
 		t.s.Stages[i].Failures = 0
@@ -260,7 +302,9 @@ func (f *Flow) report(s State, ev *Event, now time.Time) (State, []Effect, error
 	if !ok {
 		return s, nil, &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind, Stage: ev.Stage, Outcome: ev.Outcome}
 	}
-	t := f.begin(s, now, true)
+	problem := r.Check.problem(ev.Board)
+	var t transition
+	f.begin(&t, &s, now, true, r.effects(&s, problem))
 	stage := s.Stage
 	rec := &t.s.Stages[stage]
 	rec.End = now
@@ -270,8 +314,8 @@ func (f *Flow) report(s State, ev *Event, now time.Time) (State, []Effect, error
 	t.add(Effect{Kind: EffectAck, Worker: ev.Worker, Assignment: ev.Assignment, Stage: stage})
 	v := vars{s: &t.s, ev: ev, stage: stage}
 
-	if p := r.Check.problem(ev.Board); p != "" {
-		v.problem = p
+	if problem != "" {
+		v.problem = problem
 		rec.Result = expand("BOARD CHECK FAILED: {problem}", v)
 		t.pause(ReasonBoardCheck, expand("Board check failed for Story {id} after Stage {stage}: {problem}", v),
 			"look at the board and the worker's output; fix the board or the work, then resolve the item", true, 0, now)
@@ -324,6 +368,37 @@ func (f *Flow) report(s State, ev *Event, now time.Time) (State, []Effect, error
 	return t.done()
 }
 
+// effects is how many effects a report that r applies to adds to s:
+// the ACK, then a stage change (shutdown and spawn, or shutdown and merge)
+// or a pause.
+func (r *Rule) effects(s *State, problem string) int {
+	pause := 1 + s.pauseEffects(true)
+	switch {
+	case problem != "":
+		return pause
+	case r.Action == Pause:
+		return pause
+	case r.Action == Retry || r.Action == Rework:
+		failures := s.stage(s.Stage).Failures + 1
+		if failures > r.Limit || (r.Action == Rework && failures == r.Limit) {
+			return pause
+		}
+	}
+	return 3
+}
+
+// pauseEffects is how many effects pause adds to s.
+func (s *State) pauseEffects(removeWorktree bool) int {
+	n := 2 // escalate, append the report
+	if removeWorktree {
+		n++ // shut the worker down
+		if s.Worktree {
+			n++
+		}
+	}
+	return n
+}
+
 // pause stops the item with an escalation, in the seed's order: (ACK,)
 // remove the worktree, escalate, shut the worker down, report.
 func (t *transition) pause(reason PauseReason, msg, suggest string, removeWorktree bool, limit int, now time.Time) {
@@ -364,7 +439,12 @@ func (f *Flow) statusReply(s State, now time.Time) (State, []Effect, error) {
 }
 
 func (f *Flow) unparseable(s State, ev *Event, now time.Time) (State, []Effect, error) {
-	t := f.begin(s, now, s.Unparsed > 0)
+	effects := 1 // the probe
+	if s.Unparsed > 0 {
+		effects = s.pauseEffects(true)
+	}
+	var t transition
+	f.begin(&t, &s, now, s.Unparsed > 0, effects)
 	t.s.Unparsed++
 	if t.s.Unparsed == 1 {
 		t.add(Effect{Kind: EffectProbe, Worker: s.Worker, Assignment: s.Assignment, Stage: s.Stage})
@@ -387,7 +467,8 @@ func (f *Flow) crashStep(s State, kind health.EventKind, now time.Time) (State, 
 	if err != nil {
 		return s, nil, err
 	}
-	t := f.begin(s, now, true)
+	var t transition
+	f.begin(&t, &s, now, true, 4) // a probe, a resume (2) or a pause (3 or 4)
 	t.s.Crash = hs
 	for len(heffs) > 0 {
 		he := heffs[0]
@@ -424,7 +505,18 @@ func (f *Flow) crashStep(s State, kind health.EventKind, now time.Time) (State, 
 }
 
 func (f *Flow) merged(s State, h handler, ev *Event, now time.Time) (State, []Effect, error) {
-	t := f.begin(s, now, false)
+	effects := 2 // a pause without removing the worktree
+	if h == onMerged {
+		effects = 1
+		if f.DoneStatus != "" {
+			effects++
+		}
+		if s.Worktree {
+			effects++
+		}
+	}
+	var t transition
+	f.begin(&t, &s, now, false, effects)
 	switch h {
 	case onMerged:
 		t.s.Status = StatusDone
