@@ -1,9 +1,29 @@
 package taskgraph
 
 import (
+	"runtime"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// cpuTime is the process's user+system CPU time: on a machine shared with
+// other work, CPU time per transition (GC included) is steadier than the
+// wall clock.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// mallocs is the process's count of heap allocations so far.
+func mallocs() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.Mallocs
+}
 
 // BenchmarkCoreTransitions measures the pure core in memory. One op is one
 // core transition (one Handle or Update call). Sub-benchmarks:
@@ -20,7 +40,9 @@ import (
 //   - pipeline-inplace: the same through Apply, which changes the session
 //     in place (for a loop that owns its session).
 //
-// Each reports transitions/s and its ratio to the baseline.
+// Each reports transitions/s, transitions/cpu-s and its ratio to the
+// baseline; pipeline and pipeline-inplace also report allocs/transition,
+// an allocation regression guard (Handle: about 6, Apply: about 3).
 func BenchmarkCoreTransitions(b *testing.B) {
 	var tableNs float64
 	b.Run("table", func(b *testing.B) {
@@ -32,9 +54,13 @@ func BenchmarkCoreTransitions(b *testing.B) {
 		tableNs = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 		b.ReportMetric(1e9/tableNs, "transitions/s")
 	})
-	report := func(b *testing.B, transitions int) {
+	report := func(b *testing.B, transitions int, cpu0 time.Duration, mallocs0 uint64) {
 		ns := float64(b.Elapsed().Nanoseconds()) / float64(transitions)
 		b.ReportMetric(1e9/ns, "transitions/s")
+		b.ReportMetric(float64(transitions)/(cpuTime(b)-cpu0).Seconds(), "transitions/cpu-s")
+		if mallocs0 > 0 {
+			b.ReportMetric(float64(mallocs()-mallocs0)/float64(transitions), "allocs/transition")
+		}
 		if tableNs > 0 {
 			b.ReportMetric(ns/tableNs, "x-table")
 		}
@@ -50,15 +76,17 @@ func BenchmarkCoreTransitions(b *testing.B) {
 	b.Run("check", func(b *testing.B) {
 		s, _, _ := c.Handle(fresh, WakeUp{At: at})
 		b.ReportAllocs()
+		cpu0 := cpuTime(b)
 		for b.Loop() {
 			_ = c.Status(s, at)
 		}
-		report(b, b.N)
+		report(b, b.N, cpu0, 0)
 	})
 
 	b.Run("pipeline-inplace", func(b *testing.B) {
 		b.ReportAllocs()
 		transitions := 0
+		cpu0, mallocs0 := cpuTime(b), mallocs()
 		for b.Loop() {
 			s := fresh.clone() // a fresh session per pipeline, counted
 			s.Graph = s.Graph.clone()
@@ -79,12 +107,13 @@ func BenchmarkCoreTransitions(b *testing.B) {
 				b.Fatalf("pipeline did not complete: %v %v", err, res.Outcome)
 			}
 		}
-		report(b, transitions)
+		report(b, transitions, cpu0, mallocs0)
 	})
 
 	b.Run("pipeline", func(b *testing.B) {
 		b.ReportAllocs()
 		transitions := 0
+		cpu0, mallocs0 := cpuTime(b), mallocs()
 		for b.Loop() {
 			s, res, err := c.Handle(fresh, WakeUp{At: at})
 			transitions++
@@ -103,6 +132,6 @@ func BenchmarkCoreTransitions(b *testing.B) {
 				b.Fatalf("pipeline did not complete: %v %v", err, res.Outcome)
 			}
 		}
-		report(b, transitions)
+		report(b, transitions, cpu0, mallocs0)
 	})
 }

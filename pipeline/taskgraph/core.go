@@ -189,6 +189,9 @@ type step struct {
 	seq0    int64
 	// checkpointHit: this step paused the session, so spawnNext stays quiet.
 	checkpointHit bool
+	// spare holds the new session's graph header and a few active
+	// workers, allocated with the session itself (see begin).
+	spare *sessionBlock
 	// This step's effects: the first len(buf) in buf (no allocation for
 	// a typical step), the rest in more.
 	n    int
@@ -196,9 +199,23 @@ type step struct {
 	more []Effect
 }
 
-// begin starts a step; st lives on the caller's stack.
+// begin starts a step; st lives on the caller's stack. The new session
+// is allocated together with room for its graph header and a few active
+// workers, which most steps that change anything copy: one allocation
+// instead of three.
 func (c *Core) begin(st *step, s *Session, h Handler, at time.Time) {
-	*st = step{c: c, old: s, s: s.clone(), at: at, res: Result{Handler: h}}
+	b := &sessionBlock{s: *s}
+	b.s.ActiveWorkers = slices.Clip(s.ActiveWorkers)
+	b.s.Pending = slices.Clip(s.Pending)
+	*st = step{c: c, old: s, s: &b.s, at: at, res: Result{Handler: h}, spare: b}
+}
+
+// sessionBlock is a session copied by Handle and the parts of it a step
+// copies on write.
+type sessionBlock struct {
+	s       Session
+	g       Graph
+	workers [4]ActiveWorker
 }
 
 // beginInPlace starts a step that changes s itself.
@@ -211,7 +228,9 @@ func (c *Core) beginInPlace(st *step, s *Session, h Handler, at time.Time) {
 // session keeps its statuses.
 func (st *step) graph() *Graph {
 	if !st.graphCopied {
-		st.s.Graph = st.s.Graph.clone()
+		old := st.s.Graph
+		st.spare.g = Graph{specs: old.specs, state: slices.Clone(old.state), index: old.index, blockers: old.blockers}
+		st.s.Graph = &st.spare.g
 		st.graphCopied = true
 	}
 	return st.s.Graph
@@ -273,7 +292,13 @@ func (st *step) finish(changed bool) (*Session, Result, error) {
 // (with room for a few spawns) so the old session keeps its own.
 func (st *step) workers() []ActiveWorker {
 	if !st.workersCopied {
-		w := make([]ActiveWorker, len(st.s.ActiveWorkers), len(st.s.ActiveWorkers)+4)
+		n := len(st.s.ActiveWorkers)
+		var w []ActiveWorker
+		if n+2 <= len(st.spare.workers) {
+			w = st.spare.workers[:n:len(st.spare.workers)]
+		} else {
+			w = make([]ActiveWorker, n, n+4)
+		}
 		copy(w, st.s.ActiveWorkers)
 		st.s.ActiveWorkers = w
 		st.workersCopied = true
