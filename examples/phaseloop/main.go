@@ -56,7 +56,7 @@ func main() {
 	})
 	flag.StringVar(&o.prompt, "prompt", demoPrompt, "the task prompt")
 	flag.Func("gate", "an L1 gate command line, split like a shell would (repeatable; default: go vet, then go test)", func(s string) error {
-		if _, err := splitWords(s); err != nil {
+		if _, err := demo.SplitWords(s); err != nil {
 			return err
 		}
 		o.gates = append(o.gates, s)
@@ -156,7 +156,7 @@ func prepare(ctx context.Context, o options, out io.Writer) (ws string, argv []s
 		}
 	}
 	if o.agent != "" {
-		if argv, err = splitWords(o.agent); err != nil {
+		if argv, err = demo.SplitWords(o.agent); err != nil {
 			cleanup()
 			return "", nil, nil, fmt.Errorf("-agent: %w", err)
 		}
@@ -177,7 +177,7 @@ func gatePlan(commands []string) phases.GatePlan {
 	}
 	level := phases.GateLevel{Level: phases.L1Tests}
 	for i, c := range commands {
-		argv, _ := splitWords(c) // validated when the flag was parsed
+		argv, _ := demo.SplitWords(c) // validated when the flag was parsed
 		level.Checks = append(level.Checks, phases.GateCheck{Name: fmt.Sprintf("gate-%d", i+1), Argv: argv})
 	}
 	return phases.GatePlan{Levels: []phases.GateLevel{level}}
@@ -266,62 +266,6 @@ Exit status: 0 succeeded, 1 the run failed, 2 bad usage or a system fault.
 Flags:
 `)
 	flag.PrintDefaults()
-}
-
-// splitWords splits a command line the way a POSIX shell splits words:
-// whitespace separates words, single quotes keep everything literally,
-// double quotes keep whitespace and honour backslash escapes of " \ $ and backquote,
-// and a backslash outside quotes escapes the next character. Nothing is
-// expanded: no variables, globs or command substitution.
-func splitWords(s string) ([]string, error) {
-	var words []string
-	var cur strings.Builder
-	inWord := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\\':
-			if i+1 >= len(s) {
-				return nil, errors.New("trailing backslash")
-			}
-			i++
-			cur.WriteByte(s[i])
-			inWord = true
-		case c == '\'':
-			end := strings.IndexByte(s[i+1:], '\'')
-			if end < 0 {
-				return nil, errors.New("unterminated single quote")
-			}
-			cur.WriteString(s[i+1 : i+1+end])
-			i += end + 1
-			inWord = true
-		case c == '"':
-			i++
-			for ; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0 {
-					i++
-				}
-				cur.WriteByte(s[i])
-			}
-			if i >= len(s) {
-				return nil, errors.New("unterminated double quote")
-			}
-			inWord = true
-		case c == ' ' || c == '\t' || c == '\n':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		default:
-			cur.WriteByte(c)
-			inWord = true
-		}
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	return words, nil
 }
 
 func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }

@@ -72,29 +72,3 @@ echo '{"type":"result","subtype":"success","is_error":false,"session_id":"sess-4
 	assert.Contains(t, out.String(), "120 tokens")
 	assert.Contains(t, out.String(), "$0.0125")
 }
-
-func TestSplitWords(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []string
-		err  string
-	}{
-		{`go test ./...`, []string{"go", "test", "./..."}, ""},
-		{`sh -c "echo hi there"`, []string{"sh", "-c", "echo hi there"}, ""},
-		{`a 'b c' d\ e "f\"g" ''`, []string{"a", "b c", "d e", `f"g`, ""}, ""},
-		{`x{prompt}y`, []string{"x{prompt}y"}, ""},
-		{`  `, nil, ""},
-		{`'open`, nil, "unterminated single quote"},
-		{`"open`, nil, "unterminated double quote"},
-		{`end\`, nil, "trailing backslash"},
-	}
-	for _, tt := range tests {
-		got, err := splitWords(tt.in)
-		if tt.err != "" {
-			assert.ErrorContains(t, err, tt.err, tt.in)
-			continue
-		}
-		assert.NoError(t, err, tt.in)
-		assert.Equal(t, tt.want, got, tt.in)
-	}
-}
