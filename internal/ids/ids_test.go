@@ -1,6 +1,7 @@
 package ids
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -41,4 +42,38 @@ func TestValidate(t *testing.T) {
 		assert.ErrorContains(t, err, tt.want, tt.id)
 		assert.ErrorContains(t, err, "invalid item id")
 	}
+}
+
+// The hand-written matcher agrees with the documented regular expression on
+// every short string over an alphabet that exercises each character class.
+func TestMatchesPatternAgreesWithRegexp(t *testing.T) {
+	re := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	alphabet := []string{"a", "Z", "0", ".", "_", "-", "/", " ", "é", "\x00"}
+	var walk func(prefix string, depth int)
+	walk = func(prefix string, depth int) {
+		if prefix != "" {
+			assert.Equal(t, re.MatchString(prefix), matchesPattern(prefix), "%q", prefix)
+		}
+		if depth == 0 {
+			return
+		}
+		for _, c := range alphabet {
+			walk(prefix+c, depth-1)
+		}
+	}
+	walk("", 3)
+}
+
+func BenchmarkValidate(b *testing.B) {
+	re := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	b.Run("regexp-baseline", func(b *testing.B) {
+		for b.Loop() {
+			_ = re.MatchString("US-001.story_a")
+		}
+	})
+	b.Run("validate", func(b *testing.B) {
+		for b.Loop() {
+			_ = Validate("item", "US-001.story_a")
+		}
+	})
 }
