@@ -84,9 +84,13 @@ const (
 	fromStranger               // anyone else: stale
 )
 
+// An empty assignment id matches only an assignment that has none (a record
+// from before assignments were issued): worker names are reused (a second
+// story-{id}-s3 after a rework, a retry after a resolve), so a name alone
+// cannot tell a late report of an earlier worker from the current one's.
 func (s *State) sender(ev *Event) sender {
 	match := func(w foreman.WorkerID, a foreman.AssignmentID) bool {
-		return w != "" && ev.Worker == w && (ev.Assignment == "" || ev.Assignment == a)
+		return w != "" && ev.Worker == w && ev.Assignment == a
 	}
 	switch {
 	case match(s.Worker, s.Assignment):

@@ -35,7 +35,8 @@
 // (except on a merge conflict, where the person resolving it needs it).
 //
 // Guards come first, as in the seed. Sender validation: a worker event
-// whose worker name and assignment id are not the item's current ones is
+// whose worker name and assignment id are not the item's current ones (an
+// event without an assignment id included, since names are reused) is
 // stale: ignored and counted (State.Stale). The state guard: a report for a
 // stage the item is not in, from its current worker or from the one whose
 // report moved it last, is a duplicate: counted (State.Duplicates) and

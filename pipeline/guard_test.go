@@ -164,3 +164,44 @@ func TestLongIDsMakeValidNames(t *testing.T) {
 	assert.NoError(t, s.Worker.Validate())
 	assert.NoError(t, s.Assignment.Validate())
 }
+
+// A report that carries no assignment id cannot be told from a late one of
+// an earlier worker with the same name: once the item has a current
+// assignment, it is stale. The case that let it through: after a Stage 3
+// FAIL the rework's Stage 2 spawns story-{id}-s3 again, and a late PASS from
+// the first story-{id}-s3, sent without its assignment id, must not move the
+// item to MERGING.
+func TestEmptyAssignmentIsStaleAfterRework(t *testing.T) {
+	f := StoryFlow(StoryConfig{})
+	s := atStage(t, f, 3)
+	first := s
+	s, _ = mustStep(t, f, s, reportEv(s, 3, Fail, "40", "no tests"), t0)
+	require.Equal(t, 2, s.Stage)
+	s, _ = mustStep(t, f, s, reportEv(s, 2, Complete, "", ""), t0)
+	require.Equal(t, 3, s.Stage)
+	require.Equal(t, first.Worker, s.Worker, "story-PROJ-42-s3 again")
+	require.NotEqual(t, first.Assignment, s.Assignment)
+
+	late := reportEv(first, 3, Pass, "90", "")
+	late.Assignment = ""
+	for _, kind := range []EventKind{EventReport, EventIdle, EventStatusReply, EventProbeTimeout, EventUnparseable} {
+		t.Run(kind.String(), func(t *testing.T) {
+			ev := late
+			ev.Kind = kind
+			next, effs, err := f.Step(s, ev, t0.Add(time.Hour))
+			require.NoError(t, err)
+			assert.Empty(t, effs, "never applied")
+			assert.Equal(t, StatusActive, next.Status)
+			assert.Equal(t, s.Stale+1, next.Stale, "counted")
+		})
+	}
+
+	// The previous worker (whose report moved the item last) without an
+	// assignment id is stale too, not a duplicate to re-ACK.
+	prev := reportEv(s, 3, Pass, "90", "")
+	prev.Worker, prev.Assignment = s.Last.Worker, ""
+	next, effs := mustStep(t, f, s, prev, t0)
+	assert.Empty(t, effs)
+	assert.Equal(t, s.Stale+1, next.Stale)
+	assert.Zero(t, next.Duplicates)
+}

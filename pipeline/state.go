@@ -185,9 +185,12 @@ const (
 )
 
 // Event is one input to Step. Worker and Assignment say who sent a worker
-// message; they are checked against the item's current assignment before
-// anything else (an empty Assignment is fenced by the worker name alone, as
-// in the seed, and should be avoided).
+// message; both are checked against the item's current assignment before
+// anything else. A worker event must carry its assignment id: one without it
+// is stale (ignored and counted in State.Stale) whenever the item has a
+// current assignment, because worker names are reused (story-{id}-s3 runs
+// again after a quality-gate rework) and a name alone cannot tell a late
+// report of an earlier worker from the current one's.
 type Event struct {
 	Kind       EventKind
 	Worker     foreman.WorkerID
