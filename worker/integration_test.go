@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,33 +23,65 @@ import (
 // in a real git worktree, supervised by the Runtime. The Dispatcher's
 // deadlines run on a fake clock; agentcmd's kill grace is real.
 
+// recorder collects the events of a Dispatcher and its Runtime. Events
+// arrive from several goroutines (the Dispatcher's effects, the Runtime's
+// supervisors), so their order across assignments is not fixed: attempt 2
+// may complete before attempt 1's EventAgentExited is reported. await
+// therefore keeps every event it has not returned and searches all of them,
+// never dropping one that a later await may want.
 type recorder struct {
-	events chan worker.Event
-	escs   chan worker.Escalation
+	mu      sync.Mutex
+	backlog []worker.Event // events not yet returned by await, in order
+	arrived chan struct{}  // signalled (capacity 1) when an event arrives
+	escs    chan worker.Escalation
+	guard   time.Duration
 }
 
 func newRecorder() *recorder {
-	return &recorder{events: make(chan worker.Event, 4096), escs: make(chan worker.Escalation, 16)}
+	return &recorder{arrived: make(chan struct{}, 1), escs: make(chan worker.Escalation, 16), guard: 30 * time.Second}
 }
 
-func (r *recorder) hook(e worker.Event) { r.events <- e }
+// hook never blocks: a hook that blocked would stall the Dispatcher.
+func (r *recorder) hook(e worker.Event) {
+	r.mu.Lock()
+	r.backlog = append(r.backlog, e)
+	r.mu.Unlock()
+	select {
+	case r.arrived <- struct{}{}:
+	default:
+	}
+}
 
 func (r *recorder) escalator() worker.Escalator {
 	return worker.EscalatorFunc(func(_ context.Context, e worker.Escalation) error { r.escs <- e; return nil })
 }
 
-// await returns the first event matching ok; the timeout only guards
-// against a hang.
+// take removes and returns the earliest event in the backlog matching ok.
+func (r *recorder) take(ok func(worker.Event) bool) (worker.Event, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, e := range r.backlog {
+		if ok(e) {
+			r.backlog = append(r.backlog[:i], r.backlog[i+1:]...)
+			return e, true
+		}
+	}
+	return worker.Event{}, false
+}
+
+// await returns the earliest event matching ok that no earlier await
+// returned, waiting for it if need be; events that do not match stay for
+// later awaits. The guard only stops a hang.
 func (r *recorder) await(t *testing.T, ok func(worker.Event) bool) worker.Event {
 	t.Helper()
-	guard := time.NewTimer(30 * time.Second)
+	guard := time.NewTimer(r.guard)
 	defer guard.Stop()
 	for {
+		if e, found := r.take(ok); found {
+			return e
+		}
 		select {
-		case e := <-r.events:
-			if ok(e) {
-				return e
-			}
+		case <-r.arrived:
 		case <-guard.C:
 			t.Fatal("event never came")
 		}
@@ -183,4 +216,25 @@ func TestIntegrationAgentIgnoringSIGTERMIsKilledAfterTheGracePeriod(t *testing.T
 	info, ok := d.Item("story-a")
 	require.True(t, ok)
 	assert.Equal(t, worker.Queued, info.State, "the interrupted item is not lost")
+}
+
+// TestRecorderKeepsEventsThatDidNotMatch pins down the order the
+// integration tests meet in practice: the second attempt completes before
+// the first attempt's exit is reported. Waiting for the exit must not throw
+// the completion away.
+func TestRecorderKeepsEventsThatDidNotMatch(t *testing.T) {
+	rec := newRecorder()
+	rec.hook(worker.Event{Kind: worker.EventHeartbeat, Assignment: "a-2"})
+	rec.hook(worker.Event{Kind: worker.EventCompleted, Assignment: "a-2", Attempt: 2})
+	rec.hook(worker.Event{Kind: worker.EventAgentExited, Assignment: "a-1"})
+
+	exited := rec.await(t, kind(worker.EventAgentExited))
+	assert.Equal(t, foreman.AssignmentID("a-1"), exited.Assignment)
+	done := rec.await(t, kind(worker.EventCompleted))
+	assert.Equal(t, 2, done.Attempt)
+	hb := rec.await(t, kind(worker.EventHeartbeat))
+	assert.Equal(t, foreman.AssignmentID("a-2"), hb.Assignment)
+
+	go rec.hook(worker.Event{Kind: worker.EventCompleted, Assignment: "a-3", Attempt: 3})
+	assert.Equal(t, 3, rec.await(t, kind(worker.EventCompleted)).Attempt, "a later event is waited for")
 }
