@@ -12,10 +12,12 @@ import (
 
 // CoreConfig configures the pure core. Zero values mean the defaults.
 type CoreConfig struct {
-	// Roles are the known worker roles; nil means DefaultRoles.
+	// Roles are the known worker roles; nil means DefaultRoles(). NewCore
+	// keeps its own copy.
 	Roles []string
 	// Checkpoints pause the pipeline for review; nil means
-	// DefaultCheckpoints. NoCheckpoints disables them all.
+	// DefaultCheckpoints(). NoCheckpoints disables them all. NewCore keeps
+	// its own copy.
 	Checkpoints   []Checkpoint
 	NoCheckpoints bool
 	// Pipelines gives each mode its task chain: what NewSession creates
@@ -36,12 +38,13 @@ type Core struct {
 
 // NewCore returns a core with cfg's defaults filled in.
 func NewCore(cfg CoreConfig) *Core {
-	c := &Core{roles: cfg.Roles, checkpoints: cfg.Checkpoints, pipelines: cfg.Pipelines, expected: map[Mode][]string{}}
+	// Copies: a caller changing its slices afterwards changes no Core.
+	c := &Core{roles: slices.Clone(cfg.Roles), checkpoints: cloneCheckpoints(cfg.Checkpoints), pipelines: cfg.Pipelines, expected: map[Mode][]string{}}
 	if c.roles == nil {
-		c.roles = DefaultRoles
+		c.roles = DefaultRoles()
 	}
 	if c.checkpoints == nil {
-		c.checkpoints = DefaultCheckpoints
+		c.checkpoints = DefaultCheckpoints()
 	}
 	if cfg.NoCheckpoints {
 		c.checkpoints = nil

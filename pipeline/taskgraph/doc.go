@@ -7,7 +7,7 @@
 // A Graph holds tasks (subject, role, description, blockedBy, status,
 // current assignment). NewGraph and Graph.Add validate what they create:
 // subjects like an foreman.ItemID (at most MaxSubjectLen characters),
-// roles from a configurable set (DefaultRoles, the seed's eleven), every
+// roles from a configurable set (DefaultRoles(), the seed's eleven), every
 // blocker an existing task, no duplicate subjects and no cycles; the
 // errors are typed (*CycleError names the cycle, *UnknownBlockerError,
 // *UnknownRoleError, *DuplicateTaskError). A task is ready when it is
@@ -54,7 +54,7 @@
 //
 // Core.Update applies a TaskUpdate (a worker marking its task completed or
 // failed, a person cancelling it) and nothing else, as the seed's
-// TaskUpdate does. A checkpoint (DefaultCheckpoints: DISCUSS-006 in the
+// TaskUpdate does. A checkpoint (DefaultCheckpoints(): DISCUSS-006 in the
 // full-lifecycle modes) pauses the session when its task completes:
 // nothing is spawned until a resume.
 //

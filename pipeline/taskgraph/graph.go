@@ -131,7 +131,7 @@ func (g *Graph) task(i int) Task {
 		Status: st.Status, Assignment: st.Assignment, Attempts: int(st.Attempts)}
 }
 
-// NewGraph validates specs against roles (nil means DefaultRoles) and
+// NewGraph validates specs against roles (nil means DefaultRoles()) and
 // returns a graph whose tasks are all pending.
 func NewGraph(roles []string, specs ...TaskSpec) (*Graph, error) {
 	return (&Graph{}).Add(roles, specs...)
@@ -142,7 +142,7 @@ func NewGraph(roles []string, specs ...TaskSpec) (*Graph, error) {
 // so only the new tasks can form a cycle.
 func (g *Graph) Add(roles []string, specs ...TaskSpec) (*Graph, error) {
 	if roles == nil {
-		roles = DefaultRoles
+		roles = DefaultRoles()
 	}
 	tasks := make([]Task, 0, g.Len()+len(specs))
 	for i := range g.specs {

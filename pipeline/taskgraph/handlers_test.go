@@ -475,5 +475,5 @@ func TestNewSessionErrors(t *testing.T) {
 	assert.ErrorIs(t, err, ErrUnknownMode)
 	_, err = c.NewSession("s", "custom", []TaskSpec{spec("A", "poet")}, t0)
 	assert.ErrorIs(t, err, ErrUnknownRole)
-	assert.Equal(t, DefaultRoles, c.Roles())
+	assert.Equal(t, DefaultRoles(), c.Roles())
 }

@@ -1,12 +1,18 @@
 package taskgraph
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
-// DefaultRoles are the seed's known worker roles: a callback is a
-// "[role]" tag naming one of them, and every task is owned by one.
-var DefaultRoles = []string{
-	"analyst", "writer", "discussant", "planner", "executor", "tester",
-	"reviewer", "explorer", "architect", "fe-developer", "fe-qa",
+// DefaultRoles returns the seed's known worker roles: a callback is a
+// "[role]" tag naming one of them, and every task is owned by one. Each
+// call returns a fresh slice, so a caller changing it changes no Core.
+func DefaultRoles() []string {
+	return []string{
+		"analyst", "writer", "discussant", "planner", "executor", "tester",
+		"reviewer", "explorer", "architect", "fe-developer", "fe-qa",
+	}
 }
 
 // Mode names a pipeline: which tasks a session is expected to hold.
@@ -33,9 +39,21 @@ type Checkpoint struct {
 	Message string
 }
 
-// DefaultCheckpoints is the seed's one checkpoint: the spec phase's final
-// discussion in the full-lifecycle modes.
-var DefaultCheckpoints = []Checkpoint{{Task: "DISCUSS-006", Modes: []Mode{ModeFullLifecycle, ModeFullLifecycleFE}}}
+// DefaultCheckpoints returns the seed's one checkpoint: the spec phase's
+// final discussion in the full-lifecycle modes. Each call returns fresh
+// slices, so a caller changing them changes no Core.
+func DefaultCheckpoints() []Checkpoint {
+	return []Checkpoint{{Task: "DISCUSS-006", Modes: []Mode{ModeFullLifecycle, ModeFullLifecycleFE}}}
+}
+
+// cloneCheckpoints copies cps deeply (Modes included).
+func cloneCheckpoints(cps []Checkpoint) []Checkpoint {
+	out := slices.Clone(cps)
+	for i := range out {
+		out[i].Modes = slices.Clone(out[i].Modes)
+	}
+	return out
+}
 
 func (c Checkpoint) applies(task string, mode Mode) bool {
 	if c.Task != task {

@@ -84,7 +84,7 @@ type TaskUpdate struct {
 
 // Route decides the handler for a wake-up text with the seed's
 // priorities, through message.Router: a "[role]" tag of a known role (nil
-// roles: DefaultRoles) is a callback; otherwise "check" or "status" ask
+// roles: DefaultRoles()) is a callback; otherwise "check" or "status" ask
 // for the report; "resume", "continue" or "next" resume; anything else
 // spawns the next ready tasks. Matching is the message package's:
 // case-insensitive substrings, as in the seed. A canonical callback line
@@ -104,7 +104,7 @@ func RouteEnvelope(env message.Envelope, roles []string) WakeUp {
 
 func route(text string, assignment foreman.AssignmentID, at time.Time, body message.Message, roles []string) WakeUp {
 	if roles == nil {
-		roles = DefaultRoles
+		roles = DefaultRoles()
 	}
 	known := make([]message.Role, len(roles))
 	for i, r := range roles {
