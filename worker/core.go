@@ -134,9 +134,12 @@ type core struct {
 	workerSeq    uint64
 	stopping     bool
 	halted       bool
-	total        Usage
-	stats        Stats
-	out          []effect
+	// resubmitted counts parked items submitted again: they are counted in
+	// stats.Submitted twice but are one item (see checkInvariants).
+	resubmitted uint64
+	total       Usage
+	stats       Stats
+	out         []effect
 }
 
 func newCore(cfg coreConfig, stuck *health.StuckQG) *core {
@@ -228,6 +231,7 @@ func (c *core) submit(it Item, now time.Time) error {
 		}
 		delete(c.items, it.ID)
 		c.stuckQG.Reset(string(it.ID))
+		c.resubmitted++
 	}
 	c.seq++
 	r := &itemRec{item: it, state: Queued, seq: c.seq, qIndex: -1}

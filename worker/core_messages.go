@@ -310,7 +310,9 @@ func (c *core) shutdownActive(now time.Time) {
 
 // checkInvariants reports the first inconsistency in the pool: a worker
 // busy without an item, an item held by two workers, an assignment index
-// out of step. Tests call it after every step.
+// out of step, an item lost (every item submitted is queued, held by a
+// worker, recovering, parked, completed or closed, and counted once). Tests
+// call it after every step and while the stress tests run.
 func (c *core) checkInvariants() error {
 	holders := map[foreman.ItemID]foreman.WorkerID{}
 	for id, w := range c.workers {
@@ -338,6 +340,7 @@ func (c *core) checkInvariants() error {
 	if len(holders) != len(c.byAssignment) {
 		return fmt.Errorf("%d assignments indexed, %d held", len(c.byAssignment), len(holders))
 	}
+	queued := 0
 	for id, r := range c.items {
 		_, held := holders[id]
 		if (r.state == Assigned || r.state == InReview) != held {
@@ -346,6 +349,18 @@ func (c *core) checkInvariants() error {
 		if (r.state == Queued) != (r.qIndex >= 0) {
 			return fmt.Errorf("item %s is %s but queued=%v", id, r.state, r.qIndex >= 0)
 		}
+		if r.state == Queued {
+			queued++
+		}
+	}
+	if queued != c.queue.Len() {
+		return fmt.Errorf("%d items queued, %d in the queue", queued, c.queue.Len())
+	}
+	// Completed and closed items are forgotten; the rest are in c.items.
+	submitted := c.stats.Submitted - c.resubmitted
+	if held := uint64(len(c.items)) + c.stats.Completed + c.stats.Closed; held != submitted {
+		return fmt.Errorf("items lost: %d submitted, %d held or finished (%d held, %d completed, %d closed)",
+			submitted, held, len(c.items), c.stats.Completed, c.stats.Closed)
 	}
 	return nil
 }
