@@ -1,6 +1,7 @@
 package taskgraph
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,7 +11,13 @@ import (
 // TestApplyMatchesHandle drives the same wake-ups through Handle (copy on
 // write) and Apply (in place): same results, same sessions.
 func TestApplyMatchesHandle(t *testing.T) {
-	c := NewCore(CoreConfig{})
+	for _, limit := range []int{0, 1, 2} {
+		t.Run(fmt.Sprintf("MaxActive=%d", limit), func(t *testing.T) { applyMatchesHandle(t, limit) })
+	}
+}
+
+func applyMatchesHandle(t *testing.T, limit int) {
+	c := NewCore(CoreConfig{MaxActive: limit})
 	cow := newSession(t, c, ModeFullLifecycleFE)
 	inPlace := newSession(t, c, ModeFullLifecycleFE)
 	step := func(w WakeUp) {

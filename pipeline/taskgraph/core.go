@@ -24,6 +24,12 @@ type CoreConfig struct {
 	// when given no tasks, and what the completeness check expects. Nil
 	// means PipelineTasks; a mode it does not know expects nothing.
 	Pipelines func(Mode) ([]TaskSpec, bool)
+	// MaxActive caps the tasks in progress at once: spawn-next spawns
+	// ready tasks, in creation order, only while fewer than MaxActive are
+	// in progress, and leaves the rest pending (Result.Held, "Ready to
+	// spawn" in the report) for the spawn-next after a completion. 0 (or
+	// less) means no limit: every ready task is spawned, as in the seed.
+	MaxActive int
 }
 
 // Core is the coordinator's deterministic core: (session, wake-up) →
@@ -34,12 +40,13 @@ type Core struct {
 	checkpoints []Checkpoint
 	pipelines   func(Mode) ([]TaskSpec, bool)
 	expected    map[Mode][]string
+	maxActive   int
 }
 
 // NewCore returns a core with cfg's defaults filled in.
 func NewCore(cfg CoreConfig) *Core {
 	// Copies: a caller changing its slices afterwards changes no Core.
-	c := &Core{roles: slices.Clone(cfg.Roles), checkpoints: cloneCheckpoints(cfg.Checkpoints), pipelines: cfg.Pipelines, expected: map[Mode][]string{}}
+	c := &Core{roles: slices.Clone(cfg.Roles), checkpoints: cloneCheckpoints(cfg.Checkpoints), pipelines: cfg.Pipelines, expected: map[Mode][]string{}, maxActive: max(cfg.MaxActive, 0)}
 	if c.roles == nil {
 		c.roles = DefaultRoles()
 	}
@@ -57,6 +64,9 @@ func NewCore(cfg CoreConfig) *Core {
 	}
 	return c
 }
+
+// MaxActive returns the limit of tasks in progress at once; 0 means none.
+func (c *Core) MaxActive() int { return c.maxActive }
 
 // Roles returns the known roles.
 func (c *Core) Roles() []string { return slices.Clone(c.roles) }
@@ -166,6 +176,9 @@ type Result struct {
 	Completed []string
 	Spawned   []string
 	Reset     []string
+	// Held lists the ready tasks left pending because CoreConfig.MaxActive
+	// tasks are in progress.
+	Held []string
 	// Blocked and Missing explain a stall.
 	Blocked []BlockedTask
 	Missing []string

@@ -36,7 +36,10 @@
 //
 //   - handleSpawnNext spawns every ready task (task → in_progress, a
 //     task_unblocked log, a spawn effect under a new assignment id, an
-//     active_workers entry). Nothing ready with work in progress reports
+//     active_workers entry), or, with CoreConfig.MaxActive set, only as
+//     many as keep at most MaxActive tasks in progress: the others stay
+//     pending, are named in Result.Held and in the report, and are
+//     spawned, in creation order, as completions free slots. Nothing ready with work in progress reports
 //     the wait; nothing ready and nothing running is PIPELINE_COMPLETE when
 //     no task is pending or failed and every task the mode expects exists,
 //     and a stall otherwise, reported with each blocked task and why.

@@ -134,6 +134,10 @@ type Details struct {
 	Text string `json:"text,omitempty"`
 	// Report is the status report of a "check".
 	Report *StatusReport `json:"report,omitempty"`
+	// Ready lists the ready tasks a spawn-next left pending because
+	// MaxActive tasks are in progress.
+	Ready     []string `json:"ready,omitempty"`
+	MaxActive int      `json:"max_active,omitempty"`
 }
 
 func (e Effect) details() Details {
@@ -182,9 +186,9 @@ func (e Effect) Text() string {
 	case NoteSpawned:
 		return fmt.Sprintf("%s> Spawned: %s → %s (assignment %s)", tag, e.Role, e.Task, e.Assignment)
 	case NoteSpawnSummary:
-		return fmt.Sprintf("%s%d agent(s) spawned. Pipeline: %d/%d completed\n%sType 'check' to see status, 'resume' to advance after completion.", tag, len(e.Tasks), e.Count, e.Total, tag)
+		return fmt.Sprintf("%s%d agent(s) spawned. Pipeline: %d/%d completed\n%s%sType 'check' to see status, 'resume' to advance after completion.", tag, len(e.Tasks), e.Count, e.Total, e.heldText(), tag)
 	case NoteWaiting:
-		return fmt.Sprintf("%sWaiting for: %s\n%sUse 'check' to monitor or 'resume' after completion.", tag, strings.Join(e.Tasks, ", "), tag)
+		return fmt.Sprintf("%sWaiting for: %s\n%s%sUse 'check' to monitor or 'resume' after completion.", tag, strings.Join(e.Tasks, ", "), e.heldText(), tag)
 	case NotePipelineComplete:
 		return fmt.Sprintf("%sPIPELINE_COMPLETE: all pipeline tasks completed (%d/%d)", tag, e.Count, e.Total)
 	case NoteStalled:
@@ -239,4 +243,13 @@ func (e Effect) Text() string {
 		return fmt.Sprintf("%s%s is now %s", tag, e.Task, e.Status)
 	}
 	return fmt.Sprintf("%s%s %s %s", tag, e.Kind, e.Note, e.Task)
+}
+
+// heldText is the line naming the ready tasks MaxActive held back, or "".
+func (e Effect) heldText() string {
+	d := e.details()
+	if len(d.Ready) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%sReady to spawn: %s (at most %d active at once)\n", tag, strings.Join(d.Ready, ", "), d.MaxActive)
 }

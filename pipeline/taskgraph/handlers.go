@@ -254,7 +254,9 @@ func (st *step) handleResume() {
 //	  └─ HAS ready tasks → for each: → in_progress, log task_unblocked,
 //	     spawn worker, add to active_workers; update session → STOP
 //
-// It spawns every ready task. "Nothing ready, nothing running" is
+// It spawns every ready task, or as many as CoreConfig.MaxActive allows
+// (the others stay pending and are named in the waiting or summary
+// report). "Nothing ready, nothing running" is
 // PIPELINE_COMPLETE only when the pipeline is complete (no task pending or
 // failed, every expected task created); otherwise it is a stall, reported
 // with each blocked task and why. A paused session spawns nothing. It
@@ -286,6 +288,17 @@ func (st *step) handleSpawnNext() bool {
 			}
 		}
 	}
+	// The limit: at most MaxActive in progress; the rest wait, pending.
+	var held *Details
+	if limit := st.c.maxActive; limit > 0 && len(ready) > max(limit-inProgress, 0) {
+		slots := max(limit-inProgress, 0)
+		held = &Details{MaxActive: limit}
+		for _, i := range ready[slots:] {
+			held.Ready = append(held.Ready, g.specs[i].Subject)
+		}
+		ready = ready[:slots]
+		st.res.Held = held.Ready
+	}
 	if len(ready) == 0 {
 		if inProgress > 0 {
 			var waiting []string
@@ -294,7 +307,7 @@ func (st *step) handleSpawnNext() bool {
 					waiting = append(waiting, g.specs[i].Subject)
 				}
 			}
-			st.report(Effect{Note: NoteWaiting, Tasks: waiting})
+			st.report(Effect{Note: NoteWaiting, Tasks: waiting, Details: held})
 			st.res.Outcome = StepWaiting
 			return false
 		}
@@ -332,7 +345,7 @@ func (st *step) handleSpawnNext() bool {
 		st.res.Spawned = append(st.res.Spawned, sp.Subject)
 	}
 	spawned := st.res.Spawned[first:len(st.res.Spawned):len(st.res.Spawned)]
-	st.report(Effect{Note: NoteSpawnSummary, Tasks: spawned, Count: completed, Total: total})
+	st.report(Effect{Note: NoteSpawnSummary, Tasks: spawned, Count: completed, Total: total, Details: held})
 	st.res.Outcome = StepSpawned
 	return true
 }

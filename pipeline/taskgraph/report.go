@@ -21,6 +21,9 @@ type StatusReport struct {
 	Graph         []PhaseView  `json:"graph"`
 	ActiveWorkers []WorkerView `json:"active_workers"`
 	Ready         []string     `json:"ready"`
+	// MaxActive is the core's limit of tasks in progress (0: none); ready
+	// tasks held back by it are in Ready.
+	MaxActive int `json:"max_active,omitempty"`
 	// Checkpoint names the checkpoint the session is paused at.
 	Checkpoint string `json:"checkpoint,omitempty"`
 	// Stalled: nothing ready, nothing running, not complete; Blocked and
@@ -92,7 +95,7 @@ func (c *Core) Status(s *Session, at time.Time) StatusReport {
 	g := s.Graph
 	r := StatusReport{
 		Session: s.ID, Mode: s.Mode, State: s.Status, Checkpoint: s.Checkpoint,
-		Counters: s.Counters, At: at, Ready: g.Ready(), Missing: c.missing(s),
+		Counters: s.Counters, At: at, Ready: g.Ready(), Missing: c.missing(s), MaxActive: c.maxActive,
 		ActiveWorkers: []WorkerView{},
 	}
 	// Display order: the mode's expected chain, then every other task in
@@ -269,7 +272,11 @@ func (r StatusReport) Text() string {
 		b.WriteString("\n")
 	}
 	if len(r.Ready) > 0 {
-		fmt.Fprintf(&b, "%sReady to spawn: %s\n", tag, strings.Join(r.Ready, ", "))
+		fmt.Fprintf(&b, "%sReady to spawn: %s", tag, strings.Join(r.Ready, ", "))
+		if r.MaxActive > 0 && len(r.ActiveWorkers) >= r.MaxActive {
+			fmt.Fprintf(&b, " (at most %d active at once)", r.MaxActive)
+		}
+		b.WriteString("\n")
 	}
 	if r.Checkpoint != "" {
 		fmt.Fprintf(&b, "%sPaused at checkpoint %s: 'resume' to continue\n", tag, r.Checkpoint)
