@@ -29,8 +29,15 @@ type CommitReaderFunc func(ctx context.Context, dir string) (string, error)
 // Head calls f.
 func (f CommitReaderFunc) Head(ctx context.Context, dir string) (string, error) { return f(ctx, dir) }
 
-// NoCommits reads no commit: heartbeats then carry only the last output time.
-var NoCommits CommitReader = CommitReaderFunc(func(context.Context, string) (string, error) { return "", nil })
+// NoCommits is a CommitReader that reads no commit: heartbeats then carry
+// only the last output time. It is a constant, so no one can swap it for
+// another reader behind every Runtime's back.
+const NoCommits noCommits = 0
+
+type noCommits uint8
+
+// Head reads nothing.
+func (noCommits) Head(context.Context, string) (string, error) { return "", nil }
 
 type gitHead struct{ git gitexec.Runner }
 
