@@ -82,6 +82,10 @@
 // graph with the icons done, >>>, o and . (plus x for failed and - for
 // cancelled, which the seed has no icon for) and the BE/FE tree, active
 // workers with their elapsed time, ready tasks and the commands line.
+// The built-in modes' tasks are drawn as the seed draws them; the tasks of
+// a custom graph (subjects outside the seed's phases) are drawn under
+// "Tasks" by dependency level, one per line with their blockers
+// ("[o US-004] ← US-001"), so fan-outs and joins stay visible.
 //
 // # Runtime
 //

@@ -2,6 +2,7 @@ package taskgraph
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,19 +44,26 @@ type PhaseView struct {
 }
 
 // LineView is one line of a phase: a chain of tasks, on a branch ("BE",
-// "FE") when the phase forks.
+// "FE") when the phase forks. In the "Tasks" phase of a custom graph a
+// line holds one task, shown with its blockers, and Level is its depth
+// in the graph (0: blocked by no task of that phase; otherwise one more
+// than its deepest blocker's).
 type LineView struct {
 	Branch string     `json:"branch,omitempty"`
+	Level  int        `json:"level,omitempty"`
 	Tasks  []TaskView `json:"tasks"`
 }
 
 // TaskView is one task in the graph. Status is "not_created" for a task
-// the mode expects that does not exist yet.
+// the mode expects that does not exist yet. BlockedBy is filled only for
+// the tasks of a custom graph (the built-in modes' chains show their
+// dependencies by position).
 type TaskView struct {
-	Subject string `json:"subject"`
-	Role    string `json:"role,omitempty"`
-	Status  string `json:"status"`
-	Icon    string `json:"icon"`
+	Subject   string   `json:"subject"`
+	Role      string   `json:"role,omitempty"`
+	Status    string   `json:"status"`
+	Icon      string   `json:"icon"`
+	BlockedBy []string `json:"blocked_by,omitempty"`
 }
 
 // WorkerView is one active worker.
@@ -102,6 +110,15 @@ func (c *Core) Status(s *Session, at time.Time) StatusReport {
 	// creation order.
 	var order []TaskView
 	seen := make(map[string]bool, g.Len())
+	// A custom pipeline's tasks not created yet still show their blockers.
+	var expectedSpecs map[string]TaskSpec
+	if len(r.Missing) > 0 {
+		specs, _ := c.pipelines(s.Mode)
+		expectedSpecs = make(map[string]TaskSpec, len(specs))
+		for _, sp := range specs {
+			expectedSpecs[sp.Subject] = sp
+		}
+	}
 	add := func(subject string) {
 		if seen[subject] {
 			return
@@ -110,6 +127,11 @@ func (c *Core) Status(s *Session, at time.Time) StatusReport {
 		tv := TaskView{Subject: subject, Status: notCreated}
 		if i, ok := g.index[subject]; ok {
 			tv.Role, tv.Status = g.specs[i].Role, g.state[i].Status.String()
+			if phaseOf(subject) == phaseOther {
+				tv.BlockedBy = slices.Clone(g.specs[i].BlockedBy)
+			}
+		} else if sp, ok := expectedSpecs[subject]; ok && phaseOf(subject) == phaseOther {
+			tv.Role, tv.BlockedBy = sp.Role, slices.Clone(sp.BlockedBy)
 		}
 		tv.Icon = icon(tv.Status)
 		order = append(order, tv)
@@ -162,7 +184,8 @@ func elapsedText(d time.Duration) string {
 
 // layout groups tasks as the seed's report does: a spec phase in one
 // chain; an impl phase that forks into BE and FE branches after PLAN when
-// it has both, and is one chain otherwise; anything else under "Tasks".
+// it has both, and is one chain otherwise; anything else (a custom graph)
+// under "Tasks", by dependency level.
 func layout(order []TaskView) []PhaseView {
 	var spec, plan, be, fe, other []TaskView
 	for _, tv := range order {
@@ -196,9 +219,52 @@ func layout(order []TaskView) []PhaseView {
 		out = append(out, PhaseView{Name: "Impl Phase", Lines: []LineView{{Tasks: chain}}})
 	}
 	if len(other) > 0 {
-		out = append(out, PhaseView{Name: "Tasks", Lines: []LineView{{Tasks: other}}})
+		out = append(out, PhaseView{Name: "Tasks", Lines: dependencyLines(other)})
 	}
 	return out
+}
+
+// dependencyLines lays out the tasks of a custom graph by dependency
+// level, one task per line with its blockers, so that fan-outs and joins
+// stay visible: level 0 first (blocked by none of these tasks), then each
+// task one level below its deepest blocker; creation order within a level.
+func dependencyLines(tasks []TaskView) []LineView {
+	pos := make(map[string]int, len(tasks))
+	for i, tv := range tasks {
+		pos[tv.Subject] = i
+	}
+	const unknown, visiting = -1, -2
+	level := make([]int, len(tasks))
+	for i := range level {
+		level[i] = unknown
+	}
+	// The graph is acyclic when created; a custom pipeline's expected
+	// tasks are not validated, so a cycle among them counts as level 0.
+	var depth func(i int) int
+	depth = func(i int) int {
+		switch level[i] {
+		case visiting:
+			return 0
+		case unknown:
+		default:
+			return level[i]
+		}
+		level[i] = visiting
+		d := 0
+		for _, b := range tasks[i].BlockedBy {
+			if j, ok := pos[b]; ok {
+				d = max(d, depth(j)+1)
+			}
+		}
+		level[i] = d
+		return d
+	}
+	lines := make([]LineView, len(tasks))
+	for i, tv := range tasks {
+		lines[i] = LineView{Level: depth(i), Tasks: []TaskView{tv}}
+	}
+	slices.SortStableFunc(lines, func(a, b LineView) int { return a.Level - b.Level })
+	return lines
 }
 
 func chainText(tasks []TaskView) string {
@@ -232,7 +298,9 @@ func chainText(tasks []TaskView) string {
 //
 // Sections with nothing to show are left out. The legend gains "x=failed"
 // and "-=cancelled" only when such a task is shown, and a paused or
-// stalled session gets one line saying so before the commands.
+// stalled session gets one line saying so before the commands. The tasks
+// of a custom graph are one per line under "Tasks", each followed by
+// "← <blockers>" when it has any.
 func (r StatusReport) Text() string {
 	var b strings.Builder
 	b.WriteString(tag + "Pipeline Status\n")
@@ -247,6 +315,8 @@ func (r StatusReport) Text() string {
 				cancelled = cancelled || tv.Status == "cancelled"
 			}
 			switch {
+			case len(ln.Tasks) == 1 && len(ln.Tasks[0].BlockedBy) > 0:
+				fmt.Fprintf(&b, "    %s ← %s\n", chainText(ln.Tasks), strings.Join(ln.Tasks[0].BlockedBy, ", "))
 			case ln.Branch == "":
 				fmt.Fprintf(&b, "    %s\n", chainText(ln.Tasks))
 			case i == len(ph.Lines)-1:

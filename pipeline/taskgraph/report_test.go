@@ -83,6 +83,19 @@ func TestReportGolden(t *testing.T) {
 			require.NoError(t, err)
 			return s
 		}, t0.Add(61 * time.Minute)},
+		{"custom_stories_by_level", func() *Session {
+			s := customSession(t, c, stories()...)
+			s, _ = handle(t, c, s, WakeUp{At: t0})
+			return advance(t, c, s, t0.Add(10*time.Minute), "US-001", "US-003")
+		}, t0.Add(25 * time.Minute)},
+		{"impl_only_with_custom_fix_round", func() *Session {
+			s := advance(t, c, start(ModeImplOnly), t0, "PLAN-001", "IMPL-001")
+			s, err := c.AddTasks(s,
+				TaskSpec{Subject: "FIX-001", Role: "executor", BlockedBy: []string{"TEST-001", "REVIEW-001"}},
+				TaskSpec{Subject: "RETEST-001", Role: "tester", BlockedBy: []string{"FIX-001"}})
+			require.NoError(t, err)
+			return s
+		}, t0.Add(7 * time.Minute)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,4 +150,43 @@ func TestReportOrphanShowsUnknownElapsed(t *testing.T) {
 	r := c.Status(s, t0)
 	assert.Equal(t, "unknown", r.ActiveWorkers[0].ElapsedText)
 	assert.Equal(t, CheckNoOrphans, r.Violations[0].Check)
+}
+
+// stories is a custom graph shaped like the quickstart's: created out of
+// dependency order, with a fan-out and a join.
+func stories() []TaskSpec {
+	return []TaskSpec{
+		spec("US-006", "executor", "US-004", "US-005"),
+		spec("US-001", "executor"),
+		spec("US-002", "executor"),
+		spec("US-003", "executor"),
+		spec("US-004", "executor", "US-001"),
+		spec("US-005", "executor", "US-003"),
+	}
+}
+
+// TestReportCustomPipelineNotCreated: tasks a custom pipeline expects but
+// that do not exist yet are shown at their level with their blockers.
+func TestReportCustomPipelineNotCreated(t *testing.T) {
+	c := NewCore(CoreConfig{Pipelines: func(m Mode) ([]TaskSpec, bool) { return stories(), m == "stories" }})
+	s, err := c.NewSession("s1", "stories", stories()[1:4], t0)
+	require.NoError(t, err)
+	s, _ = handle(t, c, s, WakeUp{At: t0})
+	_, res := handle(t, c, s, WakeUp{Handler: HandleCheck, At: t0.Add(time.Minute)})
+	golden(t, "custom_pipeline_not_created", res.Effects[0].Text())
+	r := res.Effects[0].Details.Report
+	require.Len(t, r.Graph, 1)
+	var levels []int
+	for _, ln := range r.Graph[0].Lines {
+		levels = append(levels, ln.Level)
+	}
+	assert.Equal(t, []int{0, 0, 0, 1, 1, 2}, levels)
+	assert.Equal(t, "US-006", r.Graph[0].Lines[5].Tasks[0].Subject)
+	assert.Equal(t, []string{"US-004", "US-005"}, r.Graph[0].Lines[5].Tasks[0].BlockedBy)
+	assert.Equal(t, notCreated, r.Graph[0].Lines[5].Tasks[0].Status)
+}
+
+func TestDependencyLinesToleratesCycleInExpectedTasks(t *testing.T) {
+	lines := dependencyLines([]TaskView{{Subject: "X", BlockedBy: []string{"Y"}}, {Subject: "Y", BlockedBy: []string{"X"}}})
+	assert.Len(t, lines, 2)
 }
