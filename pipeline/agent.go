@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/health"
@@ -34,10 +36,126 @@ type AgentSpawnerConfig struct {
 	// agent's session or add the CHECKPOINT RESUME block.
 	Checkpoints health.CheckpointLoader
 	// Inbox receives each agent's report (the last canonical line of its
-	// final message) and, for an agent that ended without one, EventIdle.
-	Inbox  Inbox
-	Clock  foreman.Clock
-	Logger *slog.Logger
+	// final message, else of its output) and, for an agent that ended
+	// without one, EventIdle.
+	Inbox Inbox
+	// Timeouts bound each execution by stage; the zero value means no limit.
+	Timeouts StageTimeouts
+	Clock    foreman.Clock
+	Logger   *slog.Logger
+}
+
+// StageTimeouts bounds agent executions: Stages[n] for stage n when it is
+// positive, else Default; zero means no limit beyond cancellation. An agent
+// that runs out of time ends without a report, so the crash protocol probes
+// it and gives the stage to a fresh worker within the crash budget.
+type StageTimeouts struct {
+	Default time.Duration
+	Stages  map[int]time.Duration
+}
+
+// For returns the limit for stage (zero: none).
+func (t StageTimeouts) For(stage int) time.Duration {
+	if d := t.Stages[stage]; d > 0 {
+		return d
+	}
+	return max(t.Default, 0)
+}
+
+// The assignment block: AgentSpawner and DispatcherSpawner end every prompt
+// with these lines (AssignmentBlock), so the agent knows what it works on
+// and who it is, and a driver that wraps the agent can read them back
+// (ParseAssignment). phases.AgentRequest has no field for them.
+const (
+	HeaderItem       = "Foreman-Item"
+	HeaderStage      = "Foreman-Stage"
+	HeaderWorker     = "Foreman-Worker"
+	HeaderAssignment = "Foreman-Assignment"
+)
+
+// AgentAssignment is what the assignment block says.
+type AgentAssignment struct {
+	Item       foreman.ItemID
+	Stage      int
+	Worker     foreman.WorkerID
+	Assignment foreman.AssignmentID
+}
+
+// AssignmentBlock renders r's assignment block: a blank line, then one
+// "Key: value" line each for the item, stage, worker and assignment.
+func AssignmentBlock(r SpawnRequest) string {
+	return fmt.Sprintf("\n%s: %s\n%s: %d\n%s: %s\n%s: %s\n", HeaderItem, r.Item, HeaderStage, r.Stage,
+		HeaderWorker, r.Worker, HeaderAssignment, r.Assignment)
+}
+
+// ParseAssignment reads the assignment block back from a prompt; the last
+// occurrence of each line wins (the block comes last). ok is false when the
+// prompt has no assignment line.
+func ParseAssignment(prompt string) (a AgentAssignment, ok bool) {
+	for line := range strings.Lines(prompt) {
+		key, val, found := strings.Cut(strings.TrimSpace(line), ": ")
+		if !found {
+			continue
+		}
+		switch key {
+		case HeaderItem:
+			a.Item = foreman.ItemID(val)
+		case HeaderStage:
+			if n, err := strconv.Atoi(val); err == nil {
+				a.Stage = n
+			}
+		case HeaderWorker:
+			a.Worker = foreman.WorkerID(val)
+		case HeaderAssignment:
+			a.Assignment, ok = foreman.AssignmentID(val), val != ""
+		}
+	}
+	return a, ok
+}
+
+// agentTask renders the prompt of r's agent and, for a worker replacing a
+// crashed one, the session to resume (from its checkpoint) or the
+// CHECKPOINT RESUME block; the assignment block ends the prompt.
+func agentTask(ctx context.Context, prompt func(SpawnRequest) string, cps health.CheckpointLoader, r SpawnRequest) (task, session string, err error) {
+	task = prompt(r)
+	if r.Resume && cps != nil {
+		cp, err := cps.LoadCheckpoint(ctx, r.Item)
+		switch {
+		case err == nil && cp.AgentSession != "":
+			session = cp.AgentSession
+		case err == nil:
+			task += "\n" + health.RenderResume(cp)
+		case !errors.Is(err, health.ErrNoCheckpoint):
+			return "", "", err
+		}
+	}
+	return task + AssignmentBlock(r), session, nil
+}
+
+// reportOf finds an agent's report on item: the last canonical line of its
+// final message, else (a plain-text agent has none: agentcmd's text format
+// leaves Result empty) of its output.
+func reportOf(item foreman.ItemID, res phases.AgentResult) (string, bool) {
+	if line, ok := reportLineOf(item, res.Result); ok {
+		return line, true
+	}
+	return reportLineOf(item, res.Output)
+}
+
+// report hands the agent's report to inbox, or EventIdle when it has none.
+func report(ctx context.Context, inbox Inbox, log *slog.Logger, now time.Time, r SpawnRequest, line string) {
+	if line != "" {
+		env, perr := message.Open(r.Worker, r.Assignment, line, now)
+		if perr == nil || env.Body == nil {
+			if _, err := inbox.Deliver(ctx, r.Item, env); err != nil {
+				log.Warn("pipeline: delivering report", "item", r.Item, "assignment", r.Assignment, "err", err)
+			}
+			return
+		}
+	}
+	if _, err := inbox.Handle(ctx, r.Item, Event{Kind: EventIdle, Worker: r.Worker, Assignment: r.Assignment}); err != nil {
+		log.Warn("pipeline: reporting idle", "item", r.Item, "assignment", r.Assignment, "err", err)
+	}
 }
 
 // DefaultPrompt is the seed's one command per worker, "Execute Stage {N}
@@ -93,24 +211,19 @@ func NewAgentSpawner(cfg AgentSpawnerConfig) (*AgentSpawner, error) {
 		seen: map[foreman.AssignmentID]bool{}, ctx: ctx, cancel: cancel}, nil
 }
 
-// Spawn implements Spawner.
+// Spawn implements Spawner. The agent's prompt is Prompt's text followed
+// by the assignment block (AssignmentBlock).
 func (a *AgentSpawner) Spawn(ctx context.Context, r SpawnRequest) error {
 	dir, err := a.cfg.Workspace(r.Item)
 	if err != nil {
 		return err
 	}
-	req := phases.AgentRequest{WorkspacePath: dir, TaskPrompt: a.cfg.Prompt(r), Feedback: r.Feedback}
-	if r.Resume && a.cfg.Checkpoints != nil {
-		cp, err := a.cfg.Checkpoints.LoadCheckpoint(ctx, r.Item)
-		switch {
-		case err == nil && cp.AgentSession != "":
-			req.SessionID = cp.AgentSession
-		case err == nil:
-			req.TaskPrompt += "\n" + health.RenderResume(cp)
-		case !errors.Is(err, health.ErrNoCheckpoint):
-			return err
-		}
+	task, session, err := agentTask(ctx, a.cfg.Prompt, a.cfg.Checkpoints, r)
+	if err != nil {
+		return err
 	}
+	req := phases.AgentRequest{WorkspacePath: dir, TaskPrompt: task, Feedback: r.Feedback, SessionID: session,
+		Timeout: a.cfg.Timeouts.For(r.Stage)}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
@@ -121,6 +234,9 @@ func (a *AgentSpawner) Spawn(ctx context.Context, r SpawnRequest) error {
 	}
 	a.seen[r.Assignment] = true
 	runCtx, cancel := context.WithCancel(a.ctx)
+	if req.Timeout > 0 {
+		runCtx, cancel = context.WithTimeout(a.ctx, req.Timeout)
+	}
 	a.running[r.Assignment] = cancel
 	a.wg.Add(1)
 	go a.run(runCtx, r, req)
@@ -131,24 +247,22 @@ func (a *AgentSpawner) run(ctx context.Context, r SpawnRequest, req phases.Agent
 	defer a.wg.Done()
 	res, err := a.cfg.Agent.Execute(ctx, req, nil)
 	a.mu.Lock()
+	cancel := a.running[r.Assignment]
 	delete(a.running, r.Assignment)
 	a.mu.Unlock()
-	if ctx.Err() != nil {
+	if a.ctx.Err() != nil || (ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded)) {
 		return // shut down or closed: nobody waits for this agent
 	}
-	log := logger(a.cfg.Logger)
-	if line, ok := reportLineOf(r.Item, res.Result); ok {
-		env, perr := message.Open(r.Worker, r.Assignment, line, a.cfg.Clock.Now())
-		if perr == nil || env.Body == nil {
-			if _, err := a.cfg.Inbox.Deliver(a.ctx, r.Item, env); err != nil {
-				log.Warn("pipeline: delivering report", "item", r.Item, "assignment", r.Assignment, "err", err)
-			}
-			return
-		}
+	if cancel != nil {
+		cancel()
 	}
-	log.Info("pipeline: agent ended without a report", "item", r.Item, "assignment", r.Assignment,
-		"err", err, "exit", res.ExitCode)
-	a.idle(r.Item, r.Worker, r.Assignment)
+	log := logger(a.cfg.Logger)
+	line, ok := reportOf(r.Item, res)
+	if !ok {
+		log.Info("pipeline: agent ended without a report", "item", r.Item, "assignment", r.Assignment,
+			"err", err, "exit", res.ExitCode, "timedOut", ctx.Err() != nil)
+	}
+	report(a.ctx, a.cfg.Inbox, log, a.cfg.Clock.Now(), r, line)
 }
 
 func (a *AgentSpawner) idle(item foreman.ItemID, w foreman.WorkerID, as foreman.AssignmentID) {

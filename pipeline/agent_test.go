@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -90,8 +91,12 @@ func TestAgentSpawnerRunsAStoryAndResumesACrash(t *testing.T) {
 	assert.Equal(t, 1, st.Crash.Crashes)
 	assert.Equal(t, 0, sp.Running())
 	require.Len(t, prompts, 5, "four stages and one resumed Stage 2")
-	assert.Equal(t, "Execute Stage 2 for PROJ-9.\nReadiness: 8.\n", prompts[2])
-	assert.Equal(t, prompts[2], prompts[3], "the resumed Stage 2 gets the same task")
+	task, _, _ := strings.Cut(prompts[2], "\n\n")
+	assert.Equal(t, "Execute Stage 2 for PROJ-9.\nReadiness: 8.", task)
+	assert.True(t, strings.HasPrefix(prompts[3], task+"\n\n"), "the resumed Stage 2 gets the same task")
+	as, ok := ParseAssignment(prompts[3])
+	require.True(t, ok)
+	assert.Equal(t, AgentAssignment{Item: "PROJ-9", Stage: 2, Worker: "story-PROJ-9-s2-retry", Assignment: "PROJ-9-a4"}, as)
 	assert.ErrorIs(t, sp.Spawn(ctx, SpawnRequest{Item: "PROJ-9", Assignment: "x"}), ErrSpawnerClosed)
 }
 
@@ -149,7 +154,8 @@ func TestAgentSpawnerResumesFromTheCheckpoint(t *testing.T) {
 
 	// No checkpoint: a plain fresh worker.
 	require.NoError(t, sp.Spawn(ctx, SpawnRequest{Item: "P-1", Stage: 2, Worker: "w1", Assignment: "a1", Resume: true}))
-	assert.Equal(t, "Execute Stage 2 for P-1.\n", (<-reqs).TaskPrompt)
+	assert.Equal(t, "Execute Stage 2 for P-1.\n"+AssignmentBlock(SpawnRequest{Item: "P-1", Stage: 2, Worker: "w1", Assignment: "a1"}),
+		(<-reqs).TaskPrompt)
 	ev := <-inbox.events
 	assert.Equal(t, Event{Kind: EventIdle, Worker: "w1", Assignment: "a1"}, ev, "ended without a report: idle")
 
@@ -170,4 +176,62 @@ func TestAgentSpawnerResumesFromTheCheckpoint(t *testing.T) {
 	require.NoError(t, sp.Send(ctx, Outgoing{Kind: EffectProbe, Item: "P-1", Worker: "w3", Assignment: "a3"}))
 	assert.Equal(t, EventIdle, (<-inbox.events).Kind)
 	assert.Empty(t, reqs, "a3 ran once")
+}
+
+// A plain-text agent (agentcmd's text format) has no final message: its
+// report is the last canonical line of its output.
+func TestAgentSpawnerReadsAPlainTextAgentsOutput(t *testing.T) {
+	ctx := context.Background()
+	agent := agentFunc(func(ctx context.Context, req phases.AgentRequest) (phases.AgentResult, error) {
+		return phases.AgentResult{Success: true, Output: "planning\nStage 0 COMPLETE for P-1. 2 tasks created. Plan score: 3/4.\n\n"}, nil
+	})
+	inbox := recordingInbox{events: make(chan Event, 4)}
+	sp, err := NewAgentSpawner(AgentSpawnerConfig{Agent: agent, Inbox: inbox,
+		Workspace: func(foreman.ItemID) (string, error) { return "/w", nil }})
+	require.NoError(t, err)
+	defer sp.Close()
+	require.NoError(t, sp.Spawn(ctx, SpawnRequest{Item: "P-1", Stage: 0, Worker: "w1", Assignment: "a1"}))
+	ev := <-inbox.events
+	assert.Equal(t, Event{Kind: EventReport, Worker: "w1", Assignment: "a1", Stage: 0, Outcome: Complete, Tasks: 2, Score: "3"}, ev)
+}
+
+// The agent is told its item, stage, worker and assignment in the
+// assignment block at the end of its prompt.
+func TestAssignmentBlockRoundTrip(t *testing.T) {
+	r := SpawnRequest{Item: "P-1", Stage: 3, Worker: "story-P-1-s3", Assignment: "P-1-a7"}
+	p := DefaultPrompt(r) + AssignmentBlock(r)
+	assert.Equal(t, "Execute Stage 3 for P-1.\n\nForeman-Item: P-1\nForeman-Stage: 3\nForeman-Worker: story-P-1-s3\nForeman-Assignment: P-1-a7\n", p)
+	got, ok := ParseAssignment(p)
+	require.True(t, ok)
+	assert.Equal(t, AgentAssignment{Item: "P-1", Stage: 3, Worker: "story-P-1-s3", Assignment: "P-1-a7"}, got)
+	_, ok = ParseAssignment("Execute Stage 3 for P-1.")
+	assert.False(t, ok)
+}
+
+// StageTimeouts bounds each execution: the agent gets its stage's limit,
+// and one that runs out of it ends without a report (idle).
+func TestAgentSpawnerStageTimeout(t *testing.T) {
+	ctx := context.Background()
+	reqs := make(chan phases.AgentRequest, 2)
+	agent := agentFunc(func(ctx context.Context, req phases.AgentRequest) (phases.AgentResult, error) {
+		reqs <- req
+		if req.Timeout == time.Nanosecond {
+			<-ctx.Done() // a stuck agent: only the timeout ends it
+			return phases.AgentResult{TimedOut: true}, ctx.Err()
+		}
+		return phases.AgentResult{Success: true}, nil
+	})
+	inbox := recordingInbox{events: make(chan Event, 4)}
+	sp, err := NewAgentSpawner(AgentSpawnerConfig{Agent: agent, Inbox: inbox,
+		Timeouts:  StageTimeouts{Default: time.Hour, Stages: map[int]time.Duration{2: time.Nanosecond}},
+		Workspace: func(foreman.ItemID) (string, error) { return "/w", nil }})
+	require.NoError(t, err)
+	defer sp.Close()
+	require.NoError(t, sp.Spawn(ctx, SpawnRequest{Item: "P-1", Stage: 2, Worker: "w1", Assignment: "a1"}))
+	assert.Equal(t, time.Nanosecond, (<-reqs).Timeout)
+	assert.Equal(t, Event{Kind: EventIdle, Worker: "w1", Assignment: "a1"}, <-inbox.events, "timed out: idle")
+	require.NoError(t, sp.Spawn(ctx, SpawnRequest{Item: "P-1", Stage: 1, Worker: "w2", Assignment: "a2"}))
+	assert.Equal(t, time.Hour, (<-reqs).Timeout)
+	<-inbox.events
+	assert.Equal(t, time.Duration(0), StageTimeouts{}.For(0))
 }
