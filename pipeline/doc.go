@@ -78,8 +78,9 @@
 // EventUnparseable (probe, then pause), and a canonical line the stage has
 // no rule for is treated the same way by Deliver. A record that does not
 // decode, or is from a newer format, is ErrCorruptRecord and is left as it is.
-// The runtime has no timers: the host reports idleness and probe timeouts
-// (EventIdle, EventProbeTimeout), for instance from health.Deadlines.
+// The runtime has no timers: idleness and probe timeouts (EventIdle,
+// EventProbeTimeout) are reported by the spawner (DispatcherSpawner does,
+// from the worker.Dispatcher's supervision and a probe timer) or the host.
 //
 // # Services
 //
@@ -91,19 +92,32 @@
 // internal/atomicfile), Escalator, and Reporter (FileReporter: a section per
 // item appended to <root>/docs/tasks/reports/pipeline-{date}.md with stage
 // results, start times, durations, counters, diff stats and problems).
-// AgentSpawner is a simple process spawner and messenger: it runs each
-// assignment as one execution of a phases.AgentDriver (agentcmd runs any
-// agent CLI) in the item's worktree, delivers the last canonical line of the
-// agent's final message to the Runtime, reports an agent that ended without
-// one as idle (so the crash protocol probes it and resumes it, from its
-// checkpoint's session or with the CHECKPOINT RESUME block), cancels the
-// agent on a shutdown request and answers probes for it.
+// Two spawners run agents (phases.AgentDriver; agentcmd runs any agent
+// CLI) in the item's worktree and are the Runtime's Messenger too. Both end
+// the prompt with the assignment block (Foreman-Item, Foreman-Stage,
+// Foreman-Worker, Foreman-Assignment lines; AssignmentBlock,
+// ParseAssignment), bound each execution by StageTimeouts, deliver the last
+// canonical line of the agent's final message (else of its plain-text
+// output) as a message.Envelope with the worker and assignment, and report
+// an agent that ended without one as idle, so the crash protocol probes it
+// and resumes it (from its checkpoint's session or with the CHECKPOINT
+// RESUME block). AgentSpawner runs each assignment in a goroutine of its
+// own and answers probes from whether it still runs. DispatcherSpawner
+// submits each assignment to a worker.Dispatcher it owns (fresh mode), as
+// an item whose id is the coordinator's AssignmentID, so stages get its
+// liveness and progress supervision while fencing stays the coordinator's:
+// an assignment the Dispatcher parks (failed, silent, stalled) is idle, a
+// probe is answered while the Dispatcher still holds the assignment, and
+// otherwise times out (EventProbeTimeout) after ProbeTimeout.
 // Package pipelinemock holds gomock mocks of the interfaces.
 //
 // # Limits of what is built
 //
-// No adapter spawns through worker.Dispatcher: the Dispatcher makes its own
-// assignment ids, and fencing needs the coordinator's. The runtime writes
+// The Dispatcher's own crash and stall retries are off under
+// DispatcherSpawner (the coordinator's crash protocol decides), and its
+// reports are read from the in-process agent, so a remote worker.Transport
+// cannot be used with it. Agents learn their assignment from the prompt:
+// phases.AgentRequest has no environment of its own. The runtime writes
 // the record once per transition and once per effect (23 writes for a plain
 // story: 6 transitions, 17 effects), which on the
 // durable SQLite store (synchronous=FULL) costs one fsync each; see

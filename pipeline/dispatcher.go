@@ -1,0 +1,342 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/health"
+	"github.com/agentforeman/foreman/internal/clock"
+	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/worker"
+)
+
+// DispatcherSpawnerConfig configures a DispatcherSpawner. Worker.Agent,
+// Workspace and Inbox are required.
+type DispatcherSpawnerConfig struct {
+	// Worker configures the worker.Dispatcher the spawner creates and owns.
+	// Worker.Agent runs every stage (for example an agentcmd.Driver); it is
+	// wrapped so that the agent's report reaches the Inbox. Three fields are
+	// set by the spawner: Mode is ModeFresh (a fresh worker per stage, as
+	// the seed asks), and CrashBudget and StallBudget are 0, so that an
+	// assignment whose worker fails, falls silent or stalls is parked at
+	// once and the pipeline's own crash protocol decides what follows (its
+	// crash budget, the story-{id}-s{N}-retry worker, the resume from the
+	// checkpoint). Worker.Transport must be nil: the report is read from the
+	// in-process Runtime's agent. Worker.OnEvent is called before the
+	// spawner's own hook. Everything else (MaxWorkers, the liveness,
+	// progress and probe timeouts, budgets, Escalator, Clock) is the host's.
+	Worker worker.Config
+	// Workspace returns the item's worktree (merge.Manager.Path).
+	Workspace func(item foreman.ItemID) (string, error)
+	// Prompt renders the stage's task; default DefaultPrompt. The
+	// assignment block (AssignmentBlock) is appended.
+	Prompt func(r SpawnRequest) string
+	// Checkpoints, when set, lets a Resume spawn continue the crashed
+	// agent's session or add the CHECKPOINT RESUME block.
+	Checkpoints health.CheckpointLoader
+	// Inbox receives each agent's report and, for an assignment that ended
+	// without one (completed silently, or parked by the Dispatcher),
+	// EventIdle; EventStatusReply and EventProbeTimeout answer probes.
+	Inbox Inbox
+	// Timeouts bound each execution by stage (on top of
+	// Worker.AgentTimeout).
+	Timeouts StageTimeouts
+	// ProbeTimeout is how long a probed assignment that the Dispatcher no
+	// longer runs has before EventProbeTimeout is reported (default
+	// health.DefaultProbeTimeout), on Worker.Clock.
+	ProbeTimeout time.Duration
+	Logger       *slog.Logger
+}
+
+// DispatcherSpawner is a Spawner and Messenger that runs each assignment
+// through a worker.Dispatcher, so that stages get its liveness and
+// progress supervision, probes, kills, budgets and escalations. Each spawn
+// is submitted as a worker.Item whose ID is the pipeline's AssignmentID:
+// the Dispatcher's own assignment ids fence its messages, and the
+// pipeline's fence the reports, which carry the pipeline's sender and
+// assignment.
+//
+// The agent's report (the last canonical line of its final message, else of
+// its output) is delivered to the Inbox as a message.Envelope when the
+// Dispatcher completes the assignment. An assignment the Dispatcher parks
+// (agent failed, silent and unanswering, stalled, over budget) or that
+// completes without a report is reported as EventIdle, which starts the
+// pipeline's crash protocol. A probe is answered with EventStatusReply
+// while the Dispatcher still holds the assignment (queued or running: it
+// watches the worker itself); otherwise EventProbeTimeout follows after
+// ProbeTimeout. A shutdown request cancels the assignment's agent; an ACK
+// needs no delivery (the execution ended with its report).
+//
+// Spawn is idempotent by assignment within the process. After a
+// coordinator restart (a new spawner and Dispatcher) a re-issued spawn
+// runs the assignment again.
+type DispatcherSpawner struct {
+	cfg   DispatcherSpawnerConfig
+	d     *worker.Dispatcher
+	clk   foreman.Clock
+	log   *slog.Logger
+	agent phases.AgentDriver
+	hook  worker.EventHook
+
+	mu     sync.Mutex
+	spawns map[foreman.AssignmentID]*dispatched
+	probes map[foreman.AssignmentID]clock.Timer
+	closed bool
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// dispatched is one assignment submitted to the Dispatcher.
+type dispatched struct {
+	req     SpawnRequest
+	session string
+	// cancel stops the agent's execution while it runs.
+	cancel context.CancelFunc
+	// line is the agent's report, once its execution ended with one.
+	line string
+	// ended: its end (completed or parked) was reported; shutdown: the
+	// pipeline asked it to stop, so its end is nobody's news.
+	ended, shutdown bool
+}
+
+// NewDispatcherSpawner checks cfg, starts the Dispatcher and returns the
+// spawner. Close it to stop the Dispatcher and its agents.
+func NewDispatcherSpawner(cfg DispatcherSpawnerConfig) (*DispatcherSpawner, error) {
+	if cfg.Worker.Agent == nil || cfg.Workspace == nil || cfg.Inbox == nil {
+		return nil, errors.New("pipeline: DispatcherSpawnerConfig needs Worker.Agent, Workspace and Inbox")
+	}
+	if cfg.Worker.Transport != nil {
+		return nil, errors.New("pipeline: DispatcherSpawnerConfig.Worker.Transport must be nil (reports are read from the in-process agent)")
+	}
+	if cfg.Prompt == nil {
+		cfg.Prompt = DefaultPrompt
+	}
+	if cfg.ProbeTimeout <= 0 {
+		cfg.ProbeTimeout = health.DefaultProbeTimeout
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &DispatcherSpawner{cfg: cfg, clk: clock.OrReal(cfg.Worker.Clock), log: logger(cfg.Logger),
+		agent: cfg.Worker.Agent, hook: cfg.Worker.OnEvent,
+		spawns: map[foreman.AssignmentID]*dispatched{}, probes: map[foreman.AssignmentID]clock.Timer{},
+		ctx: ctx, cancel: cancel}
+	wc := cfg.Worker
+	wc.Mode = worker.ModeFresh
+	wc.CrashBudget, wc.StallBudget = -1, -1
+	wc.Agent = worker.AgentFunc(s.execute)
+	wc.OnEvent = s.onEvent
+	d, err := worker.New(wc)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	s.d = d
+	return s, nil
+}
+
+// Dispatcher returns the Dispatcher the spawner owns (for its Stats,
+// Items and Workers).
+func (s *DispatcherSpawner) Dispatcher() *worker.Dispatcher { return s.d }
+
+// Spawn implements Spawner.
+func (s *DispatcherSpawner) Spawn(ctx context.Context, r SpawnRequest) error {
+	s.mu.Lock()
+	_, known := s.spawns[r.Assignment]
+	closed := s.closed
+	s.mu.Unlock()
+	switch {
+	case closed:
+		return ErrSpawnerClosed
+	case known:
+		return nil
+	}
+	dir, err := s.cfg.Workspace(r.Item)
+	if err != nil {
+		return err
+	}
+	task, session, err := agentTask(ctx, s.cfg.Prompt, s.cfg.Checkpoints, r)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if _, known := s.spawns[r.Assignment]; known || s.closed {
+		s.mu.Unlock()
+		if known {
+			return nil
+		}
+		return ErrSpawnerClosed
+	}
+	s.spawns[r.Assignment] = &dispatched{req: r, session: session}
+	s.mu.Unlock()
+	// Submit may assign at once, and the agent wrapper and the event hook
+	// take s.mu: it is not held here.
+	err = s.d.Submit(ctx, worker.Item{ID: foreman.ItemID(r.Assignment), Stage: r.Stage, Prompt: task, Worktree: dir})
+	if err != nil && !errors.Is(err, worker.ErrItemActive) {
+		s.mu.Lock()
+		delete(s.spawns, r.Assignment) // not submitted: a re-issued spawn tries again
+		s.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// execute wraps Worker.Agent: it finds the assignment from the prompt's
+// assignment block, adds the session to resume and the stage's timeout,
+// lets a shutdown request cancel it, and keeps the agent's report for the
+// completion.
+func (s *DispatcherSpawner) execute(ctx context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (phases.AgentResult, error) {
+	a, ok := ParseAssignment(req.TaskPrompt)
+	s.mu.Lock()
+	sp := s.spawns[a.Assignment]
+	if !ok || sp == nil {
+		s.mu.Unlock()
+		return s.agent.Execute(ctx, req, onEvent) // not one of ours
+	}
+	if sp.shutdown {
+		s.mu.Unlock()
+		return phases.AgentResult{}, context.Canceled
+	}
+	req.SessionID = sp.session
+	var cancel context.CancelFunc
+	if t := s.cfg.Timeouts.For(sp.req.Stage); t > 0 {
+		ctx, cancel = context.WithTimeout(ctx, t)
+		if req.Timeout <= 0 || t < req.Timeout {
+			req.Timeout = t
+		}
+	} else {
+		ctx, cancel = context.WithCancel(ctx)
+	}
+	sp.cancel = cancel
+	s.mu.Unlock()
+	defer cancel()
+
+	res, err := s.agent.Execute(ctx, req, onEvent)
+	line, found := reportOf(sp.req.Item, res)
+	s.mu.Lock()
+	sp.cancel = nil
+	if found {
+		sp.line = line
+	}
+	s.mu.Unlock()
+	return res, err
+}
+
+// onEvent follows the Dispatcher: the end of an assignment (completed,
+// parked, found closed) is the agent's report or EventIdle.
+func (s *DispatcherSpawner) onEvent(ev worker.Event) {
+	if s.hook != nil {
+		s.hook(ev)
+	}
+	switch ev.Kind {
+	case worker.EventCompleted, worker.EventParked, worker.EventItemClosed:
+	default:
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sp := s.spawns[foreman.AssignmentID(ev.Item)]
+	if sp == nil || sp.ended || s.closed {
+		return
+	}
+	sp.ended = true
+	if sp.shutdown {
+		return
+	}
+	r, line := sp.req, sp.line
+	if line == "" {
+		s.log.Info("pipeline: assignment ended without a report", "item", r.Item, "assignment", r.Assignment,
+			"event", ev.Kind, "reason", ev.Reason)
+	}
+	// The hook runs on the Dispatcher's effect goroutine, and the Inbox
+	// spawns through the Dispatcher: hand the report over from a goroutine.
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		report(s.ctx, s.cfg.Inbox, s.log, s.clk.Now(), r, line)
+	}()
+}
+
+// Send implements Messenger.
+func (s *DispatcherSpawner) Send(_ context.Context, m Outgoing) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch m.Kind {
+	case EffectShutdown:
+		if sp := s.spawns[m.Assignment]; sp != nil {
+			sp.shutdown = true
+			if sp.cancel != nil {
+				sp.cancel()
+			}
+		}
+		if t := s.probes[m.Assignment]; t != nil {
+			t.Stop()
+			delete(s.probes, m.Assignment)
+		}
+	case EffectProbe:
+		if s.closed {
+			return ErrSpawnerClosed
+		}
+		if s.heldLocked(m.Assignment) {
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.handle(m, EventStatusReply)
+			}()
+			return nil
+		}
+		if t := s.probes[m.Assignment]; t != nil {
+			t.Stop()
+		}
+		s.probes[m.Assignment] = s.clk.AfterFunc(s.cfg.ProbeTimeout, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.closed {
+				return
+			}
+			delete(s.probes, m.Assignment)
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.handle(m, EventProbeTimeout)
+			}()
+		})
+	}
+	return nil
+}
+
+// heldLocked reports whether the Dispatcher still holds the assignment
+// (queued, running, in review, recovering) and so watches it itself.
+func (s *DispatcherSpawner) heldLocked(a foreman.AssignmentID) bool {
+	if sp := s.spawns[a]; sp == nil || sp.ended {
+		return false
+	}
+	info, ok := s.d.Item(foreman.ItemID(a))
+	return ok && info.State != worker.Done && info.State != worker.Parked
+}
+
+func (s *DispatcherSpawner) handle(m Outgoing, kind EventKind) {
+	if _, err := s.cfg.Inbox.Handle(s.ctx, m.Item, Event{Kind: kind, Worker: m.Worker, Assignment: m.Assignment,
+		Stage: m.Stage}); err != nil {
+		s.log.Warn("pipeline: answering probe", "item", m.Item, "assignment", m.Assignment, "event", kind, "err", err)
+	}
+}
+
+// Close stops the probe timers, closes the Dispatcher (killing running
+// agents) and waits for the spawner's goroutines. It is safe to call twice.
+func (s *DispatcherSpawner) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for a, t := range s.probes {
+		t.Stop()
+		delete(s.probes, a)
+	}
+	s.mu.Unlock()
+	s.cancel()
+	err := s.d.Close()
+	s.wg.Wait()
+	return err
+}
