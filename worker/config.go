@@ -97,6 +97,10 @@ type Config struct {
 	Agent        phases.AgentDriver
 	Commits      CommitReader
 	AgentTimeout time.Duration
+	// Gate is the default Runtime's quality gate, run after each successful
+	// agent execution and reported as MsgQGResult (see Gate). A zero Gate
+	// runs none. With a custom Transport the transport reports gate runs.
+	Gate Gate
 
 	// ItemChecker, when set, is asked whether an item is still open after
 	// its worker's crash was confirmed and before the item is requeued: an

@@ -64,7 +64,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	if d.transport == nil {
 		d.runtime = NewRuntime(RuntimeConfig{
 			Agent: cfg.Agent, Commits: cfg.Commits, HeartbeatInterval: cfg.HeartbeatInterval,
-			AgentTimeout: cfg.AgentTimeout, Clock: cfg.Clock, Logger: cfg.Logger, OnEvent: d.external,
+			AgentTimeout: cfg.AgentTimeout, Gate: cfg.Gate, Clock: cfg.Clock, Logger: cfg.Logger, OnEvent: d.external,
 		}, d)
 		d.transport = d.runtime
 	}

@@ -114,8 +114,20 @@
 // work. KILL, RESET and SHUTDOWN cancel the execution, which terminates the
 // process group (SIGTERM, grace, SIGKILL); nothing of one assignment survives
 // into the next. PROBE is answered by the supervising goroutine, so a
-// Runtime that is frozen (or whose messages are lost) does not answer. A network or database transport implements Transport and
-// calls Deliver.
+// Runtime that is frozen (or whose messages are lost) does not answer.
+//
+// Quality-gate results reach the Dispatcher as MsgQGResult. With
+// Config.Gate set, the Runtime runs the gate (a phases.Verifier, such as
+// phases/gates) in the worktree after every successful agent execution and
+// sends each result, its QGOutput a digest of the failed checks (QGDigest);
+// a failure is fed back to the agent, which runs again within the same
+// assignment, up to Gate.Rounds executions, before the assignment ends
+// FAILED. Without a gate the Runtime sends no MsgQGResult, and stuck
+// quality gates cannot be detected.
+//
+// A network or database transport implements Transport and calls Deliver,
+// including a MsgQGResult for every gate run its workers make (a stable
+// digest or text of the failure as QGOutput).
 //
 // # Concurrency and shutdown
 //

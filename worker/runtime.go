@@ -69,6 +69,9 @@ type RuntimeConfig struct {
 	Logger       *slog.Logger
 	// OnEvent receives EventAgentStarted and EventAgentExited.
 	OnEvent EventHook
+	// Gate, when its Verifier is set, runs after every successful agent
+	// execution; see Gate.
+	Gate Gate
 }
 
 // Runtime is the default, in-process Transport: each worker is a goroutine
@@ -207,6 +210,10 @@ func (r *Runtime) heartbeat(ctx context.Context, rn *run) {
 type execResult struct {
 	res phases.AgentResult
 	err error
+	// usage is that of every execution of the assignment.
+	usage Usage
+	// gateErr says why the quality gate failed in its last round.
+	gateErr string
 }
 
 // supervise runs one assignment: an immediate heartbeat (the commit it
@@ -234,10 +241,7 @@ func (r *Runtime) supervise(ctx context.Context, rn *run) {
 			r.deliver(ctx, Message{Kind: MsgStatus, Worker: a.Worker, Assignment: a.ID, Status: StatusRunning})
 		}
 	}
-	go func() {
-		res, err := r.cfg.Agent.Execute(ctx, agentRequest(a, r.cfg.AgentTimeout), onEvent)
-		results <- execResult{res, err}
-	}()
+	go func() { results <- r.execute(ctx, rn, onEvent) }()
 	ticker := clk.NewTicker(r.cfg.HeartbeatInterval)
 	defer ticker.Stop()
 	for {
@@ -268,8 +272,11 @@ func (r *Runtime) finish(rn *run, out execResult) {
 	a := rn.a
 	res := out.res
 	reason := exitReason(res, out.err)
+	if out.gateErr != "" {
+		reason = out.gateErr
+	}
 	r.emit(Event{Kind: EventAgentExited, At: r.cfg.Clock.Now(), Worker: a.Worker, Assignment: a.ID, Item: a.Item,
-		Reason: reason, Usage: UsageOf(res), Err: out.err})
+		Reason: reason, Usage: out.usage, Err: out.err})
 	r.mu.Lock()
 	if r.runs[a.Worker] == rn {
 		delete(r.runs, a.Worker)
@@ -278,9 +285,9 @@ func (r *Runtime) finish(rn *run, out execResult) {
 	if rn.killed.Load() {
 		return // the Dispatcher ended this assignment; it expects nothing more
 	}
-	m := Message{Worker: a.Worker, Assignment: a.ID, Usage: UsageOf(res)}
+	m := Message{Worker: a.Worker, Assignment: a.ID, Usage: out.usage}
 	switch {
-	case out.err != nil || !res.Success:
+	case out.err != nil || !res.Success || out.gateErr != "":
 		m.Kind, m.Reason = MsgFailed, reason
 	case a.RequireReview:
 		m.Kind = MsgReadyForReview
