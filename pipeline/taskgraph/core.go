@@ -386,8 +386,10 @@ func (st *step) dispatch(w WakeUp) (*Session, Result, error) {
 
 // Update applies a TaskUpdate: the one status change, fenced by the
 // assignment, and nothing else (the coordinator acts on it at its next
-// wake-up, as in the seed). An invalid (status, event) pair is a
-// *TransitionError and the session is unchanged.
+// wake-up, as in the seed). Releasing a parked task (To: Pending) also
+// drops its stale assignment and any worker still listed for it. An
+// invalid (status, event) pair is a *TransitionError and the session is
+// unchanged.
 func (c *Core) Update(s *Session, u TaskUpdate) (*Session, Result, error) {
 	if s == nil || s.Graph == nil {
 		return nil, Result{}, fmt.Errorf("%w: no session", ErrInvalidUpdate)
@@ -417,6 +419,21 @@ func (c *Core) Update(s *Session, u TaskUpdate) (*Session, Result, error) {
 		}
 	case Cancelled:
 		ev = EventCancel
+	case Parked:
+		// The host parking its own assignment is fenced; a person may
+		// park a task without naming one.
+		if u.Assignment != "" && u.Assignment != t.Assignment {
+			st.s.Counters.Stale++
+			st.res.Disposition, st.res.Outcome = Stale, StepIgnored
+			st.emit(Effect{Kind: EffectLog, Note: NoteStale, Task: u.Task, Assignment: u.Assignment})
+			return st.finish(true)
+		}
+		ev = EventPark
+	case Pending:
+		if t.Status != Parked {
+			return nil, Result{}, &TransitionError{Task: u.Task, From: t.Status, Event: EventUnpark}
+		}
+		ev = EventUnpark
 	default:
 		return nil, Result{}, fmt.Errorf("%w: cannot set %s to %s", ErrInvalidUpdate, u.Task, u.To)
 	}
@@ -428,6 +445,14 @@ func (c *Core) Update(s *Session, u TaskUpdate) (*Session, Result, error) {
 	}
 	if err := st.graph().apply(i, ev); err != nil {
 		return nil, Result{}, err
+	}
+	if ev == EventUnpark {
+		// Released to start afresh: the parked assignment is stale from
+		// now on, and a worker still listed for it is let go.
+		st.s.Graph.state[i].Assignment = ""
+		if wi := st.s.workerIndexByTask(u.Task); wi >= 0 {
+			st.removeWorker(wi)
+		}
 	}
 	st.res.Outcome = StepUpdated
 	st.emit(Effect{Kind: EffectLog, Note: NoteTaskUpdated, Task: u.Task, Role: t.Role, Assignment: t.Assignment, Status: u.To})

@@ -11,10 +11,22 @@
 // blocker an existing task, no duplicate subjects and no cycles; the
 // errors are typed (*CycleError names the cycle, *UnknownBlockerError,
 // *UnknownRoleError, *DuplicateTaskError). A task is ready when it is
-// pending and every blocker is completed: a failed or cancelled blocker
-// never unblocks. Task statuses (pending, in_progress, completed, failed,
-// cancelled) change only through the transition table of NextStatus; an
-// invalid (status, event) pair is a *TransitionError.
+// pending and every blocker is completed: a failed, cancelled or parked
+// blocker never unblocks. Task statuses (pending, in_progress, completed,
+// failed, cancelled, parked) change only through the transition table of
+// NextStatus; an invalid (status, event) pair is a *TransitionError.
+//
+// Parked is the state the seed lacks: a task paused, waiting for a person
+// (a story stopped by a merge conflict, say). A host or person parks a
+// task with Runtime.Update (TaskUpdate{To: Parked}, fenced by the
+// assignment when one is given). Unlike a failed task, which the seed's
+// worker failure handling resets to pending and respawns, a parked task is
+// never reset or spawned: its worker is released when processed (a late
+// completion does not undo the parking), the pipeline is not complete
+// while it is parked (a stall names it), and the report shows it with its
+// own icon (||) and a "Parked, waiting for a person" line. A person
+// releases it (TaskUpdate{To: Pending}: a new assignment at the next
+// spawn), completes it (with its assignment) or cancels it.
 //
 // PipelineTasks gives the seed's task chains per Mode (spec-only 12 tasks,
 // impl-only 4, fe-only 3, fullstack 6, full-lifecycle 16,

@@ -67,12 +67,13 @@ const (
 	NoteStatus
 	NoteViolations
 	NoteTaskUpdated
+	NoteParked
 )
 
 var noteNames = [...]string{"", "spawned", "task_unblocked", "spawn_summary", "waiting", "pipeline_complete",
 	"stalled", "confirmed", "progress", "still_running", "all_running", "worker_failed", "cancelled",
 	"orphan_reset", "checkpoint", "paused", "resumed", "no_worker", "stale", "duplicate", "status",
-	"violations", "task_updated"}
+	"violations", "task_updated", "parked"}
 
 func (n Note) String() string { return nameOf(noteNames[:], int(n), "Note") }
 
@@ -201,6 +202,11 @@ func (e Effect) Text() string {
 		if len(d.Missing) > 0 {
 			fmt.Fprintf(&b, "\n%s  missing tasks: %s", tag, strings.Join(d.Missing, ", "))
 		}
+		for _, bt := range d.Blocked {
+			if bt.Status == Parked {
+				fmt.Fprintf(&b, "\n%s%s is parked: a person releases it (task update to pending), completes or cancels it.", tag, bt.Task)
+			}
+		}
 		fmt.Fprintf(&b, "\n%s'resume' retries failed tasks; otherwise a person must create the missing tasks or re-create the blocked ones.", tag)
 		return b.String()
 	case NoteConfirmed:
@@ -215,6 +221,8 @@ func (e Effect) Text() string {
 		return fmt.Sprintf("%sWorker failure: %s (%s), task status %s\n%sTask %s reset to pending. Will retry on next 'resume'.", tag, e.Task, e.Role, e.Status, tag, e.Task)
 	case NoteCancelled:
 		return fmt.Sprintf("%s%s was cancelled; its worker (%s) is released", tag, e.Task, e.Role)
+	case NoteParked:
+		return fmt.Sprintf("%s%s is parked, waiting for a person; its worker (%s) is released", tag, e.Task, e.Role)
 	case NoteOrphanReset:
 		return fmt.Sprintf("%s%s was in progress with no active worker; reset to pending", tag, e.Task)
 	case NoteCheckpoint:

@@ -30,6 +30,7 @@ func TestEffectText(t *testing.T) {
 		{Effect{Note: NoteAllRunning, Count: 2}, "2 worker(s) still executing."},
 		{Effect{Note: NoteWorkerFailed, Task: "A", Role: "planner", Status: Failed}, "Worker failure: A (planner), task status failed"},
 		{Effect{Note: NoteCancelled, Task: "A", Role: "planner"}, "A was cancelled; its worker (planner) is released"},
+		{Effect{Note: NoteParked, Task: "A", Role: "planner"}, "[coordinator] A is parked, waiting for a person; its worker (planner) is released"},
 		{Effect{Note: NoteOrphanReset, Task: "A"}, "A was in progress with no active worker; reset to pending"},
 		{Effect{Note: NoteCheckpoint, Task: "DISCUSS-006"}, "SPEC PHASE COMPLETE — CHECKPOINT (DISCUSS-006)"},
 		{Effect{Note: NotePaused, Task: "DISCUSS-006"}, "Paused at checkpoint DISCUSS-006"},

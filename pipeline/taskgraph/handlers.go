@@ -63,8 +63,8 @@ func (st *step) handleCallback(w WakeUp) (*Session, Result, error) {
 		st.res.Outcome = StepIgnored
 		return st.finish(true)
 	}
-	// A cancellation wins over whatever the worker reports.
-	if w.Outcome != OutcomeNone && s.Graph.state[ti].Status != Cancelled {
+	// A cancellation or a parking wins over whatever the worker reports.
+	if w.Outcome != OutcomeNone && s.Graph.state[ti].Status != Cancelled && s.Graph.state[ti].Status != Parked {
 		to, ev := Completed, EventComplete
 		if w.Outcome == OutcomeFailed {
 			to, ev = Failed, EventFail
@@ -144,8 +144,8 @@ func (st *step) processCompleted() int {
 // workerFailure is the seed's Worker Failure Handling for a worker whose
 // task is neither completed nor in progress: reset the task to pending,
 // log an error, tell the person it is retried on the next resume. A
-// cancelled task is not a failure: its worker is released and the task
-// stays cancelled.
+// cancelled or parked task is not a failure: its worker is released and
+// the task stays as it is (a parked one waits for a person).
 func (st *step) workerFailure(wi int) {
 	w := st.s.ActiveWorkers[wi]
 	st.removeWorker(wi)
@@ -155,8 +155,12 @@ func (st *step) workerFailure(wi int) {
 		return
 	}
 	status := st.s.Graph.state[ti].Status
-	if status == Cancelled {
+	switch status {
+	case Cancelled:
 		st.report(Effect{Note: NoteCancelled, Task: w.Task, Role: w.Role, Assignment: w.Assignment})
+		return
+	case Parked:
+		st.report(Effect{Note: NoteParked, Task: w.Task, Role: w.Role, Assignment: w.Assignment})
 		return
 	}
 	g := st.graph()
@@ -254,7 +258,8 @@ func (st *step) handleResume() {
 //	  └─ HAS ready tasks → for each: → in_progress, log task_unblocked,
 //	     spawn worker, add to active_workers; update session → STOP
 //
-// It spawns every ready task, or as many as CoreConfig.MaxActive allows
+// A parked task is never spawned and never unblocks its dependents; a
+// pipeline with one is not complete. It spawns every ready task, or as many as CoreConfig.MaxActive allows
 // (the others stay pending and are named in the waiting or summary
 // report). "Nothing ready, nothing running" is
 // PIPELINE_COMPLETE only when the pipeline is complete (no task pending or
@@ -312,7 +317,7 @@ func (st *step) handleSpawnNext() bool {
 			return false
 		}
 		missing := st.c.missing(s)
-		if len(missing) == 0 && g.Count(Pending) == 0 && g.Count(Failed) == 0 {
+		if len(missing) == 0 && g.Count(Pending) == 0 && g.Count(Failed) == 0 && g.Count(Parked) == 0 {
 			wasComplete := s.Status == SessionCompleted
 			if !wasComplete {
 				s.Status, s.CompletedAt = SessionCompleted, st.at

@@ -439,8 +439,10 @@ func TestUpdate(t *testing.T) {
 	assert.ErrorIs(t, err, ErrUnknownTask)
 	_, _, err = c.Update(s, TaskUpdate{Task: "A", To: Completed})
 	assert.ErrorIs(t, err, ErrInvalidUpdate)
-	_, _, err = c.Update(s, TaskUpdate{Task: "A", To: Pending})
+	_, _, err = c.Update(s, TaskUpdate{Task: "A", To: InProgress})
 	assert.ErrorIs(t, err, ErrInvalidUpdate)
+	_, _, err = c.Update(s, TaskUpdate{Task: "A", To: Pending})
+	assert.ErrorIs(t, err, ErrInvalidTransition, "only a parked task can be released to pending")
 	_, _, err = c.Update(nil, TaskUpdate{})
 	assert.ErrorIs(t, err, ErrInvalidUpdate)
 

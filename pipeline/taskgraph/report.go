@@ -22,6 +22,8 @@ type StatusReport struct {
 	Graph         []PhaseView  `json:"graph"`
 	ActiveWorkers []WorkerView `json:"active_workers"`
 	Ready         []string     `json:"ready"`
+	// Parked lists the tasks waiting for a person.
+	Parked []string `json:"parked,omitempty"`
 	// MaxActive is the core's limit of tasks in progress (0: none); ready
 	// tasks held back by it are in Ready.
 	MaxActive int `json:"max_active,omitempty"`
@@ -80,7 +82,7 @@ type WorkerView struct {
 
 const notCreated = "not_created"
 
-// Icons of the execution graph: the seed's four, plus two for the
+// Icons of the execution graph: the seed's four, plus three for the
 // statuses the seed does not have.
 func icon(status string) string {
 	switch status {
@@ -94,6 +96,8 @@ func icon(status string) string {
 		return "x"
 	case "cancelled":
 		return "-"
+	case "parked":
+		return "||"
 	}
 	return "."
 }
@@ -162,8 +166,13 @@ func (c *Core) Status(s *Session, at time.Time) StatusReport {
 		}
 		r.ActiveWorkers = append(r.ActiveWorkers, wv)
 	}
+	for i := range g.specs {
+		if g.state[i].Status == Parked {
+			r.Parked = append(r.Parked, g.specs[i].Subject)
+		}
+	}
 	if len(r.Ready) == 0 && len(r.ActiveWorkers) == 0 && s.Status != SessionCompleted &&
-		(len(r.Missing) > 0 || g.Count(Pending)+g.Count(Failed) > 0) {
+		(len(r.Missing) > 0 || g.Count(Pending)+g.Count(Failed)+g.Count(Parked) > 0) {
 		r.Stalled, r.Blocked = true, g.Blocked()
 	}
 	r.Violations = c.Validate(s)
@@ -296,8 +305,9 @@ func chainText(tasks []TaskView) string {
 //	[coordinator] Ready to spawn: <subjects>
 //	[coordinator] Commands: 'resume' to advance | 'check' to refresh
 //
-// Sections with nothing to show are left out. The legend gains "x=failed"
-// and "-=cancelled" only when such a task is shown, and a paused or
+// Sections with nothing to show are left out. The legend gains "x=failed",
+// "-=cancelled" and "||=parked" only when such a task is shown; parked
+// tasks get a line of their own ("Parked, waiting for a person"); a paused or
 // stalled session gets one line saying so before the commands. The tasks
 // of a custom graph are one per line under "Tasks", each followed by
 // "← <blockers>" when it has any.
@@ -306,13 +316,14 @@ func (r StatusReport) Text() string {
 	b.WriteString(tag + "Pipeline Status\n")
 	fmt.Fprintf(&b, "%sMode: %s | Progress: %d/%d (%d%%)\n\n", tag, r.Mode, r.Completed, r.Total, r.Percent)
 	b.WriteString(tag + "Execution Graph:\n")
-	var failed, cancelled bool
+	var failed, cancelled, parked bool
 	for _, ph := range r.Graph {
 		fmt.Fprintf(&b, "  %s:\n", ph.Name)
 		for i, ln := range ph.Lines {
 			for _, tv := range ln.Tasks {
 				failed = failed || tv.Status == "failed"
 				cancelled = cancelled || tv.Status == "cancelled"
+				parked = parked || tv.Status == "parked"
 			}
 			switch {
 			case len(ln.Tasks) == 1 && len(ln.Tasks[0].BlockedBy) > 0:
@@ -333,6 +344,9 @@ func (r StatusReport) Text() string {
 	if cancelled {
 		b.WriteString("  -=cancelled")
 	}
+	if parked {
+		b.WriteString("  ||=parked")
+	}
 	b.WriteString("\n\n")
 	if len(r.ActiveWorkers) > 0 {
 		b.WriteString(tag + "Active Workers:\n")
@@ -347,6 +361,9 @@ func (r StatusReport) Text() string {
 			fmt.Fprintf(&b, " (at most %d active at once)", r.MaxActive)
 		}
 		b.WriteString("\n")
+	}
+	if len(r.Parked) > 0 {
+		fmt.Fprintf(&b, "%sParked, waiting for a person: %s\n", tag, strings.Join(r.Parked, ", "))
 	}
 	if r.Checkpoint != "" {
 		fmt.Fprintf(&b, "%sPaused at checkpoint %s: 'resume' to continue\n", tag, r.Checkpoint)

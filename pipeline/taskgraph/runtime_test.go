@@ -210,7 +210,7 @@ func TestRuntimeErrors(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidWakeUp)
 	_, err = rt.Update(ctx, "s1", TaskUpdate{Task: "PLAN-001", To: Completed, Assignment: "x"})
 	require.NoError(t, err, "a stale update is an outcome, not an error")
-	_, err = rt.Update(ctx, "s1", TaskUpdate{Task: "PLAN-001", To: Pending})
+	_, err = rt.Update(ctx, "s1", TaskUpdate{Task: "PLAN-001", To: InProgress})
 	assert.ErrorIs(t, err, ErrInvalidUpdate)
 
 	cancelled, cancel := context.WithCancel(ctx)

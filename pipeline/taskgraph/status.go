@@ -6,7 +6,7 @@ import (
 )
 
 // Status is where a task stands. The names are the seed's task-list
-// statuses plus failed and cancelled.
+// statuses plus failed, cancelled and parked.
 type Status uint8
 
 const (
@@ -21,9 +21,14 @@ const (
 	Failed
 	// Cancelled: withdrawn by a person. Terminal; never unblocks dependents.
 	Cancelled
+	// Parked: paused, waiting for a person (for example a story stopped by
+	// a merge conflict). Unlike a failed task it is never reset or
+	// respawned by the coordinator, and it never unblocks dependents; a
+	// person releases it (back to pending), completes it or cancels it.
+	Parked
 )
 
-var statusNames = [...]string{"pending", "in_progress", "completed", "failed", "cancelled"}
+var statusNames = [...]string{"pending", "in_progress", "completed", "failed", "cancelled", "parked"}
 
 func (s Status) String() string {
 	if int(s) < len(statusNames) {
@@ -78,10 +83,14 @@ const (
 	EventReset
 	// EventCancel: a person withdraws the task.
 	EventCancel
+	// EventPark: the host or a person parks the task for a person.
+	EventPark
+	// EventUnpark: a person releases a parked task to be started again.
+	EventUnpark
 	numEvents
 )
 
-var eventNames = [...]string{"start", "complete", "fail", "reset", "cancel"}
+var eventNames = [...]string{"start", "complete", "fail", "reset", "cancel", "park", "unpark"}
 
 func (e Event) String() string {
 	if int(e) < len(eventNames) {
@@ -90,19 +99,20 @@ func (e Event) String() string {
 	return fmt.Sprintf("Event(%d)", uint8(e))
 }
 
-const numStatuses = 5
+const numStatuses = 6
 
 // invalid marks a (status, event) pair that has no transition.
 const invalid Status = 0xff
 
 // transitions is the task state machine: transitions[from][event] = to.
 var transitions = [numStatuses][numEvents]Status{
-	//             start       complete   fail     reset    cancel
-	Pending:    {InProgress, invalid, invalid, invalid, Cancelled},
-	InProgress: {invalid, Completed, Failed, Pending, Cancelled},
-	Completed:  {invalid, invalid, invalid, invalid, invalid},
-	Failed:     {invalid, invalid, invalid, Pending, Cancelled},
-	Cancelled:  {invalid, invalid, invalid, invalid, invalid},
+	//             start       complete   fail     reset    cancel     park     unpark
+	Pending:    {InProgress, invalid, invalid, invalid, Cancelled, Parked, invalid},
+	InProgress: {invalid, Completed, Failed, Pending, Cancelled, Parked, invalid},
+	Completed:  {invalid, invalid, invalid, invalid, invalid, invalid, invalid},
+	Failed:     {invalid, invalid, invalid, Pending, Cancelled, Parked, invalid},
+	Cancelled:  {invalid, invalid, invalid, invalid, invalid, invalid, invalid},
+	Parked:     {invalid, Completed, invalid, invalid, Cancelled, invalid, Pending},
 }
 
 // ErrInvalidTransition is matched by every *TransitionError.

@@ -11,11 +11,12 @@ import (
 
 func TestNextStatusTable(t *testing.T) {
 	valid := map[Status]map[Event]Status{
-		Pending:    {EventStart: InProgress, EventCancel: Cancelled},
-		InProgress: {EventComplete: Completed, EventFail: Failed, EventReset: Pending, EventCancel: Cancelled},
-		Failed:     {EventReset: Pending, EventCancel: Cancelled},
+		Pending:    {EventStart: InProgress, EventCancel: Cancelled, EventPark: Parked},
+		InProgress: {EventComplete: Completed, EventFail: Failed, EventReset: Pending, EventCancel: Cancelled, EventPark: Parked},
+		Failed:     {EventReset: Pending, EventCancel: Cancelled, EventPark: Parked},
+		Parked:     {EventComplete: Completed, EventCancel: Cancelled, EventUnpark: Pending},
 	}
-	for from := Pending; from <= Cancelled; from++ {
+	for from := Pending; from <= Parked; from++ {
 		for ev := EventStart; ev < numEvents; ev++ {
 			to, err := NextStatus("T-1", from, ev)
 			want, ok := valid[from][ev]
@@ -39,7 +40,7 @@ func TestNextStatusTable(t *testing.T) {
 }
 
 func TestStatusNames(t *testing.T) {
-	for s := Pending; s <= Cancelled; s++ {
+	for s := Pending; s <= Parked; s++ {
 		b, err := json.Marshal(s)
 		require.NoError(t, err)
 		var back Status
@@ -47,6 +48,8 @@ func TestStatusNames(t *testing.T) {
 		assert.Equal(t, s, back)
 	}
 	assert.Equal(t, `"in_progress"`, mustJSON(t, InProgress))
+	assert.Equal(t, `"parked"`, mustJSON(t, Parked))
+	assert.Equal(t, "unpark", EventUnpark.String())
 	_, err := ParseStatus("done")
 	assert.ErrorIs(t, err, ErrInvalidStatus)
 	_, err = Status(7).MarshalText()

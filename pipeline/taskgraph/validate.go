@@ -95,7 +95,7 @@ func (c *Core) validateState(s *Session) []Violation {
 		}
 	}
 	if s.Status == SessionCompleted {
-		if n := g.Count(Pending) + g.Count(InProgress) + g.Count(Failed); n > 0 {
+		if n := g.Count(Pending) + g.Count(InProgress) + g.Count(Failed) + g.Count(Parked); n > 0 {
 			out = append(out, Violation{Check: CheckCompletion, Detail: fmt.Sprintf("session is completed but %d task(s) are not done", n)})
 		}
 	}

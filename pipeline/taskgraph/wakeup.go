@@ -70,14 +70,17 @@ func (w WakeUp) WithTime(at time.Time) WakeUp {
 }
 
 // TaskUpdate changes one task's status from outside the coordinator: a
-// worker marking its task completed or failed (the seed's TaskUpdate), or
-// a person cancelling a task.
+// worker marking its task completed or failed (the seed's TaskUpdate), a
+// host or person parking a task for a person (Parked), a person releasing
+// a parked task (Pending) or cancelling a task.
 type TaskUpdate struct {
 	Task string
-	// To is Completed, Failed or Cancelled.
+	// To is Completed, Failed, Cancelled, Parked or Pending (only from
+	// Parked).
 	To Status
 	// Assignment must be the task's current assignment for Completed and
-	// Failed; it is ignored for Cancelled.
+	// Failed; for Parked it is checked when given (a person may omit it);
+	// it is ignored for Cancelled and Pending.
 	Assignment foreman.AssignmentID
 	At         time.Time
 }
