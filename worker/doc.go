@@ -140,6 +140,6 @@
 // within KillTimeout as a *multierror.Error of *StopError. Shutdown and
 // Close are safe to call twice. All time comes from Config.Clock.
 //
-// Package workermock holds gomock mocks of Transport, Escalator and
-// CommitReader.
+// Package workermock holds gomock mocks of Transport, Inbox, Closer,
+// Escalator and CommitReader.
 package worker

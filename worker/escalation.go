@@ -8,7 +8,7 @@ import (
 	"github.com/agentforeman/foreman/health"
 )
 
-//go:generate go tool mockgen -destination workermock/mocks.go -package workermock github.com/agentforeman/foreman/worker Transport,Escalator,CommitReader
+//go:generate go tool mockgen -destination workermock/mocks.go -package workermock github.com/agentforeman/foreman/worker Transport,Inbox,Closer,Escalator,CommitReader
 
 // EscalationKind says why a person is asked to act.
 type EscalationKind string
