@@ -306,6 +306,9 @@ func (f *Flow) report(s State, ev *Event, now time.Time) (State, []Effect, error
 	if !ok {
 		return s, nil, &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind, Stage: ev.Stage, Outcome: ev.Outcome}
 	}
+	if !r.scoreOK(ev.Score) {
+		return s, nil, &ReportError{Item: s.Item, Stage: ev.Stage, Outcome: ev.Outcome, Score: ev.Score, Max: r.MaxScore}
+	}
 	problem := r.Check.problem(ev.Board)
 	var t transition
 	f.begin(&t, &s, now, true, r.effects(&s, problem))

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -53,8 +54,9 @@ func atStage(t testing.TB, f *Flow, stage int) State {
 	t.Helper()
 	s, _ := mustStep(t, f, State{Item: item, Title: "Login"}, Event{Kind: EventStart, Title: "Login"}, t0)
 	outcomes := []Outcome{Complete, Go, Complete}
+	scores := []string{"4", "8", ""} // plan score /4, readiness /10
 	for i := 0; i < stage; i++ {
-		s, _ = mustStep(t, f, s, reportEv(s, i, outcomes[i], "8", ""), t0.Add(time.Duration(i+1)*time.Minute))
+		s, _ = mustStep(t, f, s, reportEv(s, i, outcomes[i], scores[i], ""), t0.Add(time.Duration(i+1)*time.Minute))
 	}
 	require.Equal(t, stage, s.Stage)
 	require.Equal(t, StatusActive, s.Status)
@@ -482,4 +484,48 @@ func TestStepDoesNotModifyItsInput(t *testing.T) {
 	before.Stages = append([]StageRecord(nil), s.Stages...)
 	_, _ = mustStep(t, f, s, reportEv(s, 3, Fail, "40", "x"), t0.Add(time.Hour))
 	assert.Equal(t, before, s)
+}
+
+// Scores outside pipeline/message's ranges (plan 0..4, readiness 0..10,
+// quality 0..100) are refused with a typed error, as Parse refuses them in
+// text, and change nothing.
+func TestReportScoresOutsideTheirRangeAreRefused(t *testing.T) {
+	f := StoryFlow(StoryConfig{})
+	cases := []struct {
+		stage   int
+		outcome Outcome
+		score   string
+		ok      bool
+	}{
+		{0, Complete, "4", true},
+		{0, Complete, "0", true},
+		{0, Complete, "8", false},
+		{0, Complete, "-1", false},
+		{0, Complete, "", false},
+		{0, Complete, "04", false},
+		{1, Go, "10", true},
+		{1, Go, "11", false},
+		{1, NoGo, "12", false},
+		{3, Pass, "100", true},
+		{3, Concerns, "101", false},
+		{3, Fail, "x", false},
+		{0, Error, "", true},
+		{2, Complete, "", true},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%d/%s/%q", tc.stage, tc.outcome, tc.score), func(t *testing.T) {
+			s := atStage(t, f, tc.stage)
+			next, effs, err := f.Step(s, reportEv(s, tc.stage, tc.outcome, tc.score, "d"), t0.Add(time.Hour))
+			if tc.ok {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrInvalidReport)
+			var re *ReportError
+			require.ErrorAs(t, err, &re)
+			assert.Equal(t, tc.score, re.Score)
+			assert.Empty(t, effs)
+			assert.Equal(t, s, next)
+		})
+	}
 }

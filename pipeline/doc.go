@@ -118,8 +118,9 @@
 // reports are read from the in-process agent, so a remote worker.Transport
 // cannot be used with it. Agents learn their assignment from the prompt:
 // phases.AgentRequest has no environment of its own. The runtime writes
-// the record once per transition and once per effect (23 writes for a plain
-// story: 6 transitions, 17 effects), which on the
-// durable SQLite store (synchronous=FULL) costs one fsync each; see
-// BenchmarkRuntimeStory and BenchmarkDurableTransitions.
+// the record once per transition and once per effect: 22 writes for a plain
+// story (5 transitions written on their own and 17 effects; the sixth
+// transition, the merge's result, is stepped in the merge effect's write),
+// which on the durable SQLite store (synchronous=FULL) costs one fsync
+// each; see BenchmarkRuntimeStory and BenchmarkDurableTransitions.
 package pipeline

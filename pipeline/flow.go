@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/health"
+	"github.com/agentforeman/foreman/pipeline/message"
 )
 
 // Action is what a stage outcome does to an item.
@@ -100,6 +102,41 @@ type Rule struct {
 	KeepScore bool
 	// Feedback passes the report's detail to the next worker.
 	Feedback bool
+	// MaxScore, when positive, bounds the report's score: it must be a
+	// whole number in 0..MaxScore, else Step returns a *ReportError and
+	// changes nothing. StoryFlow uses pipeline/message's ranges (plan score
+	// 0..4, readiness 0..10, quality score 0..100), which Parse enforces
+	// on the text; this holds events built by hand to the same ranges.
+	MaxScore int
+}
+
+// ErrInvalidReport is matched by *ReportError.
+var ErrInvalidReport = errors.New("pipeline: invalid report")
+
+// ReportError is a report whose score is outside its rule's range
+// (Rule.MaxScore). The state is unchanged.
+type ReportError struct {
+	Item    foreman.ItemID
+	Stage   int
+	Outcome Outcome
+	Score   string
+	Max     int
+}
+
+func (e *ReportError) Error() string {
+	return fmt.Sprintf("pipeline: item %s: Stage %d %s score %q is not a number in 0..%d", e.Item, e.Stage, e.Outcome, e.Score, e.Max)
+}
+
+// Is matches ErrInvalidReport.
+func (e *ReportError) Is(target error) bool { return target == ErrInvalidReport }
+
+// scoreOK reports whether score satisfies r.MaxScore.
+func (r *Rule) scoreOK(score string) bool {
+	if r.MaxScore <= 0 {
+		return true
+	}
+	n, err := strconv.Atoi(score)
+	return err == nil && n >= 0 && n <= r.MaxScore && score == strconv.Itoa(n)
 }
 
 // StageSpec is one stage of a flow and its table of outcomes.
@@ -238,15 +275,15 @@ func StoryFlow(cfg StoryConfig) *Flow {
 		Stages: []StageSpec{
 			{Name: "plan", Rules: []Rule{
 				{Outcome: Complete, Action: Advance, Check: BoardCheck{TasksExist: true},
-					Result: "{tasks} tasks, {score}/4"},
+					Result: "{tasks} tasks, {score}/4", MaxScore: message.MaxPlanScore},
 				{Outcome: Error, Action: Pause, Result: "ERROR: {detail}",
 					Escalate: "Cannot create tasks for Story {id}: {detail}", Suggest: suggestErr},
 			}},
 			{Name: "validate", Rules: []Rule{
 				{Outcome: Go, Action: Advance, Check: BoardCheck{Status: BoardTodo},
-					Result: "GO, {score}", KeepScore: true},
+					Result: "GO, {score}", KeepScore: true, MaxScore: message.MaxReadiness},
 				{Outcome: NoGo, Action: Retry, Limit: orDefault(cfg.ValidationRetries, 1),
-					Worker: "story-{id}-s1-retry", Feedback: true,
+					Worker: "story-{id}-s1-retry", Feedback: true, MaxScore: message.MaxReadiness,
 					Result: "NO-GO, {score}, {detail}", Exhausted: "NO-GO, {score}, {detail} (retries exhausted)",
 					Escalate: "Story {id} failed validation {times}: {detail}",
 					Suggest:  "rewrite the story or its tasks to answer the validator's reason, then resolve the item at Stage 1"},
@@ -259,11 +296,11 @@ func StoryFlow(cfg StoryConfig) *Flow {
 					Escalate: "Story {id} execution failed: {detail}", Suggest: suggestErr},
 			}},
 			{Name: "quality", Rules: []Rule{
-				{Outcome: Pass, Action: MergeDone, Result: "{verdict} {score}/100"},
-				{Outcome: Concerns, Action: MergeDone, Result: "{verdict} {score}/100"},
-				{Outcome: Waived, Action: MergeDone, Result: "{verdict} {score}/100"},
+				{Outcome: Pass, Action: MergeDone, Result: "{verdict} {score}/100", MaxScore: message.MaxQualityScore},
+				{Outcome: Concerns, Action: MergeDone, Result: "{verdict} {score}/100", MaxScore: message.MaxQualityScore},
+				{Outcome: Waived, Action: MergeDone, Result: "{verdict} {score}/100", MaxScore: message.MaxQualityScore},
 				{Outcome: Fail, Action: Rework, Target: 2, Limit: orDefault(cfg.QualityCycles, 2),
-					Worker: "story-{id}-s2-fix{n}", Feedback: true,
+					Worker: "story-{id}-s2-fix{n}", Feedback: true, MaxScore: message.MaxQualityScore,
 					Result: "FAIL {score}/100", Exhausted: "FAIL {score}/100 (cycles exhausted)",
 					Escalate: "Story {id} failed quality gate {n} times",
 					Suggest:  "review the quality gate's issues and the branch, fix or waive them, then resolve the item at Stage 2 or 3"},

@@ -121,7 +121,7 @@ func TestEveryStoryFlowRuleReachable(t *testing.T) {
 		for _, r := range st.Rules {
 			t.Run(fmt.Sprintf("%d/%s", stage, r.Outcome), func(t *testing.T) {
 				s := atStage(t, f, stage)
-				next, effs := mustStep(t, f, s, reportEv(s, stage, r.Outcome, "5", "d"), t0.Add(time.Hour))
+				next, effs := mustStep(t, f, s, reportEv(s, stage, r.Outcome, "4", "d"), t0.Add(time.Hour))
 				require.NotEmpty(t, effs)
 				assert.Equal(t, EffectAck, effs[0].Kind)
 				switch r.Action {

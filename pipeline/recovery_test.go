@@ -148,3 +148,18 @@ func TestCrashAroundAMergeConflict(t *testing.T) {
 		}
 	}
 }
+
+// TestRuntimeWritesPerStory checks the figure doc.go and
+// BenchmarkRuntimeStory give: a plain story is 22 writes, 5 transitions
+// written on their own and 17 effects (the merge's result is stepped in the
+// merge effect's write).
+func TestRuntimeWritesPerStory(t *testing.T) {
+	r := newRig(t)
+	rt, _ := r.story(t, item, &crasher{}, false)
+	st, err := rt.Get(context.Background(), item)
+	require.NoError(t, err)
+	require.Equal(t, StatusDone, st.Status)
+	assert.Equal(t, int64(6), st.Steps, "transitions")
+	assert.Equal(t, int64(17), rt.Stats().Effects)
+	assert.Equal(t, int64(22), rt.Stats().Transitions, "writes")
+}

@@ -62,7 +62,7 @@ type RuntimeConfig struct {
 
 // Stats counts what a Runtime did since it started.
 type Stats struct {
-	Transitions int64 // persisted transitions
+	Transitions int64 // records written: a transition, or an effect done
 	Effects     int64 // effects carried out
 	Stale       int64 // worker events refused by sender validation
 	Duplicates  int64 // reports re-ACKed by the state guard

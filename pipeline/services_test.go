@@ -91,7 +91,7 @@ func TestFileReporterAppendsEachSectionOnce(t *testing.T) {
 
 | Stage | Result | Started | Duration | Details |
 |-------|--------|---------|----------|---------|
-| 0 | 3 tasks, 8/4 | 2026-03-09T10:00:00Z | 1m0s |  |
+| 0 | 3 tasks, 4/4 | 2026-03-09T10:00:00Z | 1m0s |  |
 | 1 | NO-GO, 4, still \| vague (retries exhausted) | 2026-03-09T10:01:00Z | 1h59m0s | retries: 2 |
 | 2 | skip | — | — | rework cycles: 0 |
 | 3 | skip | — | — | crashes: 0 |
