@@ -106,7 +106,7 @@ func RenderReport(e ReportEntry, diff *merge.DiffStat) string {
 		if !rec.Start.IsZero() {
 			started = rec.Start.UTC().Format(time.RFC3339)
 			if !rec.End.IsZero() {
-				dur = rec.End.Sub(rec.Start).Round(time.Second).String()
+				dur = stageDuration(rec.End.Sub(rec.Start))
 			}
 		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", i, cell(result), started, dur, stageDetails(f, s, i))
@@ -124,6 +124,16 @@ func RenderReport(e ReportEntry, diff *merge.DiffStat) string {
 	}
 	fmt.Fprintf(&b, "- **Problems:** %s\n", strings.ReplaceAll(problems, "\n", " "))
 	return b.String()
+}
+
+// stageDuration prints a stage's duration: to the millisecond below a
+// minute (agents often take seconds, or less when scripted), to the second
+// above.
+func stageDuration(d time.Duration) string {
+	if d < time.Minute {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
 }
 
 // stageDetails names the counters of stage i the way the seed's report does:

@@ -168,3 +168,25 @@ func TestStateSurvivesJSON(t *testing.T) {
 	assert.Equal(t, "EventKind(99)", EventKind(99).String())
 	assert.Equal(t, "Action(9)", Action(9).String())
 }
+
+// Stage durations keep milliseconds below a minute: a stage of a scripted
+// or quick agent no longer shows as 0s.
+func TestReportDurationsBelowAMinuteKeepMilliseconds(t *testing.T) {
+	cases := []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"},
+		{250 * time.Millisecond, "250ms"},
+		{1500*time.Millisecond + 400*time.Microsecond, "1.5s"},
+		{59*time.Second + 999*time.Millisecond, "59.999s"},
+		{time.Minute + 1400*time.Millisecond, "1m1s"},
+		{2 * time.Hour, "2h0m0s"},
+	}
+	f := StoryFlow(StoryConfig{})
+	for _, tc := range cases {
+		s := State{Item: item, Status: StatusDone, Stages: []StageRecord{{Start: t0, End: t0.Add(tc.d), Result: "r"}}}
+		out := RenderReport(ReportEntry{Key: "k", Flow: f, State: s}, nil)
+		assert.Contains(t, out, "| 0 | r | 2026-03-09T10:00:00Z | "+tc.want+" |", tc.d.String())
+	}
+}
