@@ -22,6 +22,8 @@ const RecordKind = "taskgraph.session"
 // process changed the session between load and save.
 const DefaultMaxConflictRetries = 5
 
+//go:generate go tool mockgen -destination taskgraphmock/mocks.go -package taskgraphmock github.com/agentforeman/foreman/pipeline/taskgraph Spawner,Reporter
+
 // Spawner starts a worker for a task. Spawn must be idempotent by
 // req.Assignment: the runtime re-issues a spawn whose completion it did
 // not record (a crash between spawning and saving), and a second call
