@@ -9,7 +9,7 @@ import (
 	"github.com/agentforeman/foreman/merge"
 )
 
-//go:generate go tool mockgen -destination pipelinemock/mocks.go -package pipelinemock github.com/agentforeman/foreman/pipeline Spawner,Messenger,Worktrees,Merger,Board,Escalator,Reporter
+//go:generate go tool mockgen -destination pipelinemock/mocks.go -package pipelinemock github.com/agentforeman/foreman/pipeline Spawner,Messenger,Worktrees,Merger,Board,Escalator,Reporter,DiffStater,Inbox
 
 // SpawnRequest asks for a fresh worker on one assignment.
 type SpawnRequest struct {
