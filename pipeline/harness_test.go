@@ -10,12 +10,14 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/gitexec"
 	"github.com/agentforeman/foreman/merge"
 	"github.com/agentforeman/foreman/pipeline/message"
+	"github.com/agentforeman/foreman/pipeline/sqlitestore"
 	"github.com/agentforeman/foreman/pipeline/store"
 )
 
@@ -243,6 +245,22 @@ type rig struct {
 	w     *workers
 	esc   *escalations
 	clk   *foreman.FakeClock
+	// dbPath, when set, keeps the store in a pipeline/sqlitestore file that
+	// every restart (runtime) closes and opens again.
+	dbPath string
+	db     *sqlitestore.Store
+}
+
+// durable moves the rig's store to a SQLite file, reopened on every
+// restart.
+func (r *rig) durable(t testing.TB) {
+	t.Helper()
+	r.dbPath = filepath.Join(t.TempDir(), "state.db")
+	t.Cleanup(func() {
+		if r.db != nil {
+			assert.NoError(t, r.db.Close())
+		}
+	})
 }
 
 func newRig(t testing.TB) *rig {
@@ -263,6 +281,14 @@ func newRig(t testing.TB) *rig {
 // again), with every effect passing through c.
 func (r *rig) runtime(t testing.TB, c *crasher) *Runtime {
 	t.Helper()
+	if r.dbPath != "" {
+		if r.db != nil {
+			require.NoError(t, r.db.Close())
+		}
+		db, err := sqlitestore.Open(context.Background(), r.dbPath, sqlitestore.Options{})
+		require.NoError(t, err)
+		r.db, r.store = db, db
+	}
 	x := crashing{c: c, w: r.w, git: Git{Manager: r.mgr}, board: r.board, rep: r.rep, esc: r.esc}
 	rt, err := NewRuntime(RuntimeConfig{Store: r.store, Spawner: x, Messenger: x, Worktrees: x, Merger: x,
 		Board: x, Escalator: x, Reporter: x, Clock: r.clk})
