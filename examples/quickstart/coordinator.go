@@ -20,33 +20,31 @@ const role = "executor"
 const session = "quickstart"
 
 // coordinator joins the two coordinators of the library: the task graph
-// (seed 003) decides which stories are ready and spawns them; each spawned
-// story runs through the story flow (seed 000) on a pipeline.Runtime; when
-// a story is DONE the graph hears its completion, and when it is PAUSED its
-// task is marked failed, so that what depends on it waits for a person.
+// (seed 003) decides which stories are ready and spawns them, at most
+// parallel at once (taskgraph.CoreConfig.MaxActive: the others wait,
+// pending, as "Ready to spawn" in its report); each spawned story runs
+// through the story flow (seed 000) on a pipeline.Runtime; when a story is
+// DONE the graph hears its completion, and when it is PAUSED its task is
+// parked, so that it and what depends on it wait for a person.
 //
-// It is the taskgraph's Spawner (a spawn queues the story; at most
-// parallel stories are in flight) and the pipeline's Inbox (it passes every
-// worker message to the Runtime and watches the state that comes back).
+// It is the taskgraph's Spawner (a spawn starts the story at once) and the
+// pipeline's Inbox (it passes every worker message to the Runtime and
+// watches the state that comes back).
 type coordinator struct {
-	pipe     *pipeline.Runtime
-	graph    *taskgraph.Runtime
-	stories  map[foreman.ItemID]*story
-	parallel int
-	log      *printer
-	wakeups  chan taskgraph.WakeUp
+	pipe    *pipeline.Runtime
+	graph   *taskgraph.Runtime
+	stories map[foreman.ItemID]*story
+	log     *printer
+	wakeups chan taskgraph.WakeUp
 	// fail stops the run with a system fault.
 	fail func(error)
 	// finished is closed when the graph has nothing left to do.
 	finished chan struct{}
 
-	mu       sync.Mutex
-	queue    []taskgraph.SpawnRequest
-	queued   map[foreman.AssignmentID]bool
-	inFlight int
-	runs     map[foreman.ItemID]*storyRun
-	wg       sync.WaitGroup
-	done     sync.Once
+	mu   sync.Mutex
+	runs map[foreman.ItemID]*storyRun
+	wg   sync.WaitGroup
+	done sync.Once
 }
 
 // storyRun is what the coordinator knows of one spawned story.
@@ -58,11 +56,11 @@ type storyRun struct {
 	terminal   bool
 }
 
-func newCoordinator(stories []*story, parallel int, log *printer, fail func(error)) *coordinator {
+func newCoordinator(stories []*story, log *printer, fail func(error)) *coordinator {
 	c := &coordinator{
-		stories: map[foreman.ItemID]*story{}, parallel: max(parallel, 1), log: log, fail: fail,
+		stories: map[foreman.ItemID]*story{}, log: log, fail: fail,
 		wakeups: make(chan taskgraph.WakeUp, 4*len(stories)+4), finished: make(chan struct{}),
-		queued: map[foreman.AssignmentID]bool{}, runs: map[foreman.ItemID]*storyRun{},
+		runs: map[foreman.ItemID]*storyRun{},
 	}
 	for _, s := range stories {
 		c.stories[s.ID] = s
@@ -70,30 +68,20 @@ func newCoordinator(stories []*story, parallel int, log *printer, fail func(erro
 	return c
 }
 
-// Spawn implements taskgraph.Spawner: the story is queued and started when
-// fewer than parallel stories are in flight. Idempotent by assignment.
+// Spawn implements taskgraph.Spawner: the story starts at once (the graph
+// keeps to parallel stories in progress). Idempotent by assignment: the
+// graph re-issues a spawn it did not record as done.
 func (c *coordinator) Spawn(_ context.Context, req taskgraph.SpawnRequest) error {
+	item := foreman.ItemID(req.Task)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.queued[req.Assignment] {
+	if run := c.runs[item]; run != nil && run.assignment == req.Assignment {
 		return nil
 	}
-	c.queued[req.Assignment] = true
-	c.queue = append(c.queue, req)
-	c.dispatchLocked()
+	c.runs[item] = &storyRun{assignment: req.Assignment, started: time.Now()}
+	c.wg.Add(1)
+	go c.start(item)
 	return nil
-}
-
-func (c *coordinator) dispatchLocked() {
-	for c.inFlight < c.parallel && len(c.queue) > 0 {
-		req := c.queue[0]
-		c.queue = c.queue[1:]
-		item := foreman.ItemID(req.Task)
-		c.inFlight++
-		c.runs[item] = &storyRun{assignment: req.Assignment, started: time.Now()}
-		c.wg.Add(1)
-		go c.start(item)
-	}
 }
 
 func (c *coordinator) start(item foreman.ItemID) {
@@ -131,8 +119,10 @@ func (c *coordinator) after(st pipeline.State, err error) (pipeline.State, error
 }
 
 // observe watches an item's state for the end of its flow: DONE is a
-// completion callback to the task graph; PAUSED marks its task failed and
-// wakes the graph, which then knows what can no longer start.
+// completion callback to the task graph; PAUSED parks its task (a parked
+// task is never respawned and never unblocks its dependents), releases its
+// worker and wakes the graph, which then starts what the freed slot allows
+// or, when nothing can start without a person, reports the stall.
 func (c *coordinator) observe(st pipeline.State) {
 	if st.Status != pipeline.StatusDone && st.Status != pipeline.StatusPaused {
 		return
@@ -144,8 +134,6 @@ func (c *coordinator) observe(st pipeline.State) {
 		return
 	}
 	run.terminal, run.final, run.ended = true, st, time.Now()
-	c.inFlight--
-	c.dispatchLocked()
 	c.mu.Unlock()
 
 	if st.Status == pipeline.StatusDone {
@@ -160,17 +148,22 @@ func (c *coordinator) observe(st pipeline.State) {
 	}
 	c.log.item(st.Item, "%s", msg)
 	if _, err := c.graph.Update(context.Background(), session, taskgraph.TaskUpdate{
-		Task: string(st.Item), To: taskgraph.Failed, Assignment: run.assignment, At: time.Now(),
+		Task: string(st.Item), To: taskgraph.Parked, Assignment: run.assignment, At: time.Now(),
 	}); err != nil {
-		c.fail(fmt.Errorf("marking %s failed in the task graph: %w", st.Item, err))
+		c.fail(fmt.Errorf("parking %s in the task graph: %w", st.Item, err))
 		return
 	}
+	// The callback lets the parked task's worker go (parking wins over the
+	// outcome it reports); the spawn-next after it fills the freed slot.
+	c.wakeups <- taskgraph.WakeUp{Handler: taskgraph.HandleCallback, Role: role, Assignment: run.assignment,
+		Task: string(st.Item), Outcome: taskgraph.OutcomeFailed, Text: fmt.Sprintf("[%s] %s paused", role, st.Item)}
 	c.wakeups <- taskgraph.WakeUp{Text: "next"}
 }
 
 // onResult sees every step of the task graph: it prints the status report
-// when the graph changed and notices the end (everything merged, or
-// nothing left that can start without a person).
+// when the graph changed and notices the end: everything merged, or a
+// stall (nothing running and nothing ready: a parked story, and what
+// depends on it, wait for a person, so the run is over).
 func (c *coordinator) onResult(ctx context.Context) func(taskgraph.Result) {
 	return func(r taskgraph.Result) {
 		if len(r.Spawned) > 0 || len(r.Completed) > 0 || r.Outcome == taskgraph.StepComplete || r.Outcome == taskgraph.StepStalled {

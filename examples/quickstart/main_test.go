@@ -125,6 +125,12 @@ func TestQuickstartEndToEnd(t *testing.T) {
 	assert.Contains(t, text, "[coordinator] Pipeline Status")
 	assert.Contains(t, text, "Progress: 5/6 (83%)")
 	assert.Contains(t, text, "5 merged, 1 paused, 0 not started")
+	// US-002 is parked in the graph, not failed: nothing retries it, and the
+	// run ends on the stall that names it.
+	assert.Contains(t, text, "[|| US-002]")
+	assert.Contains(t, text, "[coordinator] Parked, waiting for a person: US-002")
+	assert.Contains(t, text, "[coordinator] Stalled: US-002 (parked)")
+	assert.NotContains(t, text, "x=failed")
 	report, err := os.ReadFile(res.Report)
 	require.NoError(t, err)
 	assert.Contains(t, string(report), "US-002: Abs: the absolute value — PAUSED")
@@ -137,6 +143,31 @@ func TestQuickstartEndToEnd(t *testing.T) {
 		assert.Empty(t, wts)
 	}
 	assert.Empty(t, leftovers(t, token), "processes left running")
+}
+
+// With -parallel 1 the task graph keeps to one story in progress: the
+// other ready stories wait, pending, as "Ready to spawn" in its report,
+// never shown as running before they start.
+func TestParallelLimitHoldsReadyStories(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs git, go vet and go test in real worktrees")
+	}
+	var out bytes.Buffer
+	res, err := run(context.Background(), options{stories: 3, parallel: 1, dir: t.TempDir(), timeout: 3 * time.Minute}, &out)
+	require.NoError(t, err, out.String())
+	text := out.String()
+	for _, so := range res.Stories {
+		assert.Equal(t, outcomeMerged, so.Status, "%s\n%s", so.Story.ID, text)
+	}
+	reports := strings.Split(text, "[coordinator] Pipeline Status")[1:]
+	require.NotEmpty(t, reports, text)
+	assert.Contains(t, reports[0], "[>>> US-001]")
+	assert.Contains(t, reports[0], "[o US-002]")
+	assert.Contains(t, reports[0], "[coordinator] Ready to spawn: US-002, US-003 (at most 1 active at once)")
+	for i, r := range reports {
+		assert.LessOrEqual(t, strings.Count(r, "[>>> "), 1, "report %d shows more than one story running:\n%s", i, r)
+	}
+	assert.Contains(t, text, "3 merged, 0 paused, 0 not started")
 }
 
 // Without -keep the run's directory is gone; one story, one at a time.

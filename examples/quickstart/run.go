@@ -71,7 +71,7 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 		faultMu.Unlock()
 		stopRun()
 	}
-	coord := newCoordinator(stories, o.parallel, log, fail)
+	coord := newCoordinator(stories, log, fail)
 	agent := &stageAgent{
 		stories: coord.stories, boards: boards, scripts: scripts, argv: argv, format: o.format, log: log,
 		showOutput: o.agent == "" || o.verbose,
@@ -105,7 +105,9 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 	if err != nil {
 		return res, err
 	}
-	coord.graph, err = taskgraph.NewRuntime(taskgraph.Config{Store: db, Spawner: coord, Logger: logger(o.verbose)})
+	coord.graph, err = taskgraph.NewRuntime(taskgraph.Config{
+		Store: db, Spawner: coord, Core: taskgraph.CoreConfig{MaxActive: o.parallel}, Logger: logger(o.verbose),
+	})
 	if err != nil {
 		return res, err
 	}
