@@ -14,4 +14,3 @@ func TestNoCommitsReadsNothing(t *testing.T) {
 	assert.NoError(t, err)
 	assert.Empty(t, head)
 }
-
