@@ -37,6 +37,11 @@ type AgentRequest struct {
 	// Zero means no limit beyond ctx.
 	Timeout     time.Duration
 	Constraints AgentConstraints
+	// Env holds extra KEY=VALUE entries for this execution's environment
+	// (for a subprocess driver: added to its process environment, after
+	// the driver's own entries, so that a key given here wins). Nil means
+	// none.
+	Env []string
 }
 
 // AgentConstraints are optional limits a driver passes on to the agent.

@@ -65,12 +65,24 @@ func (t StageTimeouts) For(stage int) time.Duration {
 // The assignment block: AgentSpawner and DispatcherSpawner end every prompt
 // with these lines (AssignmentBlock), so the agent knows what it works on
 // and who it is, and a driver that wraps the agent can read them back
-// (ParseAssignment). phases.AgentRequest has no field for them.
+// (ParseAssignment).
 const (
 	HeaderItem       = "Foreman-Item"
 	HeaderStage      = "Foreman-Stage"
 	HeaderWorker     = "Foreman-Worker"
 	HeaderAssignment = "Foreman-Assignment"
+)
+
+// The assignment's environment: AgentSpawner and DispatcherSpawner also put
+// the assignment block's values in phases.AgentRequest.Env
+// (AssignmentEnv), so that an agent process and the tools it runs read
+// them without parsing the prompt (agentcmd adds them to the process
+// environment).
+const (
+	EnvItem       = "FOREMAN_ITEM"
+	EnvStage      = "FOREMAN_STAGE"
+	EnvWorker     = "FOREMAN_WORKER"
+	EnvAssignment = "FOREMAN_ASSIGNMENT"
 )
 
 // AgentAssignment is what the assignment block says.
@@ -86,6 +98,17 @@ type AgentAssignment struct {
 func AssignmentBlock(r SpawnRequest) string {
 	return fmt.Sprintf("\n%s: %s\n%s: %d\n%s: %s\n%s: %s\n", HeaderItem, r.Item, HeaderStage, r.Stage,
 		HeaderWorker, r.Worker, HeaderAssignment, r.Assignment)
+}
+
+// AssignmentEnv returns r's assignment as KEY=VALUE entries for
+// phases.AgentRequest.Env: EnvItem, EnvStage, EnvWorker and EnvAssignment.
+func AssignmentEnv(r SpawnRequest) []string {
+	return []string{
+		EnvItem + "=" + string(r.Item),
+		EnvStage + "=" + strconv.Itoa(r.Stage),
+		EnvWorker + "=" + string(r.Worker),
+		EnvAssignment + "=" + string(r.Assignment),
+	}
 }
 
 // ParseAssignment reads the assignment block back from a prompt; the last
@@ -212,7 +235,8 @@ func NewAgentSpawner(cfg AgentSpawnerConfig) (*AgentSpawner, error) {
 }
 
 // Spawn implements Spawner. The agent's prompt is Prompt's text followed
-// by the assignment block (AssignmentBlock).
+// by the assignment block (AssignmentBlock); the request's Env carries the
+// same values (AssignmentEnv).
 func (a *AgentSpawner) Spawn(ctx context.Context, r SpawnRequest) error {
 	dir, err := a.cfg.Workspace(r.Item)
 	if err != nil {
@@ -223,7 +247,7 @@ func (a *AgentSpawner) Spawn(ctx context.Context, r SpawnRequest) error {
 		return err
 	}
 	req := phases.AgentRequest{WorkspacePath: dir, TaskPrompt: task, Feedback: r.Feedback, SessionID: session,
-		Timeout: a.cfg.Timeouts.For(r.Stage)}
+		Timeout: a.cfg.Timeouts.For(r.Stage), Env: AssignmentEnv(r)}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {

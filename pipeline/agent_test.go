@@ -235,3 +235,26 @@ func TestAgentSpawnerStageTimeout(t *testing.T) {
 	<-inbox.events
 	assert.Equal(t, time.Duration(0), StageTimeouts{}.For(0))
 }
+
+// The agent's request carries its assignment in Env too (FOREMAN_ITEM,
+// FOREMAN_STAGE, FOREMAN_WORKER, FOREMAN_ASSIGNMENT), and the prompt still
+// ends with the assignment block.
+func TestAgentSpawnerSetsTheAssignmentEnvironment(t *testing.T) {
+	ctx := context.Background()
+	reqs := make(chan phases.AgentRequest, 1)
+	agent := agentFunc(func(ctx context.Context, req phases.AgentRequest) (phases.AgentResult, error) {
+		reqs <- req
+		return phases.AgentResult{Success: true}, nil
+	})
+	inbox := recordingInbox{events: make(chan Event, 4)}
+	sp, err := NewAgentSpawner(AgentSpawnerConfig{Agent: agent, Inbox: inbox,
+		Workspace: func(foreman.ItemID) (string, error) { return "/w", nil }})
+	require.NoError(t, err)
+	defer sp.Close()
+	r := SpawnRequest{Item: "P-1", Stage: 2, Worker: "story-P-1-s2", Assignment: "P-1-a3"}
+	require.NoError(t, sp.Spawn(ctx, r))
+	req := <-reqs
+	assert.Equal(t, []string{"FOREMAN_ITEM=P-1", "FOREMAN_STAGE=2", "FOREMAN_WORKER=story-P-1-s2", "FOREMAN_ASSIGNMENT=P-1-a3"}, req.Env)
+	assert.Equal(t, DefaultPrompt(r)+AssignmentBlock(r), req.TaskPrompt)
+	<-inbox.events
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -185,9 +186,9 @@ func (s *DispatcherSpawner) Spawn(ctx context.Context, r SpawnRequest) error {
 }
 
 // execute wraps Worker.Agent: it finds the assignment from the prompt's
-// assignment block, adds the session to resume and the stage's timeout,
-// lets a shutdown request cancel it, and keeps the agent's report for the
-// completion.
+// assignment block, adds the session to resume, the assignment's
+// environment (AssignmentEnv) and the stage's timeout, lets a shutdown
+// request cancel it, and keeps the agent's report for the completion.
 func (s *DispatcherSpawner) execute(ctx context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (phases.AgentResult, error) {
 	a, ok := ParseAssignment(req.TaskPrompt)
 	s.mu.Lock()
@@ -201,6 +202,7 @@ func (s *DispatcherSpawner) execute(ctx context.Context, req phases.AgentRequest
 		return phases.AgentResult{}, context.Canceled
 	}
 	req.SessionID = sp.session
+	req.Env = append(slices.Clip(req.Env), AssignmentEnv(sp.req)...)
 	var cancel context.CancelFunc
 	if t := s.cfg.Timeouts.For(sp.req.Stage); t > 0 {
 		ctx, cancel = context.WithTimeout(ctx, t)

@@ -264,3 +264,40 @@ func TestDispatcherSpawnerProbesAndShutdowns(t *testing.T) {
 	_, err = NewDispatcherSpawner(DispatcherSpawnerConfig{})
 	assert.Error(t, err)
 }
+
+// Through the Dispatcher too, the agent's request carries the pipeline's
+// assignment in Env (the pipeline's worker and assignment, not the
+// Dispatcher's), after what the worker runtime put there, and the prompt
+// still ends with the assignment block.
+func TestDispatcherSpawnerSetsTheAssignmentEnvironment(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reqs := make(chan phases.AgentRequest, 1)
+	agent := worker.AgentFunc(func(ctx context.Context, req phases.AgentRequest, _ phases.StreamCallback) (phases.AgentResult, error) {
+		reqs <- req
+		return phases.AgentResult{Success: true}, nil
+	})
+	events := make(chan Event, 4)
+	ds, err := NewDispatcherSpawner(DispatcherSpawnerConfig{Worker: worker.Config{Agent: agent, Commits: worker.NoCommits,
+		Clock: foreman.NewFakeClock(t0), LivenessTimeout: -1, ProgressTimeout: -1}, Inbox: recordingInbox{events: events},
+		Workspace: func(foreman.ItemID) (string, error) { return t.TempDir(), nil }})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, ds.Close()) }()
+	r := SpawnRequest{Item: "P-1", Stage: 1, Worker: "story-P-1-s1", Assignment: "P-1-a2"}
+	require.NoError(t, ds.Spawn(ctx, r))
+	var req phases.AgentRequest
+	select {
+	case req = <-reqs:
+	case <-ctx.Done():
+		t.Fatal("the agent did not run")
+	}
+	assert.Equal(t, []string{"FOREMAN_ITEM=P-1", "FOREMAN_STAGE=1", "FOREMAN_WORKER=story-P-1-s1", "FOREMAN_ASSIGNMENT=P-1-a2"}, req.Env)
+	block, ok := ParseAssignment(req.TaskPrompt)
+	assert.True(t, ok, req.TaskPrompt)
+	assert.Equal(t, AgentAssignment{Item: "P-1", Stage: 1, Worker: "story-P-1-s1", Assignment: "P-1-a2"}, block)
+	select {
+	case <-events: // ended without a report: idle
+	case <-ctx.Done():
+		t.Fatal("no end reported")
+	}
+}

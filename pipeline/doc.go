@@ -96,7 +96,9 @@
 // CLI) in the item's worktree and are the Runtime's Messenger too. Both end
 // the prompt with the assignment block (Foreman-Item, Foreman-Stage,
 // Foreman-Worker, Foreman-Assignment lines; AssignmentBlock,
-// ParseAssignment), bound each execution by StageTimeouts, deliver the last
+// ParseAssignment) and put the same values in the request's Env
+// (FOREMAN_ITEM, FOREMAN_STAGE, FOREMAN_WORKER, FOREMAN_ASSIGNMENT;
+// AssignmentEnv), bound each execution by StageTimeouts, deliver the last
 // canonical line of the agent's final message (else of its plain-text
 // output) as a message.Envelope with the worker and assignment, and report
 // an agent that ended without one as idle, so the crash protocol probes it

@@ -115,8 +115,10 @@ func (d *Driver) environ(req phases.AgentRequest) []string {
 		"FOREMAN_ITERATION="+strconv.Itoa(req.Iteration),
 		"FOREMAN_SESSION_ID="+req.SessionID,
 	)
-	// exec.Cmd keeps the last value of a duplicated key, so Config.Env wins.
-	return append(env, d.cfg.Env...)
+	// exec.Cmd keeps the last value of a duplicated key, so Config.Env wins
+	// over the inherited and FOREMAN_* entries, and the request's over all.
+	env = append(env, d.cfg.Env...)
+	return append(env, req.Env...)
 }
 
 // placesPrompt reports whether arg puts the prompt, or part of it, in argv.

@@ -82,7 +82,8 @@ type Config struct {
 	Prompt func(phases.AgentRequest) string
 	// Env holds extra KEY=VALUE entries added to the inherited environment
 	// (and to FOREMAN_WORKSPACE, FOREMAN_ITERATION and FOREMAN_SESSION_ID,
-	// which the driver always sets); a key given here wins.
+	// which the driver always sets); a key given here wins over those, and
+	// a key of the request's AgentRequest.Env wins over one given here.
 	Env []string
 	// Timeout limits an execution whose request has no Timeout. Zero means
 	// no limit beyond the context.

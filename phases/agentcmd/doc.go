@@ -4,10 +4,11 @@
 // # Running the agent
 //
 // Config.Argv is the command, run with the workspace as working directory
-// and the inherited environment plus Config.Env and FOREMAN_WORKSPACE,
-// FOREMAN_ITERATION and FOREMAN_SESSION_ID. The prompt (the task, then the
-// previous iteration's feedback under a heading; Config.Prompt changes that)
-// goes where an argument says {prompt} (or {task} and {feedback}
+// and the inherited environment plus FOREMAN_WORKSPACE, FOREMAN_ITERATION
+// and FOREMAN_SESSION_ID, then Config.Env, then the request's
+// AgentRequest.Env (a later entry for a key wins). The prompt (the task,
+// then the previous iteration's feedback under a heading; Config.Prompt
+// changes that) goes where an argument says {prompt} (or {task} and {feedback}
 // separately), else as one final argument, or on stdin with PromptStdin.
 // {session}, {workspace} and {iteration} are expanded too. When the request
 // carries a session id, the format's resume arguments are added (Claude

@@ -274,6 +274,38 @@ echo "session=$FOREMAN_SESSION_ID iteration=$FOREMAN_ITERATION"
 	assert.Equal(t, []string{"cwd=" + real, "extra=yes", "session=abc iteration=overridden"}, rec.stdoutLines())
 }
 
+// A request's Env reaches the agent's process after the driver's FOREMAN_*
+// entries and Config.Env: a key it gives wins over both.
+func TestExecuteRequestEnvironment(t *testing.T) {
+	agent := writeScript(t, t.TempDir(), "agent", `
+echo "item=$FOREMAN_ITEM extra=$EXTRA iteration=$FOREMAN_ITERATION session=$FOREMAN_SESSION_ID"
+`)
+	tests := []struct {
+		name   string
+		cfgEnv []string
+		reqEnv []string
+		want   string
+	}{
+		{"no request entries", []string{"EXTRA=config"}, nil, "item= extra=config iteration=2 session=s1"},
+		{"a new key", nil, []string{"FOREMAN_ITEM=US-001"}, "item=US-001 extra= iteration=2 session=s1"},
+		{"the request wins over Config.Env", []string{"EXTRA=config"}, []string{"EXTRA=request"}, "item= extra=request iteration=2 session=s1"},
+		{"the request wins over the driver's own", []string{"FOREMAN_ITERATION=config"}, []string{"FOREMAN_ITERATION=7", "FOREMAN_SESSION_ID=s9"}, "item= extra= iteration=7 session=s9"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("EXTRA", "")
+			t.Setenv("FOREMAN_ITEM", "")
+			rec := &recorder{}
+			cfg := Config{Argv: []string{agent}, Env: tt.cfgEnv}
+			_, err := New(cfg).Execute(context.Background(), phases.AgentRequest{
+				WorkspacePath: t.TempDir(), SessionID: "s1", Iteration: 2, Env: tt.reqEnv,
+			}, rec.callback)
+			require.NoError(t, err)
+			assert.Equal(t, []string{tt.want}, rec.stdoutLines())
+		})
+	}
+}
+
 func TestExecuteResumeArguments(t *testing.T) {
 	agent := writeScript(t, t.TempDir(), "agent", `printf '%s|' "$@"`+"\n")
 	tests := []struct {
