@@ -30,7 +30,7 @@ func TestDispatcherEscalations(t *testing.T) {
 	token := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
 	t.Setenv("FOREMAN_DISPATCHER_TEST", token)
 	var out bytes.Buffer
-	res, err := run(context.Background(), options{progress: 3 * time.Second, keep: true, dir: t.TempDir(), timeout: 2 * time.Minute}, &out)
+	res, err := run(context.Background(), options{progress: 5 * time.Second, keep: true, dir: t.TempDir(), timeout: 2 * time.Minute}, &out)
 	require.NoError(t, err, out.String())
 	text := out.String()
 
