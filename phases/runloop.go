@@ -23,7 +23,8 @@ type Config struct {
 	// Services are given to the handlers. Services.Logger (nil: discard) and
 	// Services.Clock (nil: wall clock) are also the run loop's own. With the
 	// default handlers, AgentDriver, Snapshotter and Verifier are required
-	// (a missing one fails its phase's validation); FeedbackGenerator nil
+	// (Run reports a missing one as an error before anything runs; Verifier
+	// may be nil when the task sets SkipVerification); FeedbackGenerator nil
 	// means the fallback feedback; ResultPersister nil means no persistence.
 	Services PhaseServices
 	// Handlers replaces phase handlers; nil ones are the defaults.
@@ -156,6 +157,18 @@ func (l *RunLoop) validate(req RunRequest) error {
 	}
 	if req.BeforeState == nil && l.cfg.Services.Snapshotter == nil {
 		return errors.New("phases: run request: no before state and no snapshotter to capture one")
+	}
+	// The default handlers cannot work without these services; a missing
+	// one is a configuration fault, reported before anything runs rather
+	// than as a failed first phase that looks like an agent failure.
+	s := l.cfg.Services
+	switch {
+	case l.cfg.Handlers.Build == nil && s.AgentDriver == nil:
+		return errors.New("phases: Config.Services.AgentDriver is required")
+	case l.cfg.Handlers.Snapshot == nil && s.Snapshotter == nil:
+		return errors.New("phases: Config.Services.Snapshotter is required")
+	case l.cfg.Handlers.Verify == nil && s.Verifier == nil && !req.Task.SkipVerification:
+		return errors.New("phases: Config.Services.Verifier is required (or set TaskSpec.SkipVerification)")
 	}
 	return nil
 }

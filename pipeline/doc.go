@@ -118,8 +118,9 @@
 // The Dispatcher's own crash and stall retries are off under
 // DispatcherSpawner (the coordinator's crash protocol decides), and its
 // reports are read from the in-process agent, so a remote worker.Transport
-// cannot be used with it. Agents learn their assignment from the prompt:
-// phases.AgentRequest has no environment of its own. The runtime writes
+// cannot be used with it. Agents learn their assignment from the prompt's
+// closing block and from FOREMAN_ITEM, FOREMAN_STAGE, FOREMAN_WORKER and
+// FOREMAN_ASSIGNMENT in their environment. The runtime writes
 // the record once per transition and once per effect: 22 writes for a plain
 // story (5 transitions written on their own and 17 effects; the sixth
 // transition, the merge's result, is stepped in the merge effect's write),

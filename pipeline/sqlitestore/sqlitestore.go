@@ -14,6 +14,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/clock"
 	"github.com/agentforeman/foreman/pipeline/store"
 )
@@ -21,7 +22,7 @@ import (
 // Options configures Open. The zero value means the documented defaults.
 type Options struct {
 	// Clock stamps UpdatedAt. Default: the wall clock.
-	Clock clock.Clock
+	Clock foreman.Clock
 	// BusyTimeout is how long a statement waits for a lock held by another
 	// connection or process before failing with SQLITE_BUSY. Default 5s.
 	BusyTimeout time.Duration

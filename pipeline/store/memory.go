@@ -6,13 +6,14 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/clock"
 )
 
 // MemoryOptions configures a Memory store. The zero value is ready to use.
 type MemoryOptions struct {
 	// Clock stamps UpdatedAt. Default: the wall clock.
-	Clock clock.Clock
+	Clock foreman.Clock
 }
 
 // Memory is a Store that keeps its records in process memory. It is safe
