@@ -44,6 +44,9 @@ var ErrUnparseableReply = errors.New("health: unparseable status reply")
 type ReplyError struct {
 	Text   string
 	Reason string
+	// Err is the underlying cause when there is one, such as an id that
+	// fails validation (matching foreman.ErrInvalidID); nil otherwise.
+	Err error
 }
 
 func (e *ReplyError) Error() string {
@@ -52,6 +55,9 @@ func (e *ReplyError) Error() string {
 
 // Is matches ErrUnparseableReply.
 func (e *ReplyError) Is(target error) bool { return target == ErrUnparseableReply }
+
+// Unwrap returns Err, so errors.Is also sees the cause.
+func (e *ReplyError) Unwrap() error { return e.Err }
 
 var statusReplyRE = regexp.MustCompile(`^Status for (\S+): Stage (\d+) (EXECUTING|WAITING|ERROR)\.\s*Current step:\s*(.*?)\.?$`)
 
@@ -65,7 +71,7 @@ func ParseStatusReply(text string) (StatusReply, error) {
 		}
 		item := foreman.ItemID(strings.TrimSuffix(m[1], ":"))
 		if err := item.Validate(); err != nil {
-			return StatusReply{}, &ReplyError{Text: text, Reason: err.Error()}
+			return StatusReply{}, &ReplyError{Text: text, Reason: err.Error(), Err: err}
 		}
 		stage, err := strconv.Atoi(m[2])
 		if err != nil {

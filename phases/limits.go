@@ -46,7 +46,10 @@ type Limits struct {
 	// LoopThreshold ends a run when this many iterations running produce
 	// the same diff or the same failing gate output (reason loop_detected),
 	// or no change at all (reason no_changes). Default DefaultLoopThreshold
-	// (3); negative disables it.
+	// (3); negative disables it. With both defaults it can only fire on the
+	// third and last iteration, where it names the cause (a loop, or no
+	// changes) instead of max_iterations; it saves iterations once
+	// MaxIterations is raised above it.
 	LoopThreshold int `json:"loop_threshold,omitempty"`
 }
 
