@@ -9,22 +9,32 @@ import (
 	"github.com/agentforeman/foreman/pipeline/store"
 )
 
-// The happy path of every op is one statement whose WHERE clause is the
-// version check; only when it changes no row does Apply read the actual
-// version, to report the conflict.
+// The happy path of every op is one statement whose WHERE clause (or, for
+// a create, ON CONFLICT) is the version check; only when it changes no row
+// does Apply read the actual version, to report the conflict. A tombstone
+// is not in records, so it matches only a create and reads as version 0.
+// Deletes, and creates of a deleted record, take a second statement to
+// write or drop the tombstone; updates, the common case, take one.
 const (
-	insertSQL = `INSERT INTO records (kind, id, version, data, updated_at) VALUES (?, ?, 1, ?, ?)
-		ON CONFLICT (kind, id) DO NOTHING`
+	insertSQL = `INSERT INTO records (kind, id, version, data, updated_at)
+		VALUES (?1, ?2, 1 + coalesce((SELECT version FROM tombstones WHERE kind = ?1 AND id = ?2), 0), ?3, ?4)
+		ON CONFLICT (kind, id) DO NOTHING
+		RETURNING version`
 	updateSQL = `UPDATE records SET version = version + 1, data = ?, updated_at = ?
 		WHERE kind = ? AND id = ? AND version = ?`
-	deleteSQL  = `DELETE FROM records WHERE kind = ? AND id = ? AND version = ?`
+	deleteSQL = `DELETE FROM records WHERE kind = ? AND id = ? AND version = ?`
+	// A live record has no tombstone; max() keeps the version from going
+	// back should a file edited by hand hold one anyway.
+	buryDeletedSQL = `INSERT INTO tombstones (kind, id, version, deleted_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (kind, id) DO UPDATE SET version = max(version, excluded.version), deleted_at = excluded.deleted_at`
+	unburySQL  = `DELETE FROM tombstones WHERE kind = ? AND id = ?`
 	versionSQL = `SELECT version FROM records WHERE kind = ? AND id = ?`
 )
 
 // writeStmts are prepared once on the single writing connection, so that
 // a transaction reuses them instead of compiling SQL for every op.
 type writeStmts struct {
-	insert, update, delete *sql.Stmt
+	insert, update, delete, bury, unbury *sql.Stmt
 }
 
 func prepareWrites(ctx context.Context, db *sql.DB) (writeStmts, error) {
@@ -32,7 +42,10 @@ func prepareWrites(ctx context.Context, db *sql.DB) (writeStmts, error) {
 	for _, p := range []struct {
 		dst   **sql.Stmt
 		query string
-	}{{&ws.insert, insertSQL}, {&ws.update, updateSQL}, {&ws.delete, deleteSQL}} {
+	}{
+		{&ws.insert, insertSQL}, {&ws.update, updateSQL}, {&ws.delete, deleteSQL},
+		{&ws.bury, buryDeletedSQL}, {&ws.unbury, unburySQL},
+	} {
 		stmt, err := db.PrepareContext(ctx, p.query)
 		if err != nil {
 			return ws, err
@@ -71,38 +84,29 @@ func (s *Store) Apply(ctx context.Context, ops ...store.Op) ([]store.Record, err
 	}
 	defer func() { _ = tx.Rollback() }()
 
-	var insert, update, del *sql.Stmt // bound to tx on first use
-	bind := func(st **sql.Stmt, prepared *sql.Stmt) *sql.Stmt {
-		if *st == nil {
-			*st = tx.StmtContext(ctx, prepared)
-		}
-		return *st
-	}
+	w := txWriter{ctx: ctx, tx: tx, prepared: &s.stmts, nanos: nanos}
 	out := make([]store.Record, len(ops))
 	for i, op := range ops {
-		var res sql.Result
+		var version int64
+		var ok bool
 		var err error
 		switch {
 		case op.Delete:
-			res, err = bind(&del, s.stmts.delete).ExecContext(ctx, op.Kind, op.ID, op.ExpectVersion)
+			ok, err = w.delete(op)
 		case op.ExpectVersion == 0:
-			res, err = bind(&insert, s.stmts.insert).ExecContext(ctx, op.Kind, op.ID, nonNil(op.Data), nanos)
+			version, ok, err = w.create(op)
 		default:
-			res, err = bind(&update, s.stmts.update).ExecContext(ctx, nonNil(op.Data), nanos, op.Kind, op.ID, op.ExpectVersion)
+			version, ok, err = w.update(op)
 		}
 		if err != nil {
 			return nil, s.fail("apply", err)
 		}
-		changed, err := res.RowsAffected()
-		if err != nil {
-			return nil, s.fail("apply", err)
-		}
-		if changed != 1 {
+		if !ok {
 			return nil, s.conflict(ctx, tx, op)
 		}
 		out[i] = store.Record{Kind: op.Kind, ID: op.ID, UpdatedAt: now}
 		if !op.Delete {
-			out[i].Version = op.ExpectVersion + 1
+			out[i].Version = version
 			out[i].Data = append([]byte{}, op.Data...)
 		}
 	}
@@ -110,6 +114,65 @@ func (s *Store) Apply(ctx context.Context, ops ...store.Op) ([]store.Record, err
 		return nil, s.fail("commit", err)
 	}
 	return out, nil
+}
+
+// txWriter runs the ops of one Apply in its transaction, binding each
+// prepared statement to the transaction on first use. Each method reports
+// ok == false when the version check failed and nothing was written.
+type txWriter struct {
+	ctx      context.Context
+	tx       *sql.Tx
+	prepared *writeStmts
+	bound    writeStmts // the prepared ones bound to tx, nil until used
+	nanos    int64
+}
+
+func (w *txWriter) bind(st **sql.Stmt, prepared *sql.Stmt) *sql.Stmt {
+	if *st == nil {
+		*st = w.tx.StmtContext(w.ctx, prepared)
+	}
+	return *st
+}
+
+func (w *txWriter) create(op store.Op) (version int64, ok bool, err error) {
+	err = w.bind(&w.bound.insert, w.prepared.insert).QueryRowContext(w.ctx, op.Kind, op.ID, nonNil(op.Data), w.nanos).Scan(&version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil // ON CONFLICT DO NOTHING: the record exists
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	if version > 1 { // it continued from a tombstone, which is spent now
+		if _, err := w.bind(&w.bound.unbury, w.prepared.unbury).ExecContext(w.ctx, op.Kind, op.ID); err != nil {
+			return 0, false, err
+		}
+	}
+	return version, true, nil
+}
+
+func (w *txWriter) update(op store.Op) (version int64, ok bool, err error) {
+	res, err := w.bind(&w.bound.update, w.prepared.update).ExecContext(w.ctx, nonNil(op.Data), w.nanos, op.Kind, op.ID, op.ExpectVersion)
+	if ok, err = changedOne(res, err); !ok || err != nil {
+		return 0, ok, err
+	}
+	return op.ExpectVersion + 1, true, nil
+}
+
+func (w *txWriter) delete(op store.Op) (ok bool, err error) {
+	res, err := w.bind(&w.bound.delete, w.prepared.delete).ExecContext(w.ctx, op.Kind, op.ID, op.ExpectVersion)
+	if ok, err = changedOne(res, err); !ok || err != nil {
+		return ok, err
+	}
+	_, err = w.bind(&w.bound.bury, w.prepared.bury).ExecContext(w.ctx, op.Kind, op.ID, op.ExpectVersion, w.nanos)
+	return err == nil, err
+}
+
+func changedOne(res sql.Result, err error) (bool, error) {
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 func (s *Store) conflict(ctx context.Context, tx *sql.Tx, op store.Op) error {

@@ -16,22 +16,30 @@
 // coordinator writes: Open the same file with Options.ReadOnly.
 //
 // Every record carries a version; an op's version check is the WHERE
-// clause of its INSERT, UPDATE or DELETE (prepared once on the writing
-// connection), so the happy path costs one statement per op and one WAL
-// fsync per Apply, plus SQLite's periodic checkpoint. Durable throughput is
-// therefore bounded by the disk's fsync rate when every transition commits
-// alone; batching transitions into one Apply is what makes the store fast
-// (BenchmarkApply compares both, on SQLite, on the raw driver and on
-// Memory, with an append+fsync floor, in one run).
+// clause of its UPDATE or DELETE, or the ON CONFLICT of its INSERT
+// (prepared once on the writing connection), so an update costs one
+// statement and one WAL fsync per Apply, plus SQLite's periodic checkpoint.
+// A delete moves the record's last version to a separate tombstones table
+// (a second statement), and a create reads it from there to continue the
+// versions (a second statement only when a tombstone was there); records
+// holds live records only, so nothing that reads or counts it sees a
+// deleted one. PurgeTombstones (store.TombstonePurger) forgets old ones.
+// Durable throughput is therefore bounded by the disk's fsync rate when
+// every transition commits alone; batching transitions into one Apply is
+// what makes the store fast (BenchmarkApply compares both, on SQLite, on
+// the raw driver and on Memory, with an append+fsync floor, in one run).
 //
 // # Schema and bad files
 //
 // A table foreman_schema holds the schema version. Open creates the schema
 // in a new or empty file and migrates an older one forward in one
-// transaction. It refuses, without writing anything, a database with a
-// newer schema (*SchemaVersionError: upgrade Foreman), a SQLite database
-// with other tables and no schema table (ErrForeignDatabase), and a file
-// that is not a database or fails PRAGMA quick_check (*CorruptError). A
-// corrupt file is never replaced or repaired: move it aside before
-// starting over.
+// transaction (schema 1 to 2 adds the tombstones table and keeps every
+// record and version; records deleted under schema 1 left no tombstone and
+// start over at 1 if created again). A read-only Open of a file that needs
+// migrating fails with *SchemaVersionError until a writer opens it. Open
+// refuses, without writing anything, a database with a newer schema
+// (*SchemaVersionError: upgrade Foreman), a SQLite database with other
+// tables and no schema table (ErrForeignDatabase), and a file that is not
+// a database or fails PRAGMA quick_check (*CorruptError). A corrupt file
+// is never replaced or repaired: move it aside before starting over.
 package sqlitestore

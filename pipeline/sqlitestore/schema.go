@@ -8,7 +8,7 @@ import (
 )
 
 // SchemaVersion is the schema version this build writes and reads.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migrations()[i] takes the schema from version i to version i+1. Steps are
 // only ever appended (and SchemaVersion raised with them); a released step
@@ -24,6 +24,20 @@ func migrations() []string {
 		version    INTEGER NOT NULL CHECK (version >= 1),
 		data       BLOB    NOT NULL,
 		updated_at INTEGER NOT NULL, -- Unix nanoseconds, UTC
+		PRIMARY KEY (kind, id)
+	)`,
+		// 1 -> 2: tombstones. A delete moves the record's last version here,
+		// and creating the record again continues from it, so that versions
+		// never repeat for a (kind, id). Keeping them out of records keeps
+		// that table the live records only: Get, List and anything that
+		// counts records never see a deleted one, and List does not slow
+		// down as deletes pile up. Records deleted before this step left no
+		// trace: created again, they start over at 1.
+		`CREATE TABLE tombstones (
+		kind       TEXT    NOT NULL,
+		id         TEXT    NOT NULL,
+		version    INTEGER NOT NULL CHECK (version >= 1),
+		deleted_at INTEGER NOT NULL, -- Unix nanoseconds, UTC
 		PRIMARY KEY (kind, id)
 	)`,
 	}

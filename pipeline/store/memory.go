@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/clock"
@@ -25,15 +26,30 @@ type Memory struct {
 	mu      sync.RWMutex
 	closed  bool
 	records map[recordKey]Record
+	// tombstones holds the last version of each deleted record until it is
+	// created again or purged; a key is never in both maps.
+	tombstones map[recordKey]tombstone
 }
 
 type recordKey struct{ kind, id string }
 
-var _ Store = (*Memory)(nil)
+type tombstone struct {
+	version   int64
+	deletedAt time.Time
+}
+
+var (
+	_ Store           = (*Memory)(nil)
+	_ TombstonePurger = (*Memory)(nil)
+)
 
 // NewMemory returns an empty in-memory store.
 func NewMemory(opts MemoryOptions) *Memory {
-	return &Memory{clock: clock.OrReal(opts.Clock), records: make(map[recordKey]Record)}
+	return &Memory{
+		clock:      clock.OrReal(opts.Clock),
+		records:    make(map[recordKey]Record),
+		tombstones: make(map[recordKey]tombstone),
+	}
 }
 
 // Get implements Store.
@@ -88,6 +104,8 @@ func (m *Memory) Apply(ctx context.Context, ops ...Op) ([]Record, error) {
 		return nil, ErrClosed
 	}
 	for _, op := range ops {
+		// A deleted record is absent here (its tombstone lives apart), so
+		// it matches only ExpectVersion 0 and conflicts with Actual 0.
 		actual := m.records[recordKey{op.Kind, op.ID}].Version
 		if actual != op.ExpectVersion {
 			return nil, &ConflictError{Kind: op.Kind, ID: op.ID, Expected: op.ExpectVersion, Actual: actual}
@@ -99,22 +117,49 @@ func (m *Memory) Apply(ctx context.Context, ops ...Op) ([]Record, error) {
 		k := recordKey{op.Kind, op.ID}
 		if op.Delete {
 			delete(m.records, k)
+			m.tombstones[k] = tombstone{version: op.ExpectVersion, deletedAt: now}
 			out[i] = Record{Kind: op.Kind, ID: op.ID, UpdatedAt: now}
 			continue
 		}
-		r := Record{Kind: op.Kind, ID: op.ID, Version: op.ExpectVersion + 1, Data: cloneData(op.Data), UpdatedAt: now}
+		version := op.ExpectVersion + 1
+		if op.ExpectVersion == 0 {
+			version = m.tombstones[k].version + 1
+			delete(m.tombstones, k)
+		}
+		r := Record{Kind: op.Kind, ID: op.ID, Version: version, Data: cloneData(op.Data), UpdatedAt: now}
 		m.records[k] = r
 		out[i] = cloneRecord(r)
 	}
 	return out, nil
 }
 
-// Close implements Store. It drops every record.
+// PurgeTombstones implements TombstonePurger.
+func (m *Memory) PurgeTombstones(ctx context.Context, deletedBefore time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return 0, ErrClosed
+	}
+	purged := 0
+	for k, ts := range m.tombstones {
+		if ts.deletedAt.Before(deletedBefore) {
+			delete(m.tombstones, k)
+			purged++
+		}
+	}
+	return purged, nil
+}
+
+// Close implements Store. It drops every record and tombstone.
 func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
 	m.records = nil
+	m.tombstones = nil
 	return nil
 }
 

@@ -14,7 +14,12 @@ type Record struct {
 	Kind string
 	ID   string
 	// Version is 1 after the first write and grows by one with each write.
-	// A deleted record is gone: creating it again starts over at 1.
+	// Versions never repeat for a (Kind, ID): a delete leaves a tombstone
+	// that remembers the last version, and creating the record again
+	// continues from it (deleted at 4, created again at 5). A writer that
+	// read the record before the delete therefore gets a *ConflictError
+	// rather than overwriting its successor. The one exception is a
+	// tombstone removed with TombstonePurger: see there.
 	Version int64
 	// Data is the document, usually JSON; the store does not interpret it.
 	// Records returned by a store own their Data: callers may change it
@@ -32,8 +37,11 @@ type Op struct {
 	Kind string
 	ID   string
 	// ExpectVersion is the version the record must have for the write to
-	// happen: 0 means the record must not exist yet. Any mismatch aborts the
-	// whole Apply with a *ConflictError. A Delete needs ExpectVersion >= 1.
+	// happen: 0 means the record must not exist, either because it was never
+	// written or because it was deleted (a create of a deleted record gets
+	// the tombstone's version + 1). Any mismatch aborts the whole Apply with
+	// a *ConflictError; a deleted record matches only 0, never its last
+	// version. A Delete needs ExpectVersion >= 1.
 	ExpectVersion int64
 	// Data is the new content; ignored when Delete is set. The store copies
 	// it: the caller may reuse the slice once Apply returns.
@@ -51,10 +59,12 @@ type Store interface {
 	// string order), from one consistent snapshot.
 	List(ctx context.Context, kind string) ([]Record, error)
 	// Apply performs all ops atomically: either every op is written (and
-	// the new records are returned, in op order; a deleted record is
-	// returned with Version 0) or none is and the error says why. Two ops
-	// on the same record in one Apply are an error matching ErrInvalidOp,
-	// as is any op ValidateOps rejects. When several ops conflict, the
+	// the new records are returned, in op order) or none is and the error
+	// says why. A deleted record is returned with Version 0 and no Data, as
+	// a record that does not exist (the tombstone's version is kept inside
+	// the store, where only the next create uses it). Two ops on the same
+	// record in one Apply are an error matching ErrInvalidOp, as is any op
+	// ValidateOps rejects. When several ops conflict, the
 	// *ConflictError names the first in op order. An Apply without ops
 	// writes nothing and returns no records.
 	Apply(ctx context.Context, ops ...Op) ([]Record, error)
@@ -77,7 +87,7 @@ type ConflictError struct {
 	Kind     string
 	ID       string
 	Expected int64
-	Actual   int64 // 0 when the record does not exist
+	Actual   int64 // 0 when the record does not exist (never written, or deleted)
 }
 
 func (e *ConflictError) Error() string {
@@ -86,6 +96,24 @@ func (e *ConflictError) Error() string {
 
 // Is makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// TombstonePurger is implemented by stores that can forget tombstones.
+// Every delete leaves one (a few dozen bytes: kind, id, last version and the
+// time of the delete) until the record is created again; a host that
+// deletes many distinct records can purge the old ones.
+//
+// Purging gives up the guarantee that versions never repeat for the purged
+// records: one created again after its tombstone is purged starts over at 1,
+// so a writer still holding a version it read before the delete could match
+// it again. Choose deletedBefore older than any read a writer may still act
+// on: for example, older than the start of every process that writes the
+// store, when no version is kept anywhere else.
+type TombstonePurger interface {
+	// PurgeTombstones forgets the tombstones of records deleted strictly
+	// before deletedBefore (the UpdatedAt that Apply returned for the
+	// delete) and returns how many it removed. Live records are untouched.
+	PurgeTombstones(ctx context.Context, deletedBefore time.Time) (int, error)
+}
 
 // ValidateOps checks a batch before any of it is applied: every op needs a
 // Kind and an ID, ExpectVersion is never negative, a Delete expects an

@@ -65,7 +65,7 @@ func basicCases() []testCase {
 			assert.Equal(t, "b", list[0].ID)
 
 			recs = mustApply(t, s, put("item", "a", 0, "reborn"))
-			assertRecord(t, recs[0], "item", "a", 1, "reborn")
+			assertRecord(t, recs[0], "item", "a", 3, "reborn")
 		}},
 		{"DeleteChecksVersion", func(t *testing.T, s store.Store) {
 			mustApply(t, s, put("item", "a", 0, "v1"))

@@ -19,6 +19,8 @@ func concurrencyCases() []testCase {
 		{"RacingWritersOneWinnerPerVersion", racingWriters},
 		{"ConcurrentIncrementsLoseNoUpdate", concurrentIncrements},
 		{"ReadersNeverSeeHalfABatch", readersSeeWholeBatches},
+		{"RacingRecreatesOneWinnerPerLife", racingRecreates},
+		{"VersionsNeverRepeatUnderDeleteChurn", versionsNeverRepeat},
 	}
 }
 
@@ -136,4 +138,107 @@ func readersSeeWholeBatches(t *testing.T, s store.Store) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// racingRecreates deletes a record and releases creators (expecting 0) and
+// stale writers (expecting the deleted version) at once: exactly one
+// creator wins, at the deleted version + 1, and everyone else conflicts.
+func racingRecreates(t *testing.T, s store.Store) {
+	const rounds, creators, stale = 10, 4, 2
+	mustApply(t, s, put("item", "race", 0, "start"))
+	for last := int64(1); last <= 2*rounds; last += 2 {
+		mustApply(t, s, del("item", "race", last))
+		start := make(chan struct{})
+		var wins atomic.Int32
+		var winner atomic.Value
+		var wg sync.WaitGroup
+		for w := range creators + stale {
+			expect := int64(0)
+			if w >= creators {
+				expect = last
+			}
+			wg.Go(func() {
+				<-start
+				data := fmt.Sprintf("after %d writer %d", last, w)
+				recs, err := s.Apply(t.Context(), put("item", "race", expect, data))
+				var ce *store.ConflictError
+				switch {
+				case err == nil:
+					wins.Add(1)
+					winner.Store(data)
+					assert.Zero(t, expect, "only a create may win")
+					assert.Equal(t, last+1, recs[0].Version)
+				case errors.As(err, &ce):
+					if expect == 0 {
+						assert.Equal(t, store.ConflictError{Kind: "item", ID: "race", Expected: 0, Actual: last + 1}, *ce)
+					} else {
+						assert.Contains(t, []int64{0, last + 1}, ce.Actual, "a stale writer sees the tombstone or the winner")
+					}
+				default:
+					assert.NoError(t, err, "a racing writer fails only with a conflict")
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		require.Equal(t, int32(1), wins.Load(), "after the delete at %d: exactly one creator wins", last)
+		got := mustGet(t, s, "item", "race")
+		require.Equal(t, last+1, got.Version)
+		require.Equal(t, winner.Load(), string(got.Data))
+		mustApply(t, s, put("item", "race", last+1, "updated"))
+	}
+}
+
+// versionsNeverRepeat runs read-modify-write loops that create, update and
+// delete one record, retrying on conflict. Every write that succeeds
+// returns a version nobody else got, and together they are 1, 2, 3, ...
+// with no gap: a delete keeps the version, the next create continues it.
+func versionsNeverRepeat(t *testing.T, s store.Store) {
+	const workers, perWorker = 4, 25
+	var mu sync.Mutex
+	seen := map[int64]int{} // version -> writes that returned it
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for done := 0; done < perWorker; {
+				var op store.Op
+				r, err := s.Get(t.Context(), "churn", "c")
+				switch {
+				case errors.Is(err, store.ErrNotFound):
+					op = put("churn", "c", 0, "created")
+				case !assert.NoError(t, err):
+					return
+				case r.Version%3 == 0:
+					op = del("churn", "c", r.Version)
+				default:
+					op = put("churn", "c", r.Version, "updated")
+				}
+				recs, err := s.Apply(t.Context(), op)
+				if errors.Is(err, store.ErrConflict) {
+					continue
+				}
+				if !assert.NoError(t, err) {
+					return
+				}
+				if !op.Delete {
+					mu.Lock()
+					seen[recs[0].Version]++
+					mu.Unlock()
+				}
+				done++
+			}
+		})
+	}
+	wg.Wait()
+	last := int64(len(seen))
+	for v := int64(1); v <= last; v++ {
+		assert.Equal(t, 1, seen[v], "writes that returned version %d", v)
+	}
+	if r, err := s.Get(t.Context(), "churn", "c"); err == nil {
+		assert.Equal(t, last, r.Version, "the record holds the last version written")
+	} else {
+		require.ErrorIs(t, err, store.ErrNotFound)
+		recs := mustApply(t, s, put("churn", "c", 0, "after"))
+		assert.Equal(t, last+1, recs[0].Version, "the next create continues after the last version written")
+	}
 }

@@ -11,10 +11,15 @@
 //
 // The suite checks the whole contract documented in package store: reads
 // and writes, versions, create-only and version-checked writes and deletes,
-// conflicts that write nothing of their batch, invalid batches, data
-// isolation, List ordering and kind isolation, cancelled contexts, Close,
-// concurrent writers racing on one record (exactly one wins per version,
-// no lost update), readers that never see half a batch, large, binary and
-// empty documents. It uses only the Store interface, so a store that passes
-// it can replace another one.
+// versions that continue across delete and create (a stale writer from
+// before the delete conflicts; tombstones are hidden from Get and List and
+// survive a conflicting batch), conflicts that write nothing of their
+// batch, invalid batches, data isolation, List ordering and kind isolation,
+// cancelled contexts, Close, concurrent writers racing on one record
+// (exactly one wins per version, no lost update, one creator wins after a
+// delete, no version ever returned twice under create/update/delete churn),
+// readers that never see half a batch, large, binary and empty documents.
+// A store that implements store.TombstonePurger is checked for it too; the
+// others skip that case. It uses only the Store interface, so a store that
+// passes it can replace another one.
 package storetest

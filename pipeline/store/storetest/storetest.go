@@ -37,6 +37,7 @@ func cases() []testCase {
 	var all []testCase
 	all = append(all, basicCases()...)
 	all = append(all, batchCases()...)
+	all = append(all, tombstoneCases()...)
 	all = append(all, isolationCases()...)
 	all = append(all, lifecycleCases()...)
 	all = append(all, concurrencyCases()...)
