@@ -11,16 +11,29 @@ import (
 
 // NewClaudeParser returns the parser for Claude Code's
 // `-p --output-format stream-json --verbose` output: one JSON object per line,
-// of type "system" (subtype "init" carries session_id and model),
-// "assistant" and "user" (Anthropic messages whose content blocks are text,
-// thinking, tool_use and tool_result), "stream_event" (partial messages) and,
-// last, "result" (subtype, is_error, result, session_id, total_cost_usd,
-// usage, num_turns, errors).
+// of type "system" (subtype "init" carries session_id and model; hook
+// subtypes may come first), "assistant" and "user" (Anthropic messages whose
+// content blocks are text, thinking, tool_use and tool_result; a subagent's
+// messages carry the parent_tool_use_id of the Task call that started it),
+// "stream_event" (partial messages), "rate_limit_event" and, last, "result"
+// (subtype, is_error, result, session_id, total_cost_usd, usage, modelUsage,
+// num_turns, errors).
 //
-// Tokens and cost come from the result line. When the run ends without one
-// (killed, crashed), tokens are summed from the assistant messages seen,
-// counting each message id once (Claude Code repeats a message's usage on
-// every line that carries one of its content blocks).
+// Tokens and cost come from the result line. Its modelUsage, summed over the
+// models, is the whole run's usage, subagents and helper models included,
+// and matches total_cost_usd; its usage field counts the main conversation
+// only, so it is used only when modelUsage is missing or empty. When the run
+// ends without a result (killed, crashed), tokens are summed from the
+// assistant messages seen, counting each message id once (Claude Code repeats
+// a message's usage on every line that carries one of its content blocks, and
+// the output count there can be a partial one).
+//
+// The model is the main conversation's: from init and the assistant
+// messages that no subagent sent, never the "<synthetic>" model of the
+// messages Claude Code makes up for an API error. A result with is_error or
+// an error subtype is an agent error; so is an API error that an assistant
+// message reported (its "error" field, such as rate_limit or
+// authentication_failed) when no result follows.
 func NewClaudeParser() OutputParser {
 	return &claudeParser{messageUsage: map[string]phases.TokenUsage{}}
 }
@@ -30,6 +43,9 @@ type claudeParser struct {
 	sawResult    bool
 	messageUsage map[string]phases.TokenUsage
 	messageOrder []string
+	// apiError is the last API error an assistant message reported, as
+	// "code: text".
+	apiError string
 }
 
 type claudeUsage struct {
@@ -64,7 +80,13 @@ type claudeLine struct {
 	Subtype   string `json:"subtype"`
 	SessionID string `json:"session_id"`
 	Model     string `json:"model"`
-	Message   *struct {
+	// ParentToolUseID is set on the messages of a subagent.
+	ParentToolUseID string `json:"parent_tool_use_id"`
+	// Error names the API error of an assistant message Claude Code made up
+	// to report it (authentication_failed, rate_limit, ...). Raw, so that a
+	// line whose error is not a string still decodes.
+	Error   json.RawMessage `json:"error"`
+	Message *struct {
 		ID      string          `json:"id"`
 		Model   string          `json:"model"`
 		Content json.RawMessage `json:"content"`
@@ -79,14 +101,29 @@ type claudeLine struct {
 		} `json:"delta"`
 	} `json:"event"`
 	// result
-	IsError      bool                       `json:"is_error"`
-	Result       string                     `json:"result"`
-	TotalCostUSD float64                    `json:"total_cost_usd"`
-	Usage        *claudeUsage               `json:"usage"`
-	NumTurns     int                        `json:"num_turns"`
-	Errors       json.RawMessage            `json:"errors"`
-	ModelUsage   map[string]json.RawMessage `json:"modelUsage"`
+	IsError      bool            `json:"is_error"`
+	Result       string          `json:"result"`
+	TotalCostUSD float64         `json:"total_cost_usd"`
+	Usage        *claudeUsage    `json:"usage"`
+	NumTurns     int             `json:"num_turns"`
+	Errors       json.RawMessage `json:"errors"`
+	// ModelUsage is keyed by model name.
+	ModelUsage map[string]json.RawMessage `json:"modelUsage"`
 }
+
+// claudeModelUsage is one model's entry in a result's modelUsage. Its
+// inputTokens, like usage's input_tokens, exclude cached input.
+type claudeModelUsage struct {
+	InputTokens              int64   `json:"inputTokens"`
+	OutputTokens             int64   `json:"outputTokens"`
+	CacheReadInputTokens     int64   `json:"cacheReadInputTokens"`
+	CacheCreationInputTokens int64   `json:"cacheCreationInputTokens"`
+	CostUSD                  float64 `json:"costUSD"`
+}
+
+// syntheticModel is the model name Claude Code gives the assistant messages
+// it makes up itself, such as the one reporting an API error.
+const syntheticModel = "<synthetic>"
 
 func (p *claudeParser) ParseLine(line string) (phases.StreamKind, string) {
 	var l claudeLine
@@ -98,7 +135,7 @@ func (p *claudeParser) ParseLine(line string) (phases.StreamKind, string) {
 	}
 	switch l.Type {
 	case "system":
-		if l.Model != "" {
+		if l.Model != "" && l.Model != syntheticModel {
 			p.sum.Model = l.Model
 		}
 		if l.Subtype == "init" {
@@ -128,8 +165,16 @@ func (p *claudeParser) message(l claudeLine) (phases.StreamKind, string) {
 		return phases.StreamText, ""
 	}
 	if l.Type == "assistant" {
-		if l.Message.Model != "" {
-			p.sum.Model = l.Message.Model
+		if m := l.Message.Model; m != "" && m != syntheticModel && l.ParentToolUseID == "" {
+			p.sum.Model = m
+		}
+		var code string
+		if json.Unmarshal(l.Error, &code) == nil && code != "" {
+			p.apiError = code
+			// rawText gives the JSON back when no block has text.
+			if text := rawText(l.Message.Content); text != "" && !strings.HasPrefix(text, "[") {
+				p.apiError += ": " + text
+			}
 		}
 		if l.Message.Usage != nil && l.Message.ID != "" {
 			if _, seen := p.messageUsage[l.Message.ID]; !seen {
@@ -197,26 +242,22 @@ func (p *claudeParser) result(l claudeLine) (phases.StreamKind, string) {
 	p.sum.Result = l.Result
 	p.sum.CostUSD = l.TotalCostUSD
 	p.sum.NumTurns = l.NumTurns
-	if l.Usage != nil {
+	byModel, top := modelUsage(l.ModelUsage)
+	switch {
+	case len(byModel) > 0:
+		p.sum.Tokens = phases.TokenUsage{}
+		for _, u := range byModel {
+			p.sum.Tokens = p.sum.Tokens.Add(u)
+		}
+	case l.Usage != nil:
 		p.sum.Tokens = l.Usage.tokens()
 	}
-	if p.sum.Model == "" && len(l.ModelUsage) > 0 {
-		models := make([]string, 0, len(l.ModelUsage))
-		for m := range l.ModelUsage {
-			models = append(models, m)
-		}
-		sort.Strings(models)
-		p.sum.Model = models[0]
+	if p.sum.Model == "" {
+		p.sum.Model = top
 	}
 	p.sum.AgentError = ""
 	if l.IsError || strings.HasPrefix(l.Subtype, "error") {
-		msg := l.Subtype
-		if errs := errorList(l.Errors); errs != "" {
-			msg += ": " + errs
-		} else if l.Result != "" {
-			msg += ": " + l.Result
-		}
-		p.sum.AgentError = msg
+		p.sum.AgentError = p.resultError(l)
 	}
 	text := l.Result
 	if text == "" {
@@ -225,12 +266,71 @@ func (p *claudeParser) result(l claudeLine) (phases.StreamKind, string) {
 	return phases.StreamResult, text
 }
 
+// resultError describes the failure an error result reports: its subtype
+// (unless that is "success", as it is when an API error ended the run) or
+// the API error an assistant message named, then the errors list or the
+// result text.
+func (p *claudeParser) resultError(l claudeLine) string {
+	detail := errorList(l.Errors)
+	if detail == "" {
+		detail = l.Result
+	}
+	var label string
+	switch {
+	case l.Subtype != "" && l.Subtype != "success":
+		label = l.Subtype
+	case p.apiError != "":
+		code, _, _ := strings.Cut(p.apiError, ": ")
+		label = code
+	}
+	switch {
+	case label == "" && detail == "":
+		return "error"
+	case label == "":
+		return detail
+	case detail == "":
+		return label
+	}
+	return label + ": " + detail
+}
+
+// modelUsage decodes a result's modelUsage into token counts by model, and
+// names the model that cost the most (the one that did the work, as a
+// subagent's or helper's model usually costs less). Entries that do not
+// decode are skipped.
+func modelUsage(raw map[string]json.RawMessage) (byModel map[string]phases.TokenUsage, top string) {
+	byModel = make(map[string]phases.TokenUsage, len(raw))
+	models := make([]string, 0, len(raw))
+	for m := range raw {
+		models = append(models, m)
+	}
+	sort.Strings(models) // a cost tie goes to the first name, every time
+	topCost := -1.0
+	for _, m := range models {
+		var u claudeModelUsage
+		if json.Unmarshal(raw[m], &u) != nil {
+			continue
+		}
+		byModel[m] = phases.TokenUsage{
+			Input:      u.InputTokens,
+			Output:     u.OutputTokens,
+			CacheRead:  u.CacheReadInputTokens,
+			CacheWrite: u.CacheCreationInputTokens,
+		}
+		if m != syntheticModel && u.CostUSD > topCost {
+			top, topCost = m, u.CostUSD
+		}
+	}
+	return byModel, top
+}
+
 func (p *claudeParser) Summary() Summary {
 	s := p.sum
 	if !p.sawResult {
 		for _, id := range p.messageOrder {
 			s.Tokens = s.Tokens.Add(p.messageUsage[id])
 		}
+		s.AgentError = p.apiError
 	}
 	return s
 }

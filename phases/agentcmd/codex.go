@@ -1,6 +1,7 @@
 package agentcmd
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -14,12 +15,20 @@ import (
 // output_tokens), turn.failed (error.message), item.started, item.updated
 // and item.completed (an item of type agent_message, reasoning,
 // command_execution, file_change, mcp_tool_call, web_search, todo_list,
-// plan or error), item.plan.delta and error.
+// plan or error), item.plan.delta and error. Versions before the ThreadEvent
+// stream (up to about 0.4x) printed a config line, a prompt line and then
+// each protocol event as {"id": ..., "msg": {"type": ...}}; those lines are
+// understood too (see codexLegacy).
 //
-// Usage is summed over the turns. The last completed agent_message is the
-// result. turn.failed is an agent error. A top-level error event is one too
-// unless a later turn.completed shows the turn recovered (Codex has reported
-// transient stream errors, such as reconnect attempts, this way).
+// A turn.completed's usage is the running total of the thread, not the
+// turn's own: codex exec fills it from the thread's total token usage, and a
+// resumed thread starts from the total its rollout recorded. So the last
+// turn.completed gives Tokens, marked CumulativeTokens. The last completed
+// agent_message is the result, else the last completed plan (as in the
+// Codex SDK's Thread.run). turn.failed is an agent error. A top-level error
+// event is one too unless a later turn.completed shows the turn recovered
+// (Codex reports transient stream errors, such as reconnect attempts, this
+// way).
 func NewCodexParser() OutputParser { return &codexParser{} }
 
 type codexParser struct {
@@ -28,6 +37,9 @@ type codexParser struct {
 	// streamError is the last top-level error not yet followed by a
 	// completed turn.
 	streamError string
+	// plan is the last completed plan item, the result when no agent
+	// message completes.
+	plan string
 }
 
 type codexItem struct {
@@ -52,25 +64,44 @@ type codexItem struct {
 	} `json:"items"`
 }
 
+// codexUsage is Codex's token usage. Its input_tokens include the cached
+// ones.
+type codexUsage struct {
+	InputTokens       int64 `json:"input_tokens"`
+	CachedInputTokens int64 `json:"cached_input_tokens"`
+	OutputTokens      int64 `json:"output_tokens"`
+}
+
+func (u codexUsage) tokens() phases.TokenUsage {
+	cached := max(0, min(u.CachedInputTokens, u.InputTokens))
+	return phases.TokenUsage{Input: u.InputTokens - cached, Output: u.OutputTokens, CacheRead: cached}
+}
+
 type codexLine struct {
-	Type     string     `json:"type"`
-	ThreadID string     `json:"thread_id"`
-	Item     *codexItem `json:"item"`
-	Usage    *struct {
-		InputTokens       int64 `json:"input_tokens"`
-		CachedInputTokens int64 `json:"cached_input_tokens"`
-		OutputTokens      int64 `json:"output_tokens"`
-	} `json:"usage"`
-	Error *struct {
+	Type     string      `json:"type"`
+	ThreadID string      `json:"thread_id"`
+	Item     *codexItem  `json:"item"`
+	Usage    *codexUsage `json:"usage"`
+	Error    *struct {
 		Message string `json:"message"`
 	} `json:"error"`
 	Message string `json:"message"`
 	Delta   string `json:"delta"`
+	// Msg is set on the lines of the older {"id", "msg"} stream.
+	Msg json.RawMessage `json:"msg"`
 }
 
 func (p *codexParser) ParseLine(line string) (phases.StreamKind, string) {
 	var l codexLine
-	if !decodeObject(line, &l) || l.Type == "" {
+	if !decodeObject(line, &l) {
+		return phases.StreamText, line
+	}
+	if l.Type == "" && len(l.Msg) > 0 {
+		if kind, text, ok := p.legacy(l.Msg); ok {
+			return kind, text
+		}
+	}
+	if l.Type == "" {
 		return phases.StreamText, line
 	}
 	switch l.Type {
@@ -83,13 +114,9 @@ func (p *codexParser) ParseLine(line string) (phases.StreamKind, string) {
 	case "turn.completed":
 		p.streamError = ""
 		if u := l.Usage; u != nil {
-			cached := min(u.CachedInputTokens, u.InputTokens)
-			p.sum.Tokens = p.sum.Tokens.Add(phases.TokenUsage{
-				Input:     u.InputTokens - cached,
-				Output:    u.OutputTokens,
-				CacheRead: cached,
-			})
-			return phases.StreamResult, fmt.Sprintf("turn completed: %d input (%d cached), %d output tokens",
+			p.sum.Tokens = u.tokens()
+			p.sum.CumulativeTokens = true
+			return phases.StreamResult, fmt.Sprintf("turn completed; thread total %d input (%d cached), %d output tokens",
 				u.InputTokens, u.CachedInputTokens, u.OutputTokens)
 		}
 		return phases.StreamResult, "turn completed"
@@ -125,6 +152,9 @@ func (p *codexParser) item(completed bool, it codexItem) (phases.StreamKind, str
 		}
 		return phases.StreamText, it.Text
 	case "plan":
+		if completed {
+			p.plan = it.Text
+		}
 		return phases.StreamText, it.Text
 	case "reasoning":
 		return phases.StreamReasoning, it.Text
@@ -171,6 +201,9 @@ func (p *codexParser) item(completed bool, it codexItem) (phases.StreamKind, str
 
 func (p *codexParser) Summary() Summary {
 	s := p.sum
+	if s.Result == "" {
+		s.Result = p.plan
+	}
 	switch {
 	case p.turnFailed != "":
 		s.AgentError = p.turnFailed

@@ -34,9 +34,15 @@
 // session id, tokens, cost, model and final message where the output has
 // them. Success means exit status zero, no timeout or cancellation, and no
 // error reported by the agent itself (a Claude Code result with is_error or
-// an error subtype, a Codex turn.failed, or a Codex error event not followed
-// by a completed turn); when the agent reported an error and gave no final
-// message, Result holds the error.
+// an error subtype, or an API error with no result after it; a Codex
+// turn.failed, or a Codex error event not followed by a completed turn);
+// AgentResult.Error holds that error.
+//
+// Tokens are what this execution used. Codex reports the running total of
+// its thread instead, carried over from the runs it resumed, so for a
+// resumed session the driver subtracts the total it last saw for that
+// session (it remembers up to 1024 sessions, forgetting the oldest); a
+// session it did not run, or forgot, is charged its whole total.
 //
 // A non-zero exit is a result, not an error. Execute returns an error only
 // for system faults: *StartError (binary not found, workspace missing),
@@ -45,8 +51,13 @@
 //
 // # Formats
 //
-// FormatClaude parses `claude -p --output-format stream-json --verbose`,
-// FormatCodex parses `codex exec --json`, and FormatText (the default) passes
-// lines through. Unparseable lines are reported as text and never fail a
-// run. Config.NewParser plugs in a parser for another format.
+// FormatClaude parses `claude -p --output-format stream-json --verbose`:
+// tokens are the result line's modelUsage summed over the models, which
+// counts subagents and matches total_cost_usd (its usage field counts the
+// main conversation only). FormatCodex parses `codex exec --json`, both the
+// ThreadEvent stream (thread.started, turn.completed, item.completed, ...)
+// and the {"id","msg"} stream of versions before it. FormatText (the
+// default) passes lines through. Unparseable lines are reported as text and
+// never fail a run. Config.NewParser plugs in a parser for another format.
+// testdata/README.md names the published output each parser is tested on.
 package agentcmd

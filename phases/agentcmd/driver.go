@@ -17,6 +17,9 @@ import (
 // own process.
 type Driver struct {
 	cfg Config
+	// totals holds the running token totals of the sessions this driver
+	// ran, for agents that report usage cumulatively.
+	totals *sessionTotals
 }
 
 var _ phases.AgentDriver = (*Driver)(nil)
@@ -25,7 +28,7 @@ var _ phases.AgentDriver = (*Driver)(nil)
 // Configuration mistakes (unknown Format, no command) are reported by
 // Execute.
 func New(cfg Config) *Driver {
-	return &Driver{cfg: cfg.withDefaults()}
+	return &Driver{cfg: cfg.withDefaults(), totals: newSessionTotals()}
 }
 
 // Execute runs the agent once in req.WorkspacePath and waits for it, and for
@@ -302,6 +305,9 @@ func (p *process) result(sum Summary) phases.AgentResult {
 		// The agent still has the session it was asked to resume when its
 		// output did not name another.
 		res.SessionID = p.session
+	}
+	if sum.CumulativeTokens {
+		res.Tokens = p.d.totals.charge(p.session, res.SessionID, sum.Tokens)
 	}
 	ps := p.cmd.ProcessState
 	res.ExitCode = ps.ExitCode()

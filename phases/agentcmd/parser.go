@@ -27,9 +27,14 @@ type Summary struct {
 	Model  string
 	// Tokens counts tokens; Input excludes cached input, which is counted in
 	// CacheRead (and CacheWrite where the agent reports cache creation).
-	Tokens   phases.TokenUsage
-	CostUSD  float64
-	NumTurns int
+	Tokens phases.TokenUsage
+	// CumulativeTokens says that Tokens is the running total of the
+	// agent's session, carried over from the earlier runs it resumed, not
+	// this run's own use (Codex reports usage this way). The Driver then
+	// reports the difference from the total it last saw for the session.
+	CumulativeTokens bool
+	CostUSD          float64
+	NumTurns         int
 	// AgentError is the failure the agent reported itself, even if it then
 	// exited zero; empty when it reported none.
 	AgentError string

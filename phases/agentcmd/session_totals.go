@@ -1,0 +1,63 @@
+package agentcmd
+
+import (
+	"sync"
+
+	"github.com/agentforeman/foreman/phases"
+)
+
+// maxRememberedSessions bounds the running totals a Driver keeps; past it
+// the session remembered first is forgotten, and a later resumption of it is
+// charged its whole running total.
+const maxRememberedSessions = 1024
+
+// sessionTotals remembers the running token total that an agent reporting
+// cumulative usage (Summary.CumulativeTokens) last reported for each
+// session, so that a run resuming the session is charged only what it used
+// itself.
+type sessionTotals struct {
+	mu     sync.Mutex
+	totals map[string]phases.TokenUsage
+	order  []string // sessions in the order first remembered
+}
+
+func newSessionTotals() *sessionTotals {
+	return &sessionTotals{totals: map[string]phases.TokenUsage{}}
+}
+
+// charge returns what a run used, given the running total it reported for
+// session after resuming resumed (empty for a new session): the total less
+// the one last remembered for resumed. A total smaller in any count than the
+// remembered one cannot have grown from it (an agent version that restarts
+// its count on resume, say), so it is taken whole. The total is remembered
+// for session.
+func (s *sessionTotals) charge(resumed, session string, total phases.TokenUsage) phases.TokenUsage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	used := total
+	if base, ok := s.totals[resumed]; ok && resumed != "" && covers(total, base) {
+		used = phases.TokenUsage{
+			Input:      total.Input - base.Input,
+			Output:     total.Output - base.Output,
+			CacheRead:  total.CacheRead - base.CacheRead,
+			CacheWrite: total.CacheWrite - base.CacheWrite,
+		}
+	}
+	if session != "" {
+		if _, known := s.totals[session]; !known {
+			s.order = append(s.order, session)
+			if len(s.order) > maxRememberedSessions {
+				delete(s.totals, s.order[0])
+				s.order = s.order[1:]
+			}
+		}
+		s.totals[session] = total
+	}
+	return used
+}
+
+// covers reports whether every count of t is at least that of base.
+func covers(t, base phases.TokenUsage) bool {
+	return t.Input >= base.Input && t.Output >= base.Output &&
+		t.CacheRead >= base.CacheRead && t.CacheWrite >= base.CacheWrite
+}
