@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -118,60 +117,86 @@ func (f *Flow) Step(s State, ev Event, now time.Time) (State, []Effect, error) {
 	switch h {
 	case invalid:
 		return s, nil, &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind}
-	case onStart:
-		return f.start(s, &ev, now)
-	case onResolve:
-		return f.resolve(s, &ev, now)
-	case onMerged, onMergeConflict, onMergeFailed:
-		return f.merged(s, h, &ev, now)
+	case onStart, onResolve, onMerged, onMergeConflict, onMergeFailed:
+	default:
+		// Worker events: sender validation, then the state guard.
+		from := s.sender(&ev)
+		if from == fromStranger || (from == fromLast && ev.Kind != EventReport) {
+			if from == fromLast {
+				return s, nil, nil // an idle or a late reply from a worker already done: expected
+			}
+			next := s
+			next.Stale++
+			next.Updated = now
+			return next, nil, nil
+		}
+		if ev.Kind == EventReport && (from == fromLast || h == onLateReport || ev.Stage != s.Stage) {
+			next := s
+			next.Duplicates++
+			next.Steps++
+			next.Updated = now
+			return next, []Effect{{Kind: EffectAck, Item: s.Item, Step: next.Steps, Worker: ev.Worker,
+				Assignment: ev.Assignment, Stage: ev.Stage}}, nil
+		}
+		switch h {
+		case onStatusReply:
+			if ev.Stage != s.Stage {
+				return s, nil, nil // an answer about another stage clears nothing
+			}
+			if s.Unparsed == 0 && s.Crash.Phase != health.Suspicious && s.Crash.Phase != health.Probing {
+				return s, nil, nil // an answer nobody waits for
+			}
+		case onProbeTimeout:
+			if s.Crash.Phase != health.Probing {
+				return s, nil, nil // a timer that outlived its probe
+			}
+		case onIgnore:
+			return s, nil, nil
+		}
 	}
 
-	// Worker events: sender validation, then the state guard.
-	from := s.sender(&ev)
-	if from == fromStranger || (from == fromLast && ev.Kind != EventReport) {
-		if from == fromLast {
-			return s, nil, nil // an idle or a late reply from a worker already done: expected
-		}
-		next := s
-		next.Stale++
-		next.Updated = now
-		return next, nil, nil
-	}
-	if ev.Kind == EventReport && (from == fromLast || h == onLateReport || ev.Stage != s.Stage) {
-		next := s
-		next.Duplicates++
-		next.Steps++
-		next.Updated = now
-		return next, []Effect{{Kind: EffectAck, Item: s.Item, Step: next.Steps, Worker: ev.Worker,
-			Assignment: ev.Assignment, Stage: ev.Stage}}, nil
-	}
+	// The handlers build the new state and its effects in t. Passing the
+	// states by pointer keeps a transition to two copies of State: s into
+	// t.s, t.s out.
+	var t transition
+	var err error
 	switch h {
+	case onStart:
+		err = f.start(&t, &s, &ev, now)
+	case onResolve:
+		err = f.resolve(&t, &s, &ev, now)
+	case onMerged, onMergeConflict, onMergeFailed:
+		err = f.merged(&t, &s, h, &ev, now)
 	case onReport:
-		return f.report(s, &ev, now)
+		err = f.report(&t, &s, &ev, now)
 	case onStatusReply:
-		if ev.Stage != s.Stage {
-			return s, nil, nil // an answer about another stage clears nothing
-		}
-		return f.statusReply(s, now)
+		err = f.statusReply(&t, &s, now)
 	case onIdle:
-		return f.crashStep(s, health.EventIdle, now)
+		err = f.crashStep(&t, &s, health.EventIdle, now)
 	case onProbeTimeout:
-		if s.Crash.Phase != health.Probing {
-			return s, nil, nil // a timer that outlived its probe
-		}
-		return f.crashStep(s, health.EventProbeTimeout, now)
+		err = f.crashStep(&t, &s, health.EventProbeTimeout, now)
 	case onUnparseable:
-		return f.unparseable(s, &ev, now)
+		err = f.unparseable(&t, &s, &ev, now)
+	default:
+		return s, nil, nil
 	}
-	return s, nil, nil // onIgnore
+	if err != nil {
+		return s, nil, err
+	}
+	t.flush()
+	return t.s, t.effs, nil
 }
 
-// transition starts a new state and its effects.
+// transition is a new state and its effects in the making.
 type transition struct {
 	f    *Flow
 	s    State
 	effs []Effect
-	txt  texts
+	// txt holds the transition's generated texts until flush; result is a
+	// stage result line among them, for Stages[resultStage].
+	txt         texts
+	result      text
+	resultStage int
 }
 
 // begin starts a transition from s that will add about effects effects
@@ -179,15 +204,17 @@ type transition struct {
 // regrown). When the stage records change too (copyStages), the effects
 // and the records share one allocation for a flow of up to
 // maxBlockStages stages: both are new for every such transition and are
-// dropped together with the state.
-// maxBlockStages stages: both are new for every such transition and are
-// dropped together with the state.
-func (f *Flow) begin(t *transition, s *State, now time.Time, copyStages bool, effects int) {
-	*t = transition{f: f, s: *s}
+// dropped together with the state. Only the records change: the rest of
+// the state is a value, copied once into t.
+func (t *transition) begin(f *Flow, s *State, now time.Time, copyStages bool, effects int) {
+	t.f = f
+	t.s = *s
 	t.s.Steps++
 	t.s.Updated = now
 	if !copyStages {
-		t.effs = make([]Effect, 0, effects)
+		if effects > 0 {
+			t.effs = make([]Effect, 0, effects)
+		}
 		return
 	}
 	n := max(len(s.Stages), len(f.Stages))
@@ -199,6 +226,9 @@ func (f *Flow) begin(t *transition, s *State, now time.Time, copyStages bool, ef
 			t.s.Stages = append(t.s.Stages, make([]StageRecord, len(f.Stages)-len(t.s.Stages))...)
 		}
 		return
+	case effects <= 2:
+		b := new(block2)
+		t.effs, t.s.Stages = b.effs[:0:effects], b.stages[:n:n]
 	case effects <= 3:
 		b := new(block3)
 		t.effs, t.s.Stages = b.effs[:0:effects], b.stages[:n:n]
@@ -213,9 +243,16 @@ func (f *Flow) begin(t *transition, s *State, now time.Time, copyStages bool, ef
 // allocation (StoryFlow has 4 stages).
 const maxBlockStages = 4
 
-// block3 and block5 hold a transition's effects and its stage records in
-// one allocation (3 effects: a stage change; 5: a pause).
+// block2, block3 and block5 hold a transition's effects and its stage
+// records in one allocation (2 effects: a start or a resolve; 3: a stage
+// change; 5: a pause). Each is sized for its own count: the effects are
+// most of a transition's bytes, and the bytes allocated set how often the
+// garbage collector runs.
 type (
+	block2 struct {
+		effs   [2]Effect
+		stages [maxBlockStages]StageRecord
+	}
 	block3 struct {
 		effs   [3]Effect
 		stages [maxBlockStages]StageRecord
@@ -226,30 +263,78 @@ type (
 	}
 )
 
-func (t *transition) add(e Effect) {
-	e.Item = t.s.Item
-	e.Step = t.s.Steps
-	e.Index = int32(len(t.effs))
-	t.effs = append(t.effs, e)
+// add appends an effect of kind at stage and returns it for its other
+// fields. The fields are set one by one in the new slot, which is zero
+// (t.effs only grows into fresh memory): copying a whole Effect into the
+// heap costs a write barrier on each of its eight pointer words while the
+// garbage collector marks, and it marks often at this allocation rate.
+func (t *transition) add(kind EffectKind, stage int) *Effect {
+	i := len(t.effs)
+	if i < cap(t.effs) {
+		t.effs = t.effs[:i+1]
+	} else {
+		t.effs = append(t.effs, Effect{})
+	}
+	e := &t.effs[i]
+	e.Kind, e.Index, e.Step, e.Item, e.Stage = kind, int32(i), t.s.Steps, t.s.Item, stage
+	return e
 }
 
-func (t *transition) done() (State, []Effect, error) { return t.s, t.effs, nil }
+// send adds an effect addressed to a worker's assignment (an ACK, a
+// shutdown, a probe).
+func (t *transition) send(kind EffectKind, stage int, w foreman.WorkerID, a foreman.AssignmentID) {
+	e := t.add(kind, stage)
+	e.Worker, e.Assignment = w, a
+}
 
-// assign gives the item a fresh worker on a new assignment at stage.
-func (t *transition) assign(stage int, workerTpl string, resume bool, now time.Time) {
-	s := &t.s
-	if workerTpl == "" {
-		workerTpl = t.f.Worker
+// setResult sets the result line of stage from tpl; a line with fields
+// waits in t.txt for the flush.
+func (t *transition) setResult(stage int, tpl string, v *vars) {
+	if t.result.inBuf {
+		t.flush() // one line per transition; a second one after all
 	}
+	x := t.txt.add(tpl, v)
+	if !x.inBuf {
+		t.s.Stages[stage].Result = x.own
+		return
+	}
+	t.result, t.resultStage = x, stage
+}
+
+// flush makes the buffered texts one string, sets the result line waiting
+// among them and returns the string.
+func (t *transition) flush() string {
+	all := t.txt.flush()
+	if t.result.inBuf {
+		t.s.Stages[t.resultStage].Result = t.result.in(all)
+		t.result = text{}
+	}
+	return all
+}
+
+// assign gives the item a fresh worker on a new assignment at stage. The
+// worker's name is workerTpl expanded with wv, or the flow's stage worker
+// name when workerTpl is empty.
+func (t *transition) assign(stage int, workerTpl string, wv *vars, resume bool, now time.Time) {
+	s := &t.s
 	s.Assignments++
 	s.Stage = stage
 	s.Status = StatusActive
-	s.Worker = foreman.WorkerID(safeID(t.txt.expand(workerTpl, vars{s: s, stage: stage, n: s.Stages[stage].Failures})))
-	s.Assignment = foreman.AssignmentID(safeID(t.txt.concat(string(s.Item), "-a", strconv.Itoa(s.Assignments))))
+	if workerTpl == "" {
+		workerTpl, wv = t.f.Worker, nil
+	}
+	if wv == nil {
+		wv = &vars{s: s, stage: stage, n: s.Stages[stage].Failures}
+	}
+	w := t.txt.add(workerTpl, wv)
+	a := t.txt.addID(s.Item, s.Assignments)
+	all := t.flush()
+	s.Worker = foreman.WorkerID(safeID(w.in(all)))
+	s.Assignment = foreman.AssignmentID(safeID(a.in(all)))
 	s.Crash = health.State{Phase: health.Working, Crashes: s.Crash.Crashes, Since: now}
 	s.Unparsed = 0
-	t.add(Effect{Kind: EffectSpawn, Worker: s.Worker, Assignment: s.Assignment, Stage: stage,
-		Resume: resume, Readiness: s.Readiness, Feedback: s.Feedback})
+	e := t.add(EffectSpawn, stage)
+	e.Worker, e.Assignment, e.Resume, e.Readiness, e.Feedback = s.Worker, s.Assignment, resume, s.Readiness, s.Feedback
 }
 
 // safeID keeps a generated name within the 64 characters ids allow, keeping
@@ -263,29 +348,27 @@ func safeID(id string) string {
 	return strings.TrimRight(id[:55], "-.") + "-" + fmt.Sprintf("%08x", h.Sum32())
 }
 
-func (f *Flow) start(s State, ev *Event, now time.Time) (State, []Effect, error) {
+func (f *Flow) start(t *transition, s *State, ev *Event, now time.Time) error {
 	if err := s.Item.Validate(); err != nil {
-		return s, nil, err
+		return err
 	}
 	if ev.Stage < 0 || ev.Stage >= len(f.Stages) {
-		return s, nil, &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind, Stage: ev.Stage}
+		return &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind, Stage: ev.Stage}
 	}
 	fresh := State{Item: s.Item, Title: ev.Title, Steps: s.Steps, Started: now}
-	var t transition
-	f.begin(&t, &fresh, now, true, 2)
+	t.begin(f, &fresh, now, true, 2)
 	t.s.Stages[ev.Stage].Start = now
 	t.s.Worktree = true
-	t.add(Effect{Kind: EffectCreateWorktree})
-	t.assign(ev.Stage, "", false, now)
-	return t.done()
+	t.add(EffectCreateWorktree, 0)
+	t.assign(ev.Stage, "", nil, false, now)
+	return nil
 }
 
-func (f *Flow) resolve(s State, ev *Event, now time.Time) (State, []Effect, error) {
+func (f *Flow) resolve(t *transition, s *State, ev *Event, now time.Time) error {
 	if ev.Stage < 0 || ev.Stage >= len(f.Stages) {
-		return s, nil, &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind, Stage: ev.Stage}
+		return &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind, Stage: ev.Stage}
 	}
-	var t transition
-	f.begin(&t, &s, now, true, 2)
+	t.begin(f, s, now, true, 2)
 	// A person intervened: the budgets of the stages ahead start again.
 	for i := ev.Stage; i < len(t.s.Stages); i++ {
 		t.s.Stages[i].Failures = 0
@@ -296,48 +379,47 @@ func (f *Flow) resolve(s State, ev *Event, now time.Time) (State, []Effect, erro
 	t.s.Feedback = ev.Detail
 	t.s.Last = Finished{Worker: s.Worker, Assignment: s.Assignment, Stage: s.Stage}
 	t.s.Worktree = true
-	t.add(Effect{Kind: EffectCreateWorktree})
-	t.assign(ev.Stage, "", false, now)
-	return t.done()
+	t.add(EffectCreateWorktree, 0)
+	t.assign(ev.Stage, "", nil, false, now)
+	return nil
 }
 
-func (f *Flow) report(s State, ev *Event, now time.Time) (State, []Effect, error) {
+func (f *Flow) report(t *transition, s *State, ev *Event, now time.Time) error {
 	r, ok := f.rule(s.Stage, ev.Outcome)
 	if !ok {
-		return s, nil, &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind, Stage: ev.Stage, Outcome: ev.Outcome}
+		return &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind, Stage: ev.Stage, Outcome: ev.Outcome}
 	}
 	if !r.scoreOK(ev.Score) {
-		return s, nil, &ReportError{Item: s.Item, Stage: ev.Stage, Outcome: ev.Outcome, Score: ev.Score, Max: r.MaxScore}
+		return &ReportError{Item: s.Item, Stage: ev.Stage, Outcome: ev.Outcome, Score: ev.Score, Max: r.MaxScore}
 	}
 	problem := r.Check.problem(ev.Board)
-	var t transition
-	f.begin(&t, &s, now, true, r.effects(&s, problem))
+	t.begin(f, s, now, true, r.effects(s, problem))
 	stage := s.Stage
 	rec := &t.s.Stages[stage]
 	rec.End = now
 	t.s.Last = Finished{Worker: s.Worker, Assignment: s.Assignment, Stage: stage}
 	// ACK first, always: the worker waits for it before it lets itself be
 	// shut down.
-	t.add(Effect{Kind: EffectAck, Worker: ev.Worker, Assignment: ev.Assignment, Stage: stage})
+	t.send(EffectAck, stage, ev.Worker, ev.Assignment)
 	v := vars{s: &t.s, ev: ev, stage: stage}
 
 	if problem != "" {
 		v.problem = problem
-		rec.Result = expand("BOARD CHECK FAILED: {problem}", v)
-		t.pause(ReasonBoardCheck, expand("Board check failed for Story {id} after Stage {stage}: {problem}", v),
+		t.setResult(stage, "BOARD CHECK FAILED: {problem}", &v)
+		t.pause(ReasonBoardCheck, expand("Board check failed for Story {id} after Stage {stage}: {problem}", &v),
 			"look at the board and the worker's output; fix the board or the work, then resolve the item", true, 0, now)
-		return t.done()
+		return nil
 	}
 	switch r.Action {
 	case Advance:
-		rec.Result = t.txt.expand(r.Result, v)
+		t.setResult(stage, r.Result, &v)
 		if r.KeepScore {
 			t.s.Readiness = ev.Score
 		}
 		t.s.Feedback = ""
 		t.s.Stages[stage+1].Start = now
-		t.add(Effect{Kind: EffectShutdown, Worker: s.Worker, Assignment: s.Assignment, Stage: stage})
-		t.assign(stage+1, "", false, now)
+		t.send(EffectShutdown, stage, s.Worker, s.Assignment)
+		t.assign(stage+1, "", nil, false, now)
 	case Retry, Rework:
 		rec.Failures++
 		v.n = rec.Failures
@@ -346,11 +428,11 @@ func (f *Flow) report(s State, ev *Event, now time.Time) (State, []Effect, error
 			within = rec.Failures < r.Limit
 		}
 		if !within {
-			rec.Result = t.txt.expand(r.Exhausted, v)
-			t.pause(ReasonRetriesExhausted, expand(r.Escalate, v), r.Suggest, true, r.Limit, now)
-			return t.done()
+			t.setResult(stage, r.Exhausted, &v)
+			t.pause(ReasonRetriesExhausted, expand(r.Escalate, &v), r.Suggest, true, r.Limit, now)
+			return nil
 		}
-		rec.Result = t.txt.expand(r.Result, v)
+		t.setResult(stage, r.Result, &v)
 		if r.Feedback {
 			t.s.Feedback = ev.Detail
 		}
@@ -359,20 +441,19 @@ func (f *Flow) report(s State, ev *Event, now time.Time) (State, []Effect, error
 			target = r.Target
 			t.s.Stages[target].Start, t.s.Stages[target].End = now, time.Time{}
 		}
-		t.add(Effect{Kind: EffectShutdown, Worker: s.Worker, Assignment: s.Assignment, Stage: stage})
+		t.send(EffectShutdown, stage, s.Worker, s.Assignment)
 		// The worker name counts this stage's failures ("-fix{n}").
-		name := t.txt.expand(r.Worker, v)
-		t.assign(target, name, false, now)
+		t.assign(target, r.Worker, &v, false, now)
 	case Pause:
-		rec.Result = t.txt.expand(r.Result, v)
-		t.pause(ReasonStageError, expand(r.Escalate, v), r.Suggest, true, 0, now)
+		t.setResult(stage, r.Result, &v)
+		t.pause(ReasonStageError, expand(r.Escalate, &v), r.Suggest, true, 0, now)
 	case MergeDone:
-		rec.Result = t.txt.expand(r.Result, v)
+		t.setResult(stage, r.Result, &v)
 		t.s.Status = StatusMerging
-		t.add(Effect{Kind: EffectShutdown, Worker: s.Worker, Assignment: s.Assignment, Stage: stage})
-		t.add(Effect{Kind: EffectMerge, Stage: stage, Title: s.Title})
+		t.send(EffectShutdown, stage, s.Worker, s.Assignment)
+		t.add(EffectMerge, stage).Title = s.Title
 	}
-	return t.done()
+	return nil
 }
 
 // effects is how many effects a report that r applies to adds to s:
@@ -413,21 +494,21 @@ func (t *transition) pause(reason PauseReason, msg, suggest string, removeWorktr
 	s.Status = StatusPaused
 	if removeWorktree && s.Worktree {
 		s.Worktree = false
-		t.add(Effect{Kind: EffectRemoveWorktree, Stage: s.Stage})
+		t.add(EffectRemoveWorktree, s.Stage)
 	}
 	esc := &Escalation{Item: s.Item, Stage: s.Stage, Reason: reason, Message: msg, Worker: s.Worker,
 		Assignment: s.Assignment, Failures: s.stage(s.Stage).Failures, Limit: limit, Crashes: s.Crash.Crashes,
 		SuggestedAction: suggest, At: now}
 	s.Pause = esc
-	t.add(Effect{Kind: EffectEscalate, Stage: s.Stage, Escalation: esc})
+	t.add(EffectEscalate, s.Stage).Escalation = esc
 	esc.Key = t.effs[len(t.effs)-1].Key()
 	if removeWorktree {
-		t.add(Effect{Kind: EffectShutdown, Worker: s.Worker, Assignment: s.Assignment, Stage: s.Stage})
+		t.send(EffectShutdown, s.Stage, s.Worker, s.Assignment)
 	}
-	t.add(Effect{Kind: EffectAppendReport, Stage: s.Stage})
+	t.add(EffectAppendReport, s.Stage)
 }
 
-func (f *Flow) merged(s State, h handler, ev *Event, now time.Time) (State, []Effect, error) {
+func (f *Flow) merged(t *transition, s *State, h handler, ev *Event, now time.Time) error {
 	effects := 2 // a pause without removing the worktree
 	if h == onMerged {
 		effects = 1
@@ -438,19 +519,18 @@ func (f *Flow) merged(s State, h handler, ev *Event, now time.Time) (State, []Ef
 			effects++
 		}
 	}
-	var t transition
-	f.begin(&t, &s, now, false, effects)
+	t.begin(f, s, now, false, effects)
 	switch h {
 	case onMerged:
 		t.s.Status = StatusDone
 		t.s.Commit = ev.Commit
 		if f.DoneStatus != "" {
-			t.add(Effect{Kind: EffectUpdateBoard, Stage: s.Stage, BoardStatus: f.DoneStatus})
+			t.add(EffectUpdateBoard, s.Stage).BoardStatus = f.DoneStatus
 		}
-		t.add(Effect{Kind: EffectAppendReport, Stage: s.Stage})
+		t.add(EffectAppendReport, s.Stage)
 		if t.s.Worktree {
 			t.s.Worktree = false
-			t.add(Effect{Kind: EffectRemoveWorktree, Stage: s.Stage})
+			t.add(EffectRemoveWorktree, s.Stage)
 		}
 	case onMergeConflict:
 		// The worktree stays: the person resolving the conflict needs it.
@@ -461,5 +541,5 @@ func (f *Flow) merged(s State, h handler, ev *Event, now time.Time) (State, []Ef
 		t.pause(ReasonMergeFailed, "Story "+string(s.Item)+" could not be merged: "+ev.Detail,
 			"fix what the merge refused (commit or discard changes, fix the check), then resolve the item at Stage 3", false, 0, now)
 	}
-	return t.done()
+	return nil
 }

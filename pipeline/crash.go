@@ -11,41 +11,37 @@ import (
 // that cannot be parsed (probed once, then paused), and the crash-detection
 // protocol for an idle worker and a probe that timed out.
 
-func (f *Flow) statusReply(s State, now time.Time) (State, []Effect, error) {
-	if s.Unparsed == 0 && s.Crash.Phase != health.Suspicious && s.Crash.Phase != health.Probing {
-		return s, nil, nil // an answer nobody waits for
-	}
-	next := s
-	next.Unparsed = 0
-	next.Updated = now
-	next.Steps++
+// statusReply is an answer to a probe or to unparseable messages (Step
+// drops the answers nobody waits for).
+func (f *Flow) statusReply(t *transition, s *State, now time.Time) error {
+	t.begin(f, s, now, false, 0)
+	t.s.Unparsed = 0
 	if s.Crash.Phase == health.Suspicious || s.Crash.Phase == health.Probing {
 		hs, _, err := health.Step(s.Crash, health.Event{Kind: health.EventStatusReply, At: now}, f.CrashBudget)
 		if err != nil {
-			return s, nil, err
+			return err
 		}
-		next.Crash = hs
+		t.s.Crash = hs
 	}
-	return next, nil, nil
+	return nil
 }
 
-func (f *Flow) unparseable(s State, ev *Event, now time.Time) (State, []Effect, error) {
+func (f *Flow) unparseable(t *transition, s *State, ev *Event, now time.Time) error {
 	effects := 1 // the probe
 	if s.Unparsed > 0 {
 		effects = s.pauseEffects(true)
 	}
-	var t transition
-	f.begin(&t, &s, now, s.Unparsed > 0, effects)
+	t.begin(f, s, now, s.Unparsed > 0, effects)
 	t.s.Unparsed++
 	if t.s.Unparsed == 1 {
-		t.add(Effect{Kind: EffectProbe, Worker: s.Worker, Assignment: s.Assignment, Stage: s.Stage})
-		return t.done()
+		t.send(EffectProbe, s.Stage, s.Worker, s.Assignment)
+		return nil
 	}
 	v := vars{s: &t.s, ev: ev, stage: s.Stage}
-	t.s.Stages[s.Stage].Result = expand("UNPARSEABLE: {detail}", v)
-	t.pause(ReasonUnparseable, expand(f.UnparseableEscalate, v),
+	t.setResult(s.Stage, "UNPARSEABLE: {detail}", &v)
+	t.pause(ReasonUnparseable, expand(f.UnparseableEscalate, &v),
 		"read the worker's raw messages; fix its prompt or answer it, then resolve the item", true, 0, now)
-	return t.done()
+	return nil
 }
 
 // crashStep runs the crash-detection protocol (health.Step) and follows it
@@ -53,13 +49,12 @@ func (f *Flow) unparseable(s State, ev *Event, now time.Time) (State, []Effect, 
 // effect, the item is open because it is ACTIVE, and a resume is a fresh
 // worker spawned by an effect. Probe timeouts are the host's to report
 // (EventProbeTimeout), for instance from health.Deadlines.
-func (f *Flow) crashStep(s State, kind health.EventKind, now time.Time) (State, []Effect, error) {
+func (f *Flow) crashStep(t *transition, s *State, kind health.EventKind, now time.Time) error {
 	hs, heffs, err := health.Step(s.Crash, health.Event{Kind: kind, At: now}, f.CrashBudget)
 	if err != nil {
-		return s, nil, err
+		return err
 	}
-	var t transition
-	f.begin(&t, &s, now, true, 4) // a probe, a resume (2) or a pause (3 or 4)
+	t.begin(f, s, now, true, 4) // a probe, a resume (2) or a pause (3 or 4)
 	t.s.Crash = hs
 	for len(heffs) > 0 {
 		he := heffs[0]
@@ -67,19 +62,19 @@ func (f *Flow) crashStep(s State, kind health.EventKind, now time.Time) (State, 
 		var follow health.EventKind
 		switch he {
 		case health.EffectSendProbe:
-			t.add(Effect{Kind: EffectProbe, Worker: s.Worker, Assignment: s.Assignment, Stage: s.Stage})
+			t.send(EffectProbe, s.Stage, s.Worker, s.Assignment)
 			follow = health.EventProbeSent
 		case health.EffectCheckItemOpen:
 			follow = health.EventItemOpen
 		case health.EffectResume:
-			t.add(Effect{Kind: EffectShutdown, Worker: s.Worker, Assignment: s.Assignment, Stage: s.Stage})
-			t.assign(s.Stage, f.CrashWorker, true, now)
+			t.send(EffectShutdown, s.Stage, s.Worker, s.Assignment)
+			t.assign(s.Stage, f.CrashWorker, nil, true, now)
 			// assign reset the protocol to Working for the new assignment.
 			continue
 		case health.EffectEscalate:
 			v := vars{s: &t.s, stage: s.Stage, n: t.s.Crash.Crashes}
-			t.s.Stages[s.Stage].Result = expand(f.CrashResult, v)
-			t.pause(ReasonCrashed, expand(f.CrashEscalate, v),
+			t.setResult(s.Stage, f.CrashResult, &v)
+			t.pause(ReasonCrashed, expand(f.CrashEscalate, &v),
 				"look at why the worker keeps crashing (its log, the checkpoint), then resolve the item", true, f.CrashBudget, now)
 			continue
 		default: // timers are the host's; nothing else applies to an open item
@@ -87,10 +82,10 @@ func (f *Flow) crashStep(s State, kind health.EventKind, now time.Time) (State, 
 		}
 		next, more, err := health.Step(t.s.Crash, health.Event{Kind: follow, At: now}, f.CrashBudget)
 		if err != nil {
-			return s, nil, err
+			return err
 		}
 		t.s.Crash = next
 		heffs = append(heffs, more...)
 	}
-	return t.done()
+	return nil
 }

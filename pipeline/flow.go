@@ -321,105 +321,144 @@ type vars struct {
 	next    int
 }
 
-func times(n int) string {
+// appendTimes appends "once", "twice" or "{n} times".
+func appendTimes(b []byte, n int) []byte {
 	switch n {
 	case 1:
-		return "once"
+		return append(b, "once"...)
 	case 2:
-		return "twice"
+		return append(b, "twice"...)
 	}
-	return strconv.Itoa(n) + " times"
+	return append(strconv.AppendInt(b, int64(n), 10), " times"...)
 }
 
-// expand fills a template. It allocates only for templates with fields.
-func expand(tpl string, v vars) string {
-	if strings.IndexByte(tpl, '{') < 0 {
+// hasFields reports whether tpl needs expanding.
+func hasFields(tpl string) bool { return strings.IndexByte(tpl, '{') >= 0 }
+
+// expand fills a template into a string of its own. It allocates only for
+// templates with fields, and then once, the exact size.
+func expand(tpl string, v *vars) string {
+	if !hasFields(tpl) {
 		return tpl
 	}
-	var b strings.Builder
-	b.Grow(len(tpl) + 32)
-	expandInto(&b, tpl, v)
-	return b.String()
+	var buf [256]byte
+	return string(appendExpand(buf[:0], tpl, v))
 }
 
-// texts hands out the strings of one transition from one growing buffer,
-// so that the result line, worker name and assignment id of a transition
-// cost one allocation rather than one each. A strings.Builder never
-// rewrites bytes it has written, so earlier strings stay valid as it grows.
-type texts struct{ b strings.Builder }
-
-func (x *texts) expand(tpl string, v vars) string {
-	if strings.IndexByte(tpl, '{') < 0 {
-		return tpl
-	}
-	x.grow()
-	start := x.b.Len()
-	expandInto(&x.b, tpl, v)
-	return x.b.String()[start:]
-}
-
-func (x *texts) concat(parts ...string) string {
-	x.grow()
-	start := x.b.Len()
-	for _, p := range parts {
-		x.b.WriteString(p)
-	}
-	return x.b.String()[start:]
-}
-
-func (x *texts) grow() {
-	if x.b.Cap() == 0 {
-		x.b.Grow(160)
-	}
-}
-
-func expandInto(b *strings.Builder, tpl string, v vars) {
-	i := strings.IndexByte(tpl, '{')
-	for i >= 0 {
-		b.WriteString(tpl[:i])
+// appendExpand appends the expansion of tpl to b. An unknown field stays as
+// it is, braces included.
+func appendExpand(b []byte, tpl string, v *vars) []byte {
+	for {
+		i := strings.IndexByte(tpl, '{')
+		if i < 0 {
+			break
+		}
+		b = append(b, tpl[:i]...)
 		tpl = tpl[i:]
 		j := strings.IndexByte(tpl, '}')
 		if j < 0 {
 			break
 		}
-		if val, ok := v.field(tpl[1:j]); ok {
-			b.WriteString(val)
-		} else {
-			b.WriteString(tpl[:j+1])
-		}
+		b = v.appendField(b, tpl[:j+1])
 		tpl = tpl[j+1:]
-		i = strings.IndexByte(tpl, '{')
 	}
-	b.WriteString(tpl)
+	return append(b, tpl...)
 }
 
-func (v vars) field(name string) (string, bool) {
-	switch name {
-	case "id":
-		return string(v.s.Item), true
-	case "stage":
-		return strconv.Itoa(v.stage), true
-	case "next":
-		return strconv.Itoa(v.next), true
-	case "n":
-		return strconv.Itoa(v.n), true
-	case "times":
-		return times(v.n), true
-	case "problem":
-		return v.problem, true
+// appendField appends the value of field ("{name}"), or field itself when
+// there is no such field.
+func (v *vars) appendField(b []byte, field string) []byte {
+	switch field {
+	case "{id}":
+		return append(b, v.s.Item...)
+	case "{stage}":
+		return strconv.AppendInt(b, int64(v.stage), 10)
+	case "{next}":
+		return strconv.AppendInt(b, int64(v.next), 10)
+	case "{n}":
+		return strconv.AppendInt(b, int64(v.n), 10)
+	case "{times}":
+		return appendTimes(b, v.n)
+	case "{problem}":
+		return append(b, v.problem...)
 	}
-	if v.ev == nil {
-		return "", false
+	if v.ev != nil {
+		switch field {
+		case "{tasks}":
+			return strconv.AppendInt(b, int64(v.ev.Tasks), 10)
+		case "{score}":
+			return append(b, v.ev.Score...)
+		case "{detail}":
+			return append(b, v.ev.Detail...)
+		case "{verdict}":
+			return append(b, v.ev.Outcome...)
+		}
 	}
-	switch name {
-	case "tasks":
-		return strconv.Itoa(v.ev.Tasks), true
-	case "score":
-		return v.ev.Score, true
-	case "detail":
-		return v.ev.Detail, true
-	case "verdict":
-		return string(v.ev.Outcome), true
+	return append(b, field...)
+}
+
+// texts builds the generated strings of one transition (its stage result
+// line, the new worker's name, the new assignment id) side by side in a
+// buffer on the stack, then makes them one string (flush): one small
+// pointer-free allocation of the exact size for all of them, rather than
+// one per string or a heap buffer of a guessed size. A text that does not
+// fit has a string of its own.
+type texts struct {
+	n   int
+	buf [textsCap]byte
+}
+
+// textsCap holds the texts of a usual transition: a result line, a worker
+// name and an assignment id for an item id of up to about 60 characters.
+const textsCap = 192
+
+// text is a generated string: in the texts buffer until it is flushed, or
+// a string of its own.
+type text struct {
+	own      string
+	inBuf    bool
+	off, end int
+}
+
+// in returns the text, given what its texts buffer was flushed into.
+func (x text) in(flushed string) string {
+	if x.inBuf {
+		return flushed[x.off:x.end]
 	}
-	return "", false
+	return x.own
+}
+
+// add expands tpl into the buffer.
+func (x *texts) add(tpl string, v *vars) text {
+	if !hasFields(tpl) {
+		return text{own: tpl}
+	}
+	return x.fits(appendExpand(x.buf[x.n:x.n], tpl, v))
+}
+
+// addID writes item's assignment id number n into the buffer.
+func (x *texts) addID(item foreman.ItemID, n int) text {
+	b := append(x.buf[x.n:x.n], item...)
+	return x.fits(strconv.AppendInt(append(b, "-a"...), int64(n), 10))
+}
+
+// fits takes b, just appended at the end of the buffer, into the buffer
+// if append wrote it there, else makes it a string of its own.
+func (x *texts) fits(b []byte) text {
+	if x.n+len(b) > len(x.buf) {
+		return text{own: string(b)}
+	}
+	t := text{inBuf: true, off: x.n, end: x.n + len(b)}
+	x.n = t.end
+	return t
+}
+
+// flush makes the buffered texts one string and empties the buffer.
+func (x *texts) flush() string {
+	if x.n == 0 {
+		return ""
+	}
+	s := string(x.buf[:x.n])
+	x.n = 0
+	return s
 }
