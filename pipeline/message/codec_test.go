@@ -192,8 +192,7 @@ func TestParseRejects(t *testing.T) {
 		{"invalid id (path traversal)", "Stage 0 ERROR for ../etc: boom", true},
 		{"invalid id (too long)", "ACK Stage 0 for " + string(make65()), true},
 		{"invalid callback subject", "[executor] -IMPL completed", true},
-		// health's *ReplyError does not wrap foreman.ErrInvalidID.
-		{"invalid status reply id", "Status for a..b: Stage 1 EXECUTING. Current step: x.", false},
+		{"invalid status reply id", "Status for a..b: Stage 1 EXECUTING. Current step: x.", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
