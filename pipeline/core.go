@@ -3,7 +3,6 @@ package pipeline
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strings"
 	"time"
@@ -109,49 +108,67 @@ func (s *State) sender(ev *Event) sender {
 // and the state guard (a report for a stage the item is not in, from its
 // current or last worker, is a duplicate: counted in State.Duplicates and
 // re-ACKed, never reprocessed).
+//
+// Step is AppendStep(nil, s, ev, now).
 func (f *Flow) Step(s State, ev Event, now time.Time) (State, []Effect, error) {
+	return f.AppendStep(nil, s, ev, now)
+}
+
+// AppendStep is Step that appends the transition's effects to effects and
+// returns the extended slice, as strconv.AppendInt does with bytes: a
+// caller that reuses one buffer (AppendStep(buf[:0], ...)) allocates
+// nothing for effects once the buffer is large enough. The effects are
+// numbered (Effect.Index) from 0 within the transition, whatever effects
+// held before. A transition without effects, or an error, returns effects
+// as given; AppendStep may still have written to its spare capacity.
+//
+// The new state never shares memory with effects: reusing the buffer
+// leaves earlier states intact (an escalation is shared by the state's
+// Pause and its Escalate effect, as with Step). With effects nil, the
+// effects are a new slice, as from Step.
+func (f *Flow) AppendStep(effects []Effect, s State, ev Event, now time.Time) (State, []Effect, error) {
 	if s.Status >= numStatuses || ev.Kind == 0 || ev.Kind >= numEventKinds {
-		return s, nil, &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind}
+		return s, effects, &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind}
 	}
 	h := table[s.Status][ev.Kind]
 	switch h {
 	case invalid:
-		return s, nil, &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind}
+		return s, effects, &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind}
 	case onStart, onResolve, onMerged, onMergeConflict, onMergeFailed:
 	default:
 		// Worker events: sender validation, then the state guard.
 		from := s.sender(&ev)
 		if from == fromStranger || (from == fromLast && ev.Kind != EventReport) {
 			if from == fromLast {
-				return s, nil, nil // an idle or a late reply from a worker already done: expected
+				return s, effects, nil // an idle or a late reply from a worker already done: expected
 			}
 			next := s
 			next.Stale++
 			next.Updated = now
-			return next, nil, nil
+			return next, effects, nil
 		}
 		if ev.Kind == EventReport && (from == fromLast || h == onLateReport || ev.Stage != s.Stage) {
 			next := s
 			next.Duplicates++
 			next.Steps++
 			next.Updated = now
-			return next, []Effect{{Kind: EffectAck, Item: s.Item, Step: next.Steps, Worker: ev.Worker,
-				Assignment: ev.Assignment, Stage: ev.Stage}}, nil
+			return next, append(effects, Effect{Kind: EffectAck, Item: s.Item, Step: next.Steps, Worker: ev.Worker,
+				Assignment: ev.Assignment, Stage: ev.Stage}), nil
 		}
 		switch h {
 		case onStatusReply:
 			if ev.Stage != s.Stage {
-				return s, nil, nil // an answer about another stage clears nothing
+				return s, effects, nil // an answer about another stage clears nothing
 			}
 			if s.Unparsed == 0 && s.Crash.Phase != health.Suspicious && s.Crash.Phase != health.Probing {
-				return s, nil, nil // an answer nobody waits for
+				return s, effects, nil // an answer nobody waits for
 			}
 		case onProbeTimeout:
 			if s.Crash.Phase != health.Probing {
-				return s, nil, nil // a timer that outlived its probe
+				return s, effects, nil // a timer that outlived its probe
 			}
 		case onIgnore:
-			return s, nil, nil
+			return s, effects, nil
 		}
 	}
 
@@ -159,6 +176,7 @@ func (f *Flow) Step(s State, ev Event, now time.Time) (State, []Effect, error) {
 	// states by pointer keeps a transition to two copies of State: s into
 	// t.s, t.s out.
 	var t transition
+	t.effs, t.base = effects, len(effects)
 	var err error
 	switch h {
 	case onStart:
@@ -178,174 +196,13 @@ func (f *Flow) Step(s State, ev Event, now time.Time) (State, []Effect, error) {
 	case onUnparseable:
 		err = f.unparseable(&t, &s, &ev, now)
 	default:
-		return s, nil, nil
+		return s, effects, nil
 	}
 	if err != nil {
-		return s, nil, err
+		return s, effects, err
 	}
 	t.flush()
 	return t.s, t.effs, nil
-}
-
-// transition is a new state and its effects in the making.
-type transition struct {
-	f    *Flow
-	s    State
-	effs []Effect
-	// txt holds the transition's generated texts until flush; result is a
-	// stage result line among them, for Stages[resultStage].
-	txt         texts
-	result      text
-	resultStage int
-}
-
-// begin starts a transition from s that will add about effects effects
-// (the exact count where the path knows it, so that the slice is never
-// regrown). When the stage records change too (copyStages), the effects
-// and the records share one allocation for a flow of up to
-// maxBlockStages stages: both are new for every such transition and are
-// dropped together with the state. Only the records change: the rest of
-// the state is a value, copied once into t.
-func (t *transition) begin(f *Flow, s *State, now time.Time, copyStages bool, effects int) {
-	t.f = f
-	t.s = *s
-	t.s.Steps++
-	t.s.Updated = now
-	if !copyStages {
-		if effects > 0 {
-			t.effs = make([]Effect, 0, effects)
-		}
-		return
-	}
-	n := max(len(s.Stages), len(f.Stages))
-	switch {
-	case n == 0 || n > maxBlockStages || effects > 5:
-		t.effs = make([]Effect, 0, effects)
-		t.s.Stages = slices.Clone(s.Stages)
-		if len(t.s.Stages) < len(f.Stages) {
-			t.s.Stages = append(t.s.Stages, make([]StageRecord, len(f.Stages)-len(t.s.Stages))...)
-		}
-		return
-	case effects <= 2:
-		b := new(block2)
-		t.effs, t.s.Stages = b.effs[:0:effects], b.stages[:n:n]
-	case effects <= 3:
-		b := new(block3)
-		t.effs, t.s.Stages = b.effs[:0:effects], b.stages[:n:n]
-	default:
-		b := new(block5)
-		t.effs, t.s.Stages = b.effs[:0:effects], b.stages[:n:n]
-	}
-	copy(t.s.Stages, s.Stages)
-}
-
-// maxBlockStages bounds the flows whose stage records share the effects'
-// allocation (StoryFlow has 4 stages).
-const maxBlockStages = 4
-
-// block2, block3 and block5 hold a transition's effects and its stage
-// records in one allocation (2 effects: a start or a resolve; 3: a stage
-// change; 5: a pause). Each is sized for its own count: the effects are
-// most of a transition's bytes, and the bytes allocated set how often the
-// garbage collector runs.
-type (
-	block2 struct {
-		effs   [2]Effect
-		stages [maxBlockStages]StageRecord
-	}
-	block3 struct {
-		effs   [3]Effect
-		stages [maxBlockStages]StageRecord
-	}
-	block5 struct {
-		effs   [5]Effect
-		stages [maxBlockStages]StageRecord
-	}
-)
-
-// add appends an effect of kind at stage and returns it for its other
-// fields. The fields are set one by one in the new slot, which is zero
-// (t.effs only grows into fresh memory): copying a whole Effect into the
-// heap costs a write barrier on each of its eight pointer words while the
-// garbage collector marks, and it marks often at this allocation rate.
-func (t *transition) add(kind EffectKind, stage int) *Effect {
-	i := len(t.effs)
-	if i < cap(t.effs) {
-		t.effs = t.effs[:i+1]
-	} else {
-		t.effs = append(t.effs, Effect{})
-	}
-	e := &t.effs[i]
-	e.Kind, e.Index, e.Step, e.Item, e.Stage = kind, int32(i), t.s.Steps, t.s.Item, stage
-	return e
-}
-
-// send adds an effect addressed to a worker's assignment (an ACK, a
-// shutdown, a probe).
-func (t *transition) send(kind EffectKind, stage int, w foreman.WorkerID, a foreman.AssignmentID) {
-	e := t.add(kind, stage)
-	e.Worker, e.Assignment = w, a
-}
-
-// setResult sets the result line of stage from tpl; a line with fields
-// waits in t.txt for the flush.
-func (t *transition) setResult(stage int, tpl string, v *vars) {
-	if t.result.inBuf {
-		t.flush() // one line per transition; a second one after all
-	}
-	x := t.txt.add(tpl, v)
-	if !x.inBuf {
-		t.s.Stages[stage].Result = x.own
-		return
-	}
-	t.result, t.resultStage = x, stage
-}
-
-// flush makes the buffered texts one string, sets the result line waiting
-// among them and returns the string.
-func (t *transition) flush() string {
-	all := t.txt.flush()
-	if t.result.inBuf {
-		t.s.Stages[t.resultStage].Result = t.result.in(all)
-		t.result = text{}
-	}
-	return all
-}
-
-// assign gives the item a fresh worker on a new assignment at stage. The
-// worker's name is workerTpl expanded with wv, or the flow's stage worker
-// name when workerTpl is empty.
-func (t *transition) assign(stage int, workerTpl string, wv *vars, resume bool, now time.Time) {
-	s := &t.s
-	s.Assignments++
-	s.Stage = stage
-	s.Status = StatusActive
-	if workerTpl == "" {
-		workerTpl, wv = t.f.Worker, nil
-	}
-	if wv == nil {
-		wv = &vars{s: s, stage: stage, n: s.Stages[stage].Failures}
-	}
-	w := t.txt.add(workerTpl, wv)
-	a := t.txt.addID(s.Item, s.Assignments)
-	all := t.flush()
-	s.Worker = foreman.WorkerID(safeID(w.in(all)))
-	s.Assignment = foreman.AssignmentID(safeID(a.in(all)))
-	s.Crash = health.State{Phase: health.Working, Crashes: s.Crash.Crashes, Since: now}
-	s.Unparsed = 0
-	e := t.add(EffectSpawn, stage)
-	e.Worker, e.Assignment, e.Resume, e.Readiness, e.Feedback = s.Worker, s.Assignment, resume, s.Readiness, s.Feedback
-}
-
-// safeID keeps a generated name within the 64 characters ids allow, keeping
-// it unique with a hash of what was cut.
-func safeID(id string) string {
-	if len(id) <= 64 {
-		return id
-	}
-	h := fnv.New32a()
-	h.Write([]byte(id))
-	return strings.TrimRight(id[:55], "-.") + "-" + fmt.Sprintf("%08x", h.Sum32())
 }
 
 func (f *Flow) start(t *transition, s *State, ev *Event, now time.Time) error {

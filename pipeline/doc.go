@@ -33,6 +33,10 @@
 // story-{id}-s{N} on a new AssignmentID, stamps stage start and end times,
 // records each stage's result line, and removes the worktree when it pauses
 // (except on a merge conflict, where the person resolving it needs it).
+// Flow.AppendStep is Step appending the effects to a slice the caller
+// owns, as strconv.AppendInt does: a host that reuses one buffer allocates
+// nothing for effects, and the Runtime appends them to the item's pending
+// effects.
 //
 // Guards come first, as in the seed. Sender validation: a worker event
 // whose worker name and assignment id are not the item's current ones (an

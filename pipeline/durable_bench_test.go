@@ -59,6 +59,9 @@ func BenchmarkDurableTransitions(b *testing.B) {
 				steps := make([]int, batch)
 				ops := make([]store.Op, batch)
 				n := 0
+				// effs is reused: each transition's effects are marshalled
+				// before the next step.
+				var effs []pipeline.Effect
 				for i := range states {
 					states[i] = pipeline.State{Item: foreman.ItemID("P-" + strconv.Itoa(i))}
 				}
@@ -71,14 +74,15 @@ func BenchmarkDurableTransitions(b *testing.B) {
 						} else {
 							ev = storyEvents(states[i], steps[i]-1)
 						}
-						next, effs, err := f.Step(states[i], ev, now)
+						next, out, err := f.AppendStep(effs[:0], states[i], ev, now)
 						if err != nil {
 							b.Fatal(err)
 						}
 						data, _ := json.Marshal(struct {
 							State   pipeline.State
 							Pending []pipeline.Effect
-						}{next, effs})
+						}{next, out})
+						effs = out
 						ops[i] = store.Op{Kind: "item", ID: string(next.Item), ExpectVersion: versions[i], Data: data}
 						states[i] = next
 						if steps[i]++; steps[i] == 6 { // story done: start over

@@ -24,13 +24,17 @@ func deepCopy(s State) State {
 	return s
 }
 
-// TestStepLeavesItsInputUntouched walks items through random events (every
-// kind, from the current, the last and a stranger's assignment, with valid
-// and invalid stages, outcomes, scores and boards, and details too long
-// for a transition's text buffer) and checks after every Step that the
-// state it was given is as it was. Step copies only the stage records it
-// changes and shares the rest, so this guards the copy-on-write.
-func TestStepLeavesItsInputUntouched(t *testing.T) {
+// walkStep applies ev to s at now for randomWalks and returns the next
+// state and Step's error; where names the step in failure messages.
+type walkStep func(f *Flow, s State, ev Event, now time.Time, where string) (State, error)
+
+// randomWalks walks items through random events (every kind, from the
+// current, the last and a stranger's assignment, with valid and invalid
+// stages, outcomes, scores and boards, and details too long for a
+// transition's text buffer) with two StoryFlows, continuing from each
+// state step applied without error. It returns how many applied.
+func randomWalks(t *testing.T, step walkStep) int {
+	t.Helper()
 	outcomes := []Outcome{Complete, Error, Go, NoGo, Pass, Concerns, Waived, Fail}
 	scores := []string{"", "0", "4", "9", "92", "x"}
 	details := []string{"", "the reason", strings.Repeat("a long detail ", 20)}
@@ -66,9 +70,7 @@ func TestStepLeavesItsInputUntouched(t *testing.T) {
 				if ev.Kind == EventMergeConflict {
 					ev.Files = []string{"a.go", "b.go"}
 				}
-				before := deepCopy(s)
-				next, _, err := f.Step(s, ev, now)
-				require.Equal(t, before, s, fmt.Sprintf("flow %d seed %d: %s changed its input", fi, seed, ev.Kind))
+				next, err := step(f, s, ev, now, fmt.Sprintf("flow %d seed %d: %s", fi, seed, ev.Kind))
 				if err == nil {
 					s = next
 					steps++
@@ -76,5 +78,19 @@ func TestStepLeavesItsInputUntouched(t *testing.T) {
 			}
 		}
 	}
+	return steps
+}
+
+// TestStepLeavesItsInputUntouched checks after every Step of randomWalks
+// that the state it was given is as it was. Step copies only the stage
+// records it changes and shares the rest, so this guards the
+// copy-on-write.
+func TestStepLeavesItsInputUntouched(t *testing.T) {
+	steps := randomWalks(t, func(f *Flow, s State, ev Event, now time.Time, where string) (State, error) {
+		before := deepCopy(s)
+		next, _, err := f.Step(s, ev, now)
+		require.Equal(t, before, s, where+" changed its input")
+		return next, err
+	})
 	assert.Greater(t, steps, 1000, "most events applied")
 }

@@ -186,7 +186,10 @@ func (r *Runtime) Handle(ctx context.Context, item foreman.ItemID, ev Event) (St
 		}
 		ev.Board = &b
 	}
-	next, effs, err := r.cfg.Flow.Step(s, ev, r.clk.Now())
+	// The effects go straight onto the pending ones (none, after the
+	// drain): rec is this call's own, decoded from the store, and nothing
+	// keeps its Pending slice beyond the call (effects run by value).
+	next, pending, err := r.cfg.Flow.AppendStep(rec.Pending, s, ev, r.clk.Now())
 	if err != nil {
 		return s, err
 	}
@@ -195,7 +198,7 @@ func (r *Runtime) Handle(ctx context.Context, item foreman.ItemID, ev Event) (St
 		return s, nil // nothing changed (an expected idle, an unneeded reply)
 	}
 	rec.State = next
-	rec.Pending = append(rec.Pending, effs...)
+	rec.Pending = pending
 	if err := r.save(ctx, &rec, &ver); err != nil {
 		return s, err
 	}
@@ -304,12 +307,11 @@ func (r *Runtime) drain(ctx context.Context, rec *record, ver *int64) error {
 		r.stats.effects.Add(1)
 		rec.Pending = rec.Pending[1:]
 		if follow != nil {
-			next, effs, err := r.cfg.Flow.Step(rec.State, *follow, r.clk.Now())
+			next, pending, err := r.cfg.Flow.AppendStep(rec.Pending, rec.State, *follow, r.clk.Now())
 			if err != nil {
 				return err
 			}
-			rec.State = next
-			rec.Pending = append(rec.Pending, effs...)
+			rec.State, rec.Pending = next, pending
 		}
 		if err := r.save(ctx, rec, ver); err != nil {
 			return err
