@@ -168,7 +168,9 @@ func TestCustomRootPrefixAndBase(t *testing.T) {
 
 	_, err := New(context.Background(), Config{Repo: repo, BranchPrefix: "bad..prefix"})
 	assert.Error(t, err)
-	_, err = New(context.Background(), Config{Repo: t.TempDir()})
+	notRepo := t.TempDir()
+	// The ceiling keeps git from finding a repository above a TMPDIR that lies in a work tree.
+	_, err = New(context.Background(), Config{Repo: notRepo, GitEnv: []string{"GIT_CEILING_DIRECTORIES=" + filepath.Dir(notRepo)}})
 	assert.Error(t, err)
 	_, err = New(context.Background(), Config{})
 	assert.Error(t, err)

@@ -36,7 +36,9 @@ func TestRunnerCommitsWithExplicitIdentity(t *testing.T) {
 
 func TestRunnerTypedErrorCarriesStderrAndExitCode(t *testing.T) {
 	dir := t.TempDir()
-	var r Runner
+	// Stop git's upward search at dir: a TMPDIR inside some work tree would
+	// otherwise make dir part of that repository.
+	r := Runner{Env: []string{"GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir)}}
 	_, err := r.Run(context.Background(), dir, "rev-parse", "HEAD")
 	var gerr *Error
 	require.ErrorAs(t, err, &gerr)
