@@ -130,7 +130,7 @@ func TestIntegrationAgentThatHeartbeatsButNeverProgressesIsKilledAndItsItemReass
 	wt := gitRepo(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	// Attempt 1 sleeps silently: no output, no commit. Attempt 2 finishes.
-	script := `if [ "$FOREMAN_ITERATION" = 1 ]; then echo $$ > ` + pidFile + `; exec sleep 600; fi; echo done`
+	script := `if [ "$FOREMAN_ITERATION" = 1 ]; then echo $$ > ` + shellQuote(pidFile) + `; exec sleep 600; fi; echo done`
 	clk := foreman.NewFakeClock(t0)
 	rec := newRecorder()
 	d, err := worker.New(worker.Config{MaxWorkers: 1, Agent: scriptAgent(script), Clock: clk,
@@ -200,7 +200,7 @@ func TestIntegrationCrashingAgentIsRetriedThenEscalated(t *testing.T) {
 func TestIntegrationAgentIgnoringSIGTERMIsKilledAfterTheGracePeriod(t *testing.T) {
 	wt := gitRepo(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	script := `trap '' TERM; echo $$ > ` + pidFile + `; echo started; while :; do sleep 1; done`
+	script := `trap '' TERM; echo $$ > ` + shellQuote(pidFile) + `; echo started; while :; do sleep 1; done`
 	rec := newRecorder()
 	d, err := worker.New(worker.Config{MaxWorkers: 1, Agent: scriptAgent(script), Clock: foreman.NewFakeClock(t0),
 		OnEvent: rec.hook})

@@ -55,6 +55,12 @@ func leftovers(t *testing.T, token string) []string {
 	return found
 }
 
+// shellQuote makes s one word for -agent, which splits its value the way a
+// shell would: a path with spaces (a TMPDIR, say) stays one argument.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 func git(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	r := gitexec.Runner{}
@@ -199,7 +205,7 @@ prompt="$1"
 first=$(printf '%s\n' "$prompt" | head -n 1)           # Execute Stage N for ID
 stage=$(printf '%s\n' "$first" | cut -d' ' -f3)
 id=$(printf '%s\n' "$first" | cut -d' ' -f5)
-board=$(printf '%s\n' "$prompt" | sed -n 's/.* to \(\/[^ ]*\.json\)[:,]*$/\1/p; s/.* in \(\/[^ ]*\.json\), keeping.*/\1/p; s/.*(in \(\/[^ ]*\.json\)).*/\1/p' | head -n 1)
+board=$(printf '%s\n' "$prompt" | sed -n 's/.* to \(\/.*\.json\):$/\1/p; s/.* in \(\/.*\.json\), keeping.*/\1/p; s/.*(in \(\/.*\.json\)) are ready.*/\1/p' | head -n 1)
 case "$stage" in
 0) printf '%s\n' "$prompt" | grep '^  {"version"' | sed 's/^  //' > "$board"
    echo "I planned it."
@@ -215,7 +221,7 @@ esac
 `)
 	require.NoError(t, err)
 	var out bytes.Buffer
-	res, err := run(context.Background(), options{stories: 2, parallel: 2, agent: cli + " {prompt}", dir: t.TempDir(), timeout: 3 * time.Minute}, &out)
+	res, err := run(context.Background(), options{stories: 2, parallel: 2, agent: shellQuote(cli) + " {prompt}", dir: t.TempDir(), timeout: 3 * time.Minute}, &out)
 	require.NoError(t, err, out.String())
 	for _, so := range res.Stories {
 		assert.Equal(t, outcomeMerged, so.Status, "%s\n%s", so.Story.ID, out.String())
