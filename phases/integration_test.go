@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/demo"
 	"github.com/agentforeman/foreman/internal/gitexec"
 	"github.com/agentforeman/foreman/phases"
@@ -86,51 +87,89 @@ func TestIntegration_ScriptedAgentPassesAfterFeedback(t *testing.T) {
 
 // An agent that hangs, having spawned a child, is stopped when the run's wall
 // clock runs out: the run ends FAILED (wall_clock) and no process of the
-// agent's group is left, the child included.
+// agent's group is left, the child included. The run's clock is a fake one,
+// advanced past the limit only once the agent has written both PIDs, so a
+// slow git snapshot or script start cannot use the limit up first; the
+// agent's driver and its SIGTERM/SIGKILL escalation run on the real clock.
 func TestIntegration_HangingAgentAndChildKilledAtTimeout(t *testing.T) {
 	ctx := context.Background()
 	ws := filepath.Join(t.TempDir(), "repo")
 	require.NoError(t, demo.NewGoModuleRepo(ctx, ws))
-	pidFile := filepath.Join(t.TempDir(), "child.pid")
-	script, err := demo.WriteScript(t.TempDir(), "hang.sh",
-		"#!/bin/sh\nsleep 1000 &\necho $! > "+pidFile+"\necho $$ >> "+pidFile+"\nwait\n")
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	// Both PIDs appear at once (written aside, then renamed), then the agent hangs.
+	script, err := demo.WriteScript(t.TempDir(), "hang.sh", "#!/bin/sh\nsleep 1000 &\n"+
+		"{ echo $!; echo $$; } > "+shellQuote(pidFile+".tmp")+"\n"+
+		"mv "+shellQuote(pidFile+".tmp")+" "+shellQuote(pidFile)+"\nwait\n")
 	require.NoError(t, err)
 
-	loop := phases.NewRunLoop(phases.Config{
-		Services: realServices(t, []string{script}),
-		Limits:   phases.Limits{MaxWallClock: 2 * time.Second},
-	})
-	res, err := loop.Run(ctx, phases.RunRequest{
-		ItemID: "hang", RunID: "run-hang", WorkspacePath: ws,
-		Task: phases.TaskSpec{Prompt: "never finishes", GatePlan: goGatePlan()},
-	})
-	require.NoError(t, err)
-	assert.Equal(t, phases.StateFailed, res.State)
-	assert.Equal(t, phases.Reason("wall_clock"), res.Reason)
+	// An hour on the run's clock is never reached on the real one: the
+	// driver's own timeout (the time left) cannot fire first.
+	const limit = time.Hour
+	clk := foreman.NewFakeClock(startTime())
+	services := realServices(t, []string{script})
+	services.Clock = clk
+	loop := phases.NewRunLoop(phases.Config{Services: services, Limits: phases.Limits{MaxWallClock: limit}})
+	type outcome struct {
+		res phases.RunResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := loop.Run(ctx, phases.RunRequest{
+			ItemID: "hang", RunID: "run-hang", WorkspacePath: ws,
+			Task: phases.TaskSpec{Prompt: "never finishes", GatePlan: goGatePlan()},
+		})
+		done <- outcome{res, err}
+	}()
 
+	// The run armed its wall-clock timer before it took the snapshot and
+	// started the agent, so once the PIDs exist the limit can be reached.
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(pidFile)
+		return err == nil || len(done) > 0
+	}, time.Minute, 10*time.Millisecond, "the agent never wrote its PIDs")
+	require.Zero(t, len(done), "the run ended before the agent was ready")
 	data, err := os.ReadFile(pidFile)
-	require.NoError(t, err, "the agent must have started its child")
-	for _, field := range strings.Fields(string(data)) {
+	require.NoError(t, err)
+	pids := strings.Fields(string(data))
+	require.Len(t, pids, 2, "the child's PID and the agent's")
+
+	clk.Advance(limit)
+	var o outcome
+	select {
+	case o = <-done:
+	case <-time.After(time.Minute): // a bound on a hang, not a wait for timing
+		t.Fatal("the run did not end when its wall clock ran out")
+	}
+	require.NoError(t, o.err)
+	assert.Equal(t, phases.StateFailed, o.res.State)
+	assert.Equal(t, phases.Reason("wall_clock"), o.res.Reason)
+	for _, field := range pids {
 		pid, err := strconv.Atoi(field)
 		require.NoError(t, err)
 		assertGone(t, pid)
 	}
 }
 
-// assertGone checks that pid no longer runs. A killed child of the agent is
-// re-parented to init, which reaps it; until then it is a zombie (state Z in
-// /proc/<pid>/stat), which counts as gone.
+// assertGone waits (polling /proc, not sleeping a fixed time) until pid no
+// longer runs: a killed process dies asynchronously. A killed child of the
+// agent is re-parented to init, which reaps it; until then it is a zombie
+// (state Z in /proc/<pid>/stat), which counts as gone.
 func assertGone(t *testing.T, pid int) {
 	t.Helper()
+	assert.Eventually(t, func() bool { return !running(pid) }, 10*time.Second, 10*time.Millisecond,
+		"process %d still running", pid)
+}
+
+func running(pid int) bool {
 	if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
-		return
+		return false
 	}
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return // exited between the two checks
+		return false // exited between the two checks
 	}
 	// The state follows the parenthesised command name.
 	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	require.NotEmpty(t, fields)
-	assert.Equal(t, "Z", fields[0], "process %d still running", pid)
+	return len(fields) > 0 && fields[0] != "Z"
 }
