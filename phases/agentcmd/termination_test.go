@@ -33,8 +33,10 @@ echo "child $!"
 sleep 1000
 `)
 	rec := &recorder{}
-	// A real, short timeout: the real timer path is what is under test.
-	res, err := New(Config{Argv: []string{agent}, Timeout: time.Second}).Execute(context.Background(),
+	// A real timeout: the real timer path is what is under test. It must
+	// outlast sh starting and printing both pid lines on a loaded machine
+	// (1 s did not always); the fake-clock test below orders the events exactly.
+	res, err := New(Config{Argv: []string{agent}, Timeout: 3 * time.Second}).Execute(context.Background(),
 		phases.AgentRequest{WorkspacePath: dir}, rec.callback)
 	require.NoError(t, err)
 
