@@ -96,8 +96,9 @@ type outcome struct {
 	// Dir is the run's directory and Repo the repository in it; both are
 	// gone unless options.keep.
 	Dir, Repo string
-	// Report is the pipeline's run report (FileReporter).
-	Report  string
+	// Reports are the pipeline's run report files (FileReporter), oldest
+	// first: one per UTC day on which a reported story started.
+	Reports []string
 	Stories []storyOutcome
 	Wall    time.Duration
 }

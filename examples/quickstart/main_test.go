@@ -137,9 +137,28 @@ func TestQuickstartEndToEnd(t *testing.T) {
 	assert.Contains(t, text, "[coordinator] Parked, waiting for a person: US-002")
 	assert.Contains(t, text, "[coordinator] Stalled: US-002 (parked)")
 	assert.NotContains(t, text, "x=failed")
-	report, err := os.ReadFile(res.Report)
+	// Every story's section, in whichever report files the run wrote (one
+	// per UTC day a story started on), and no file left unlisted.
+	require.NotEmpty(t, res.Reports, text)
+	var reports strings.Builder
+	for _, path := range res.Reports {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		reports.Write(data)
+		assert.Contains(t, text, "run report  "+path)
+	}
+	reportDir := filepath.Dir(res.Reports[0])
+	entries, err := os.ReadDir(reportDir)
 	require.NoError(t, err)
-	assert.Contains(t, string(report), "US-002: Abs: the absolute value — PAUSED")
+	var onDisk []string
+	for _, e := range entries {
+		onDisk = append(onDisk, filepath.Join(reportDir, e.Name()))
+	}
+	assert.ElementsMatch(t, res.Reports, onDisk, "every report file written is reported")
+	assert.Contains(t, reports.String(), "US-002: Abs: the absolute value — PAUSED")
+	for _, id := range []foreman.ItemID{"US-001", "US-003", "US-004", "US-005", "US-006"} {
+		assert.Contains(t, reports.String(), "### "+string(id)+": "+byID[id].Story.Title+" — DONE")
+	}
 
 	// Nothing left behind.
 	assert.Equal(t, 1, len(strings.Split(strings.TrimSpace(git(t, res.Repo, "worktree", "list")), "\n")), "only the main worktree")
@@ -297,4 +316,32 @@ func TestFailureSummary(t *testing.T) {
 	assert.Equal(t, "--- FAIL: TestMul (0.00s) mul_test.go:7: Mul(2, 3) = 5, want 6", failureSummary(out))
 	assert.Equal(t, "something broke", failureSummary("something\n  broke\n"))
 	assert.Len(t, failureSummary(strings.Repeat("x.go:1 ", 200)), 300+len("…"))
+}
+
+// A run that straddles UTC midnight: FileReporter files each story under the
+// day it started, and the run lists both files, oldest first, each once.
+func TestReportFilesListsEveryDayWritten(t *testing.T) {
+	ctx := context.Background()
+	r := &reportFiles{FileReporter: &pipeline.FileReporter{Root: t.TempDir()}}
+	flow := pipeline.StoryFlow(pipeline.StoryConfig{})
+	late := time.Date(2026, 3, 1, 23, 59, 0, 0, time.UTC)
+	early := late.Add(2 * time.Minute)
+	for i, e := range []pipeline.ReportEntry{
+		{Key: "b", Flow: flow, State: pipeline.State{Item: "US-002", Status: pipeline.StatusDone, Started: early}},
+		{Key: "a", Flow: flow, State: pipeline.State{Item: "US-001", Status: pipeline.StatusDone, Started: late}},
+		{Key: "c", Flow: flow, State: pipeline.State{Item: "US-003", Status: pipeline.StatusPaused, Started: early}},
+	} {
+		require.NoError(t, r.AppendReport(ctx, e), i)
+	}
+	paths := r.paths()
+	require.Equal(t, []string{r.Path(late), r.Path(early)}, paths)
+	assert.Equal(t, "pipeline-2026-03-01.md", filepath.Base(paths[0]))
+	assert.Equal(t, "pipeline-2026-03-02.md", filepath.Base(paths[1]))
+	for i, want := range [][]string{{"US-001"}, {"US-002", "US-003"}} {
+		data, err := os.ReadFile(paths[i])
+		require.NoError(t, err)
+		for _, id := range want {
+			assert.Contains(t, string(data), "### "+id+" — ")
+		}
+	}
 }

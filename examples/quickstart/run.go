@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -87,8 +88,7 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 	defer spawner.Close()
 	var escalations []pipeline.Escalation
 	var escMu sync.Mutex
-	reporter := &pipeline.FileReporter{Root: dir, Diff: git}
-	res.Report = reporter.Path(began)
+	reporter := &reportFiles{FileReporter: &pipeline.FileReporter{Root: dir, Diff: git}}
 	db := store.NewMemory(store.MemoryOptions{})
 	coord.pipe, err = pipeline.NewRuntime(pipeline.RuntimeConfig{
 		Store: db, Spawner: spawner, Messenger: spawner, Worktrees: git, Merger: git,
@@ -155,6 +155,7 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 	}
 
 	res.Wall = time.Since(began)
+	res.Reports = reporter.paths()
 	res.Stories = outcomes(stories, coord.snapshot(), agent.attemptList(), escalations)
 	report(ctx, log, res, o, escalations, mgr)
 	return res, nil
@@ -204,6 +205,35 @@ func (d storyBoards) Story(ctx context.Context, item foreman.ItemID) (pipeline.B
 
 func (d storyBoards) SetStatus(ctx context.Context, item foreman.ItemID, status string) error {
 	return pipeline.NewFileBoard(boardPath(string(d), item)).SetStatus(ctx, item, status)
+}
+
+// reportFiles is the run's Reporter: a FileReporter that remembers the
+// files it wrote. FileReporter names a story's file after the UTC day that
+// story started, so a run that straddles midnight writes two.
+type reportFiles struct {
+	*pipeline.FileReporter
+	mu      sync.Mutex
+	written []string
+}
+
+func (r *reportFiles) AppendReport(ctx context.Context, e pipeline.ReportEntry) error {
+	if err := r.FileReporter.AppendReport(ctx, e); err != nil {
+		return err
+	}
+	path := r.Path(e.State.Started)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !slices.Contains(r.written, path) {
+		r.written = append(r.written, path)
+	}
+	return nil
+}
+
+// paths returns the report files written, oldest day first.
+func (r *reportFiles) paths() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(slices.Values(r.written))
 }
 
 func printPlan(log *printer, repo string, stories []*story, o options) {

@@ -126,8 +126,11 @@ func report(ctx context.Context, log *printer, res outcome, o options, escalatio
 		}
 	}
 	if o.keep {
-		fmt.Fprintf(&b, "\nKept:\n  repository  %s  (git -C %s log --stat)\n  run report  %s\n  board       %s\n  agents      %s\n",
-			res.Repo, res.Repo, res.Report, filepath.Join(res.Dir, "board"), filepath.Join(res.Dir, "agents"))
+		fmt.Fprintf(&b, "\nKept:\n  repository  %s  (git -C %s log --stat)\n", res.Repo, res.Repo)
+		for _, r := range res.Reports {
+			fmt.Fprintf(&b, "  run report  %s\n", r)
+		}
+		fmt.Fprintf(&b, "  board       %s\n  agents      %s\n", filepath.Join(res.Dir, "board"), filepath.Join(res.Dir, "agents"))
 	} else {
 		fmt.Fprintf(&b, "\nRepository %s is deleted now; run with -keep to look at it.\n", res.Repo)
 	}
