@@ -24,7 +24,10 @@
 // Capture never touches the user's index or working tree: untracked files
 // are counted by staging everything into a temporary copy of the index
 // (GIT_INDEX_FILE), written beside the real index in the git directory and
-// deleted afterwards (Before does the same to write BaseTree). That staging
+// deleted afterwards (Before does the same to write BaseTree). The copy
+// keeps the index's modification time, so that git still re-reads a file
+// changed in the second its index was last written rather than trusting the
+// cached size and times, as git itself does. That staging
 // does write blob and tree objects into the repository's object store,
 // where unreferenced ones are garbage-collected by git as usual (after two
 // weeks by default, gc.pruneExpire; a BeforeState kept longer than that may

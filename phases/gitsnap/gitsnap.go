@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/clock"
@@ -291,7 +292,15 @@ func (s *Snapshotter) envOverridesGitDir() bool {
 // copyIndex copies the index at path to a new file beside it (a split
 // index's shared part is looked up in the same directory) and returns the
 // copy's name. Without an index, the name of a missing file is returned and
-// git starts from an empty index.
+// git starts from an empty index, which has no cached stat data to trust.
+//
+// The copy keeps the index's modification time. git trusts an entry's
+// cached size and times only for files older than the index file; a file
+// changed in the same second as the index was written (the resolution git
+// compares unless built with USE_NSEC) is "racily clean", and its content
+// is re-read. A copy stamped
+// later would make such an entry look safely clean, and a same-size edit
+// made in that second would be missed.
 func copyIndex(path string) (string, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "foreman-gitsnap-*.index")
 	if err != nil {
@@ -306,12 +315,22 @@ func copyIndex(path string) (string, error) {
 		f.Close()
 		return name, os.Remove(name)
 	}
+	var mtime time.Time
 	if err == nil {
-		_, err = io.Copy(f, src)
+		var fi fs.FileInfo
+		// The time of the file opened, even if git renames a new index
+		// into place meanwhile.
+		if fi, err = src.Stat(); err == nil {
+			mtime = fi.ModTime()
+			_, err = io.Copy(f, src)
+		}
 		src.Close()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		err = os.Chtimes(name, time.Time{}, mtime)
 	}
 	if err != nil {
 		os.Remove(name)
