@@ -22,6 +22,15 @@ const helperEnv = "FOREMAN_MERGE_LOCK_HELPER"
 
 // TestMain doubles as the helper process of the multi-process lock test.
 func TestMain(m *testing.M) {
+	// A developer's own git config (core.hooksPath, commit.gpgsign) must not
+	// reach the test repositories; every git the tests start, helper
+	// processes' included, inherits this.
+	for k, v := range map[string]string{"GIT_CONFIG_GLOBAL": os.DevNull, "GIT_CONFIG_NOSYSTEM": "1"} {
+		if err := os.Setenv(k, v); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
 	if spec := os.Getenv(helperEnv); spec != "" {
 		os.Exit(lockHelper(spec))
 	}

@@ -16,7 +16,9 @@ import (
 func TestRunnerCommitsWithExplicitIdentity(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	r := &Runner{Author: Identity{Name: "Ada", Email: "ada@example.com"}}
+	r := &Runner{Author: Identity{Name: "Ada", Email: "ada@example.com"},
+		// A developer's core.hooksPath or commit.gpgsign must not break the commit.
+		Env: []string{"GIT_CONFIG_GLOBAL=" + os.DevNull, "GIT_CONFIG_NOSYSTEM=1"}}
 	_, err := r.Run(ctx, dir, "init", "-q", "-b", "main")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "f.txt"), []byte("x\n"), 0o644))
