@@ -148,7 +148,7 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 	if err := demo.NewGoModuleRepo(ctx, res.Repo); err != nil {
 		return res, err
 	}
-	mgr, err := merge.New(ctx, merge.Config{Repo: res.Repo})
+	mgr, err := merge.New(ctx, merge.Config{Repo: res.Repo, GitEnv: demo.IsolatedGitConfig()})
 	if err != nil {
 		return res, err
 	}

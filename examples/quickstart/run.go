@@ -52,7 +52,7 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 	if err := prepare(ctx, res.Repo, boards, scripts, stories); err != nil {
 		return res, err
 	}
-	mgr, err := merge.New(ctx, merge.Config{Repo: res.Repo, Author: merge.Identity{Name: demo.Identity().Name, Email: demo.Identity().Email}, Logger: logger(o.verbose)})
+	mgr, err := merge.New(ctx, merge.Config{Repo: res.Repo, GitEnv: demo.IsolatedGitConfig(), Author: merge.Identity{Name: demo.Identity().Name, Email: demo.Identity().Email}, Logger: logger(o.verbose)})
 	if err != nil {
 		return res, err
 	}

@@ -14,14 +14,23 @@ func Identity() gitexec.Identity {
 	return gitexec.Identity{Name: "Foreman Demo", Email: "demo@foreman.invalid"}
 }
 
-// GitEnv is the environment a scripted agent needs to commit on a machine
-// with no global git identity.
+// IsolatedGitConfig keeps the machine's global and system git settings out
+// of demo repositories: a global core.hooksPath, commit.gpgsign or the like
+// would otherwise make a throwaway repository's commits fail or differ from
+// machine to machine.
+func IsolatedGitConfig() []string {
+	return []string{"GIT_CONFIG_GLOBAL=" + os.DevNull, "GIT_CONFIG_NOSYSTEM=1"}
+}
+
+// GitEnv is the environment a scripted agent needs to commit in a demo
+// repository on any machine: an identity (there may be no global one) and
+// IsolatedGitConfig.
 func GitEnv() []string {
 	id := Identity()
-	return []string{
+	return append([]string{
 		"GIT_AUTHOR_NAME=" + id.Name, "GIT_AUTHOR_EMAIL=" + id.Email,
 		"GIT_COMMITTER_NAME=" + id.Name, "GIT_COMMITTER_EMAIL=" + id.Email,
-	}
+	}, IsolatedGitConfig()...)
 }
 
 const goMod = "module example.com/calc\n\ngo 1.21\n"
@@ -57,7 +66,7 @@ func NewGoModuleRepo(ctx context.Context, dir string) error {
 			return err
 		}
 	}
-	git := gitexec.Runner{Author: Identity()}
+	git := gitexec.Runner{Author: Identity(), Env: IsolatedGitConfig()}
 	for _, args := range [][]string{
 		{"init", "-q", "-b", "main"},
 		{"add", "-A"},
