@@ -111,6 +111,23 @@ type Config struct {
 	Clock foreman.Clock
 	// Logger receives start, exit and termination records. Nil discards.
 	Logger *slog.Logger
+	// LeaseDir, when set, turns on the orphan reaper. Execute then keeps,
+	// for each workspace, a lease file in this directory (named after a
+	// hash of the workspace's absolute path) recording the running agent's
+	// pid, process group and start time, and removes it once the group is
+	// gone. A driver that finds a lease whose agent group still runs, left
+	// by a host that died without cleaning up, kills that group (SIGTERM,
+	// KillGrace, SIGKILL) before it starts another agent in the workspace,
+	// and fails with *OrphanError if it will not die. Executions in one
+	// workspace are serialized: within the driver by waiting, across
+	// processes by an flock that makes Execute fail with ErrLeaseHeld.
+	// The directory must outlive the host process and must not be inside a
+	// workspace. Empty means no leases and no reaping.
+	LeaseDir string
+	// OnReap, when set, is called (from Execute, before the new agent
+	// starts) for each orphaned agent group the reaper killed. Stale leases,
+	// whose processes are already gone, are removed without a call.
+	OnReap func(Reaped)
 }
 
 // adapter is what a Format contributes to an execution.

@@ -25,6 +25,32 @@
 // the group (setsid) and still holds the output pipes is abandoned one more
 // grace period after SIGKILL, so Execute never hangs on it.
 //
+// # Orphans of a crashed host
+//
+// A host that dies hard (SIGKILL, OOM) cannot stop its agent: the agent's
+// process group is orphaned and goes on editing the workspace, and a new
+// agent started there on restart would edit it beside the orphan. With
+// Config.LeaseDir set, Execute keeps a lease file per workspace in that
+// directory (named after a hash of the workspace's absolute path; nothing
+// is written in the workspace), holding the agent's pid, process group,
+// start time (from /proc/<pid>/stat) and FOREMAN_* environment, written
+// atomically just after the agent starts and removed once its group has
+// been waited for and killed. Before starting an agent, Execute reads the
+// workspace's lease: if the recorded agent still runs (same pid and start
+// time) or any process of its group does, the group gets SIGTERM and,
+// KillGrace later, SIGKILL, and Execute waits (polling /proc, at most
+// another KillGrace) until it is gone; one that will not die is an
+// *OrphanError and no agent starts. A lease whose processes are gone, or
+// whose pid now belongs to another process, is removed silently. Each reap
+// is logged and reported to Config.OnReap.
+//
+// Executions in one workspace are serialized: within a driver the second
+// waits for the first; across processes an flock on a lock file beside the
+// lease (kept, one per workspace) makes Execute fail with ErrLeaseHeld
+// while another live process has an agent there. A host that dies in the
+// instant between starting the agent and writing its lease leaves an orphan
+// the reaper cannot find. Linux only: the reaper reads /proc.
+//
 // # Results
 //
 // Output lines, stdout and stderr, reach the StreamCallback as they arrive,
@@ -46,8 +72,8 @@
 //
 // A non-zero exit is a result, not an error. Execute returns an error only
 // for system faults: *StartError (binary not found, workspace missing),
-// ErrNoCommand, ErrUnknownFormat, or the context ending (then with the
-// partial result).
+// ErrNoCommand, ErrUnknownFormat, ErrLeaseHeld, *OrphanError, or the
+// context ending (then with the partial result).
 //
 // # Formats
 //

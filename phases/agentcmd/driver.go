@@ -2,7 +2,6 @@ package agentcmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,6 +19,8 @@ type Driver struct {
 	// totals holds the running token totals of the sessions this driver
 	// ran, for agents that report usage cumulatively.
 	totals *sessionTotals
+	// leaseLocks serializes executions per workspace when leases are on.
+	leaseLocks leaseLocks
 }
 
 var _ phases.AgentDriver = (*Driver)(nil)
@@ -40,11 +41,17 @@ func New(cfg Config) *Driver {
 // its own, any process it left behind still holding its output gets the same
 // treatment, and whatever else remains in its group is killed.
 //
+// With Config.LeaseDir set, Execute first takes the workspace's lease and
+// kills an orphaned agent group a dead host left running there (see
+// Config.LeaseDir); it records the new agent in the lease until its group is
+// gone.
+//
 // An agent that fails, exits non-zero, times out or reports an error is a
 // result with Success false, not an error. The error is for system faults:
 // the agent could not be started (*StartError), the configuration is
-// unusable (ErrNoCommand, ErrUnknownFormat), or ctx ended; in the last case
-// the partial result is returned with it.
+// unusable (ErrNoCommand, ErrUnknownFormat), the lease could not be taken
+// or kept (ErrLeaseHeld, *OrphanError, file system errors), or ctx ended;
+// in the last case the partial result is returned with it.
 func (d *Driver) Execute(ctx context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (phases.AgentResult, error) {
 	if err := ctx.Err(); err != nil {
 		return phases.AgentResult{}, fmt.Errorf("agentcmd: not started: %w", err)
@@ -58,9 +65,28 @@ func (d *Driver) Execute(ctx context.Context, req phases.AgentRequest, onEvent p
 		ad, _ := adapterFor(d.cfg.Format) // invocation has validated the format
 		newParser = ad.newParser
 	}
+	var lease *workspaceLease
+	if d.cfg.LeaseDir != "" {
+		if lease, err = d.acquireLease(ctx, req.WorkspacePath); err != nil {
+			return phases.AgentResult{}, err
+		}
+		defer lease.release()
+		if err := lease.reapOrphan(ctx); err != nil {
+			return phases.AgentResult{}, err
+		}
+	}
 	p, err := d.start(inv, req.WorkspacePath)
 	if err != nil {
 		return phases.AgentResult{}, err
+	}
+	if lease != nil {
+		if err := lease.record(p, inv.env); err != nil {
+			p.abort()
+			return phases.AgentResult{}, err
+		}
+		// After supervise, which returns once the group has been waited
+		// for and killed; before release (deferred earlier, run later).
+		defer lease.remove()
 	}
 	p.session = req.SessionID
 	timeout := req.Timeout
@@ -285,11 +311,18 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, parser O
 	return res, nil
 }
 
-func (p *process) signalGroup(sig syscall.Signal) {
-	if err := syscall.Kill(-p.pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		p.d.cfg.Logger.Warn("signalling agent process group failed", "pgid", p.pgid, "signal", signalName(sig), "err", err)
+// abort kills an agent that must not run after all and reaps it.
+func (p *process) abort() {
+	p.signalGroup(syscall.SIGKILL)
+	for _, f := range []*os.File{p.stdin, p.stdout, p.stderr} {
+		if f != nil {
+			_ = f.Close()
+		}
 	}
+	_ = p.cmd.Wait()
 }
+
+func (p *process) signalGroup(sig syscall.Signal) { p.d.signalGroup(p.pgid, sig) }
 
 // result fills in what the process state and the parsed output say.
 func (p *process) result(sum Summary) phases.AgentResult {
