@@ -36,9 +36,13 @@ type attempt struct {
 // agentcmd; Stage 3 is the quality gate, which really runs go vet and go
 // test in the worktree with gates.Verifier and reports PASS or FAIL.
 type stageAgent struct {
-	stories  map[foreman.ItemID]*story
-	boards   string // directory of the per-story board files
-	scripts  string // directory of the scripted agents
+	stories map[foreman.ItemID]*story
+	boards  string // directory of the per-story board files
+	scripts string // directory of the scripted agents
+	// leases is agentcmd's LeaseDir: a coordinator restarted on the same
+	// directory kills an agent its crashed predecessor left running in a
+	// worktree before it starts another there.
+	leases   string
 	argv     []string
 	format   agentcmd.Format
 	extraEnv []string
@@ -117,7 +121,7 @@ func (a *stageAgent) build(ctx context.Context, item foreman.ItemID, stage int, 
 		"FOREMAN_ITEM="+string(item), "FOREMAN_STAGE="+strconv.Itoa(stage), "FOREMAN_WORKER="+worker,
 		"FOREMAN_BOARD="+boardPath(a.boards, item))
 	d := agentcmd.New(agentcmd.Config{
-		Argv: argv, Format: a.format, Env: append(env, a.extraEnv...),
+		Argv: argv, Format: a.format, Env: append(env, a.extraEnv...), LeaseDir: a.leases,
 		// The prompt already carries the previous round's feedback.
 		Prompt: func(r phases.AgentRequest) string { return r.TaskPrompt },
 	})

@@ -74,7 +74,7 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 	}
 	coord := newCoordinator(stories, log, fail)
 	agent := &stageAgent{
-		stories: coord.stories, boards: boards, scripts: scripts, argv: argv, format: o.format, log: log,
+		stories: coord.stories, boards: boards, scripts: scripts, leases: filepath.Join(dir, "leases"), argv: argv, format: o.format, log: log,
 		showOutput: o.agent == "" || o.verbose,
 		verifier:   gates.NewVerifier(gates.VerifierConfig{DefaultTimeout: 2 * time.Minute}), plan: gatePlan(),
 	}
