@@ -117,7 +117,8 @@ func (f *Flow) Step(s State, ev Event, now time.Time) (State, []Effect, error) {
 // AppendStep is Step that appends the transition's effects to effects and
 // returns the extended slice, as strconv.AppendInt does with bytes: a
 // caller that reuses one buffer (AppendStep(buf[:0], ...)) allocates
-// nothing for effects once the buffer is large enough. The effects are
+// nothing for effects once the buffer is large enough (a transition that
+// changes a stage still allocates the state's new stage records). The effects are
 // numbered (Effect.Index) from 0 within the transition, whatever effects
 // held before. A transition without effects, or an error, returns effects
 // as given; AppendStep may still have written to its spare capacity.

@@ -39,9 +39,12 @@ type stageAgent struct {
 	stories map[foreman.ItemID]*story
 	boards  string // directory of the per-story board files
 	scripts string // directory of the scripted agents
-	// leases is agentcmd's LeaseDir: a coordinator restarted on the same
-	// directory kills an agent its crashed predecessor left running in a
-	// worktree before it starts another there.
+	// leases is agentcmd's LeaseDir, set to show where a host keeps it: a
+	// coordinator restarted on the same directory would kill an agent its
+	// crashed predecessor left running in a worktree before starting
+	// another there. (Each quickstart run has a fresh directory, so it
+	// never finds one; an item's stages run one at a time, so its Drivers
+	// never hold a worktree's lease together.)
 	leases   string
 	argv     []string
 	format   agentcmd.Format

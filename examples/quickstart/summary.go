@@ -130,7 +130,7 @@ func report(ctx context.Context, log *printer, res outcome, o options, escalatio
 		for _, r := range res.Reports {
 			fmt.Fprintf(&b, "  run report  %s\n", r)
 		}
-		fmt.Fprintf(&b, "  board       %s\n  agents      %s\n", filepath.Join(res.Dir, "board"), filepath.Join(res.Dir, "agents"))
+		fmt.Fprintf(&b, "  board       %s\n  agents      %s\n  leases      %s\n", filepath.Join(res.Dir, "board"), filepath.Join(res.Dir, "agents"), filepath.Join(res.Dir, "leases"))
 	} else {
 		fmt.Fprintf(&b, "\nRepository %s is deleted now; run with -keep to look at it.\n", res.Repo)
 	}

@@ -119,10 +119,13 @@ type Config struct {
 	// by a host that died without cleaning up, kills that group (SIGTERM,
 	// KillGrace, SIGKILL) before it starts another agent in the workspace,
 	// and fails with *OrphanError if it will not die. Executions in one
-	// workspace are serialized: within the driver by waiting, across
-	// processes by an flock that makes Execute fail with ErrLeaseHeld.
-	// The directory must outlive the host process and must not be inside a
-	// workspace. Empty means no leases and no reaping.
+	// workspace are serialized: through one Driver the second waits for the
+	// first; any other holder of the workspace's lock (another Driver, in
+	// this process or another) makes Execute fail at once with
+	// ErrLeaseHeld, so a host running several agents in turn in one
+	// workspace should share a Driver (per-call settings go in
+	// AgentRequest.Env). The directory must outlive the host process and
+	// must not be inside a workspace. Empty means no leases and no reaping.
 	LeaseDir string
 	// OnReap, when set, is called (from Execute, before the new agent
 	// starts) for each orphaned agent group the reaper killed. Stale leases,

@@ -44,10 +44,13 @@
 // whose pid now belongs to another process, is removed silently. Each reap
 // is logged and reported to Config.OnReap.
 //
-// Executions in one workspace are serialized: within a driver the second
-// waits for the first; across processes an flock on a lock file beside the
-// lease (kept, one per workspace) makes Execute fail with ErrLeaseHeld
-// while another live process has an agent there. A host that dies in the
+// Executions in one workspace are serialized: through one Driver the second
+// waits for the first; an flock on a lock file beside the lease (kept, one
+// per workspace) makes Execute fail at once with ErrLeaseHeld while any
+// other holder, another Driver in this process or another process, has an
+// agent there. Share one Driver for the agents a host runs in turn in a
+// workspace; the same goes for Codex token accounting (below), which
+// remembers running totals per Driver. A host that dies in the
 // instant between starting the agent and writing its lease leaves an orphan
 // the reaper cannot find. Linux only: the reaper reads /proc.
 //

@@ -50,10 +50,10 @@ type Reaped struct {
 	Signal string
 }
 
-// ErrLeaseHeld means another process holds the lock of the workspace's
-// lease: an agent of another live host is running in the workspace, and
-// the driver starts none beside it.
-var ErrLeaseHeld = errors.New("agentcmd: workspace lease held by another process")
+// ErrLeaseHeld means another Driver, in this process or another, holds the
+// lock of the workspace's lease: it has an agent running in the workspace,
+// and this driver starts none beside it.
+var ErrLeaseHeld = errors.New("agentcmd: workspace lease held by another driver")
 
 // OrphanError means an orphaned agent process group found through its lease
 // was still running after SIGTERM, the grace period, SIGKILL and another
