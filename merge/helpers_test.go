@@ -44,12 +44,6 @@ func newRepo(t testing.TB, files map[string]string) string {
 	return dir
 }
 
-// shellQuote makes s one word of a generated shell script, whatever it
-// contains (a TMPDIR with spaces, say).
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 func writeFile(t testing.TB, dir, name, content string) {
 	t.Helper()
 	p := filepath.Join(dir, name)

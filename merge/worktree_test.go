@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/demo"
 	"github.com/agentforeman/foreman/internal/gitexec"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -181,7 +182,7 @@ func recordingGit(t *testing.T) (*gitexec.Runner, string) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "calls")
 	script := filepath.Join(dir, "git")
-	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho \"$@\" >> "+shellQuote(log)+"\nexec git \"$@\"\n"), 0o755))
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho \"$@\" >> "+demo.ShellQuote(log)+"\nexec git \"$@\"\n"), 0o755))
 	r := testRunner()
 	r.Git = script
 	return r, log
@@ -240,8 +241,8 @@ func TestCreateRetriesAFailedAdd(t *testing.T) {
 	script := filepath.Join(dir, "git")
 	require.NoError(t, os.WriteFile(script, []byte(`#!/bin/sh
 git "$@"; rc=$?
-if [ "$1" = worktree ] && [ "$2" = add ] && [ ! -e `+shellQuote(marker)+` ]; then
-  touch `+shellQuote(marker)+`; echo "fatal: simulated crash" >&2; exit 128
+if [ "$1" = worktree ] && [ "$2" = add ] && [ ! -e `+demo.ShellQuote(marker)+` ]; then
+  touch `+demo.ShellQuote(marker)+`; echo "fatal: simulated crash" >&2; exit 128
 fi
 exit $rc
 `), 0o755))

@@ -4,19 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/phases"
 )
-
-// shellQuote makes s one word of a generated shell script, whatever it
-// contains (a TMPDIR with spaces, say).
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
 
 func startTime() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
 

@@ -98,8 +98,8 @@ func TestIntegration_HangingAgentAndChildKilledAtTimeout(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pids")
 	// Both PIDs appear at once (written aside, then renamed), then the agent hangs.
 	script, err := demo.WriteScript(t.TempDir(), "hang.sh", "#!/bin/sh\nsleep 1000 &\n"+
-		"{ echo $!; echo $$; } > "+shellQuote(pidFile+".tmp")+"\n"+
-		"mv "+shellQuote(pidFile+".tmp")+" "+shellQuote(pidFile)+"\nwait\n")
+		"{ echo $!; echo $$; } > "+demo.ShellQuote(pidFile+".tmp")+"\n"+
+		"mv "+demo.ShellQuote(pidFile+".tmp")+" "+demo.ShellQuote(pidFile)+"\nwait\n")
 	require.NoError(t, err)
 
 	// An hour on the run's clock is never reached on the real one: the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/demo"
 	"github.com/agentforeman/foreman/worker"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -91,7 +92,7 @@ func TestIntegrationFrozenRuntimeIsProbedThenKilledAndItsItemReassigned(t *testi
 	// Attempt 1 sleeps behind a frozen runtime; attempt 2 finishes.
 	// Its one line of output becomes a running STATUS that is lost too, but
 	// tells the test the process is up.
-	script := `if [ "$FOREMAN_ITERATION" = 1 ]; then echo $$ > ` + shellQuote(pidFile) + `; echo up; exec sleep 600; fi; echo done`
+	script := `if [ "$FOREMAN_ITERATION" = 1 ]; then echo $$ > ` + demo.ShellQuote(pidFile) + `; echo up; exec sleep 600; fi; echo done`
 	d, clk, rec, dropped := probeRig(t, script, func(worker.Message) bool { return true })
 	started := rec.await(t, kind(worker.EventAgentStarted))
 	for m := <-dropped; m.Kind != worker.MsgStatus; m = <-dropped {

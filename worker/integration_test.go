@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/demo"
 	"github.com/agentforeman/foreman/phases/agentcmd"
 	"github.com/agentforeman/foreman/worker"
 	"github.com/stretchr/testify/assert"
@@ -133,7 +134,7 @@ func TestIntegrationAgentThatHeartbeatsButNeverProgressesIsKilledAndItsItemReass
 	wt := gitRepo(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	// Attempt 1 sleeps silently: no output, no commit. Attempt 2 finishes.
-	script := `if [ "$FOREMAN_ITERATION" = 1 ]; then echo $$ > ` + shellQuote(pidFile) + `; exec sleep 600; fi; echo done`
+	script := `if [ "$FOREMAN_ITERATION" = 1 ]; then echo $$ > ` + demo.ShellQuote(pidFile) + `; exec sleep 600; fi; echo done`
 	clk := foreman.NewFakeClock(t0)
 	rec := newRecorder()
 	d, err := worker.New(worker.Config{MaxWorkers: 1, Agent: scriptAgent(script), Clock: clk,
@@ -203,7 +204,7 @@ func TestIntegrationCrashingAgentIsRetriedThenEscalated(t *testing.T) {
 func TestIntegrationAgentIgnoringSIGTERMIsKilledAfterTheGracePeriod(t *testing.T) {
 	wt := gitRepo(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	script := `trap '' TERM; echo $$ > ` + shellQuote(pidFile) + `; echo started; while :; do sleep 1; done`
+	script := `trap '' TERM; echo $$ > ` + demo.ShellQuote(pidFile) + `; echo started; while :; do sleep 1; done`
 	rec := newRecorder()
 	d, err := worker.New(worker.Config{MaxWorkers: 1, Agent: scriptAgent(script), Clock: foreman.NewFakeClock(t0),
 		OnEvent: rec.hook})

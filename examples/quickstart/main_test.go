@@ -55,12 +55,6 @@ func leftovers(t *testing.T, token string) []string {
 	return found
 }
 
-// shellQuote makes s one word for -agent, which splits its value the way a
-// shell would: a path with spaces (a TMPDIR, say) stays one argument.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 func git(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	r := gitexec.Runner{}
@@ -240,7 +234,7 @@ esac
 `)
 	require.NoError(t, err)
 	var out bytes.Buffer
-	res, err := run(context.Background(), options{stories: 2, parallel: 2, agent: shellQuote(cli) + " {prompt}", dir: t.TempDir(), timeout: 3 * time.Minute}, &out)
+	res, err := run(context.Background(), options{stories: 2, parallel: 2, agent: demo.ShellQuote(cli) + " {prompt}", dir: t.TempDir(), timeout: 3 * time.Minute}, &out)
 	require.NoError(t, err, out.String())
 	for _, so := range res.Stories {
 		assert.Equal(t, outcomeMerged, so.Status, "%s\n%s", so.Story.ID, out.String())

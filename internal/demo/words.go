@@ -60,3 +60,10 @@ func SplitWords(s string) ([]string, error) {
 	}
 	return words, nil
 }
+
+// ShellQuote makes s one word for a POSIX shell or SplitWords, whatever it
+// contains: a path with spaces or quotes (a TMPDIR, say) in a generated
+// script or an -agent command line stays one argument.
+func ShellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

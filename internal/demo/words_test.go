@@ -1,9 +1,11 @@
 package demo
 
 import (
+	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestSplitWords(t *testing.T) {
@@ -29,5 +31,17 @@ func TestSplitWords(t *testing.T) {
 		}
 		assert.NoError(t, err, tt.in)
 		assert.Equal(t, tt.want, got, tt.in)
+	}
+}
+
+func TestShellQuoteRoundTrips(t *testing.T) {
+	for _, s := range []string{"", "plain", "/tmp/sp ace/x", "it's", `a"b\c $d`, "'", "tab\there"} {
+		words, err := SplitWords("cmd " + ShellQuote(s) + " tail")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"cmd", s, "tail"}, words, s)
+
+		out, err := exec.Command("sh", "-c", "printf %s "+ShellQuote(s)).Output()
+		require.NoError(t, err)
+		assert.Equal(t, s, string(out), s)
 	}
 }
