@@ -46,9 +46,11 @@ type DispatcherSpawnerConfig struct {
 	// Timeouts bound each execution by stage (on top of
 	// Worker.AgentTimeout).
 	Timeouts StageTimeouts
-	// ProbeTimeout is how long a probed assignment that the Dispatcher no
-	// longer runs has before EventProbeTimeout is reported (default
-	// health.DefaultProbeTimeout), on Worker.Clock.
+	// ProbeTimeout is how long a probed assignment that this spawner knows
+	// of but the Dispatcher does not hold yet has before EventProbeTimeout is
+	// reported (default health.DefaultProbeTimeout), on Worker.Clock. One
+	// the Dispatcher has finished with, or this spawner never ran, gets
+	// EventProbeTimeout at once.
 	ProbeTimeout time.Duration
 	Logger       *slog.Logger
 }
@@ -68,9 +70,12 @@ type DispatcherSpawnerConfig struct {
 // completes without a report is reported as EventIdle, which starts the
 // pipeline's crash protocol. A probe is answered with EventStatusReply
 // while the Dispatcher still holds the assignment (queued or running: it
-// watches the worker itself); otherwise EventProbeTimeout follows after
-// ProbeTimeout. A shutdown request cancels the assignment's agent; an ACK
-// needs no delivery (the execution ended with its report).
+// watches the worker itself); for an assignment the Dispatcher has finished
+// with (its worker failed or was killed) or one this spawner never ran (a
+// coordinator restart), EventProbeTimeout follows at once, since nobody is
+// working on it; otherwise after ProbeTimeout. A shutdown request cancels
+// the assignment's agent; an ACK needs no delivery (the execution ended
+// with its report).
 //
 // Spawn is idempotent by assignment within the process. After a
 // coordinator restart (a new spawner and Dispatcher) a re-issued spawn
@@ -287,6 +292,19 @@ func (s *DispatcherSpawner) Send(_ context.Context, m Outgoing) error {
 			go func() {
 				defer s.wg.Done()
 				s.handle(m, EventStatusReply)
+			}()
+			return nil
+		}
+		if sp := s.spawns[m.Assignment]; sp == nil || sp.ended {
+			// The Dispatcher has finished with it (completed, or parked:
+			// its worker failed, was killed as stalled or went silent), or
+			// this spawner never ran it (a coordinator restart): nobody is
+			// working on it, so waiting ProbeTimeout for an answer would
+			// only delay the crash protocol.
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.handle(m, EventProbeTimeout)
 			}()
 			return nil
 		}

@@ -1,0 +1,53 @@
+package agentcmd
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// ErrAgentNotFound is matched by the error Check returns when the agent's
+// program cannot be found.
+var ErrAgentNotFound = errors.New("agentcmd: agent program not found")
+
+// Check reports, without running anything, whether the driver can start
+// its agent: the format is known, there is a command, and its program is
+// found (in PATH, or at its absolute path). A program named by a relative
+// path with a slash is looked up in each workspace when it runs, so it is
+// not checked here. A host calls Check before handing out work, so that a
+// missing agent binary is one clear error at once rather than a failed
+// execution per assignment.
+func (d *Driver) Check() error {
+	ad, ok := adapterFor(d.cfg.Format)
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownFormat, d.cfg.Format)
+	}
+	argv := d.cfg.Argv
+	if len(argv) == 0 {
+		argv = ad.defaultArgv
+	}
+	if len(argv) == 0 || argv[0] == "" {
+		return ErrNoCommand
+	}
+	prog := argv[0]
+	if strings.Contains(prog, "{") || (!filepath.IsAbs(prog) && strings.ContainsRune(prog, filepath.Separator)) {
+		return nil
+	}
+	if _, err := exec.LookPath(prog); err != nil {
+		return fmt.Errorf("%w: %q: %v", ErrAgentNotFound, prog, err)
+	}
+	return nil
+}
+
+// WithLeaseDir returns a new Driver with d's configuration and
+// Config.LeaseDir set to dir, so that a host (or a library that runs the
+// driver for it, such as pipeline/team) can turn the orphan reaper on for
+// a driver built elsewhere. The new Driver keeps its own session totals and
+// workspace locks.
+func (d *Driver) WithLeaseDir(dir string) *Driver {
+	cfg := d.cfg
+	cfg.LeaseDir = dir
+	return New(cfg)
+}
