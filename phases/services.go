@@ -42,6 +42,11 @@ type AgentRequest struct {
 	// the driver's own entries, so that a key given here wins). Nil means
 	// none.
 	Env []string
+	// OnStart, when non-nil, is called by a driver that runs the agent as a
+	// process, once it has started, with its process id (for agentcmd also
+	// its process group's id). The worker Runtime uses it to read the CPU
+	// time of the agent's processes. It must not block.
+	OnStart func(pid int)
 }
 
 // AgentConstraints are optional limits a driver passes on to the agent.
@@ -73,6 +78,15 @@ type AgentResult struct {
 	TimedOut bool
 	// Signal names the signal that ended the process, if one did.
 	Signal string
+
+	// What the agent's own output said about why it could not go on by
+	// itself (see AgentRateLimit, AgentAPIError, AgentPermissionDenial and
+	// AgentQuestion). Nil or empty when it said nothing of the kind, or
+	// its output format cannot say it.
+	RateLimit         *AgentRateLimit
+	APIError          *AgentAPIError
+	PermissionDenials []AgentPermissionDenial
+	Questions         []AgentQuestion
 }
 
 // TokenUsage counts tokens reported by an agent.

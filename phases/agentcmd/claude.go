@@ -46,6 +46,7 @@ type claudeParser struct {
 	// apiError is the last API error an assistant message reported, as
 	// "code: text".
 	apiError string
+	cond     conditions
 }
 
 type claudeUsage struct {
@@ -73,6 +74,7 @@ type claudeBlock struct {
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
 	ToolUseID string          `json:"tool_use_id"`
+	ID        string          `json:"id"`
 }
 
 type claudeLine struct {
@@ -109,6 +111,38 @@ type claudeLine struct {
 	Errors       json.RawMessage `json:"errors"`
 	// ModelUsage is keyed by model name.
 	ModelUsage map[string]json.RawMessage `json:"modelUsage"`
+	// APIErrorStatus is the HTTP status of the failing API call of an
+	// is_error result whose subtype is success (Claude Code 2.1.110 on).
+	APIErrorStatus int `json:"api_error_status"`
+	// PermissionDenials lists the tool calls refused during the run:
+	// {tool_name, tool_use_id, tool_input}.
+	PermissionDenials []claudeDenial `json:"permission_denials"`
+	// DeferredToolUse is a tool call a PreToolUse hook deferred: the run
+	// stopped to wait for a decision.
+	DeferredToolUse *struct {
+		ID    string          `json:"id"`
+		Name  string          `json:"name"`
+		Input json.RawMessage `json:"input"`
+	} `json:"deferred_tool_use"`
+	// rate_limit_event
+	RateLimitInfo *struct {
+		Status        string  `json:"status"`
+		ResetsAt      float64 `json:"resetsAt"`
+		RateLimitType string  `json:"rateLimitType"`
+	} `json:"rate_limit_info"`
+	// control_request: a permission prompt (subtype can_use_tool) waiting
+	// for the host to answer on stdin.
+	Request *struct {
+		Subtype  string          `json:"subtype"`
+		ToolName string          `json:"tool_name"`
+		Input    json.RawMessage `json:"input"`
+	} `json:"request"`
+}
+
+type claudeDenial struct {
+	ToolName  string          `json:"tool_name"`
+	ToolUseID string          `json:"tool_use_id"`
+	ToolInput json.RawMessage `json:"tool_input"`
 }
 
 // claudeModelUsage is one model's entry in a result's modelUsage. Its
@@ -156,6 +190,10 @@ func (p *claudeParser) ParseLine(line string) (phases.StreamKind, string) {
 		return phases.StreamSystem, ""
 	case "result":
 		return p.result(l)
+	case "rate_limit_event":
+		return p.rateLimitEvent(l)
+	case "control_request":
+		return p.controlRequest(l)
 	}
 	return phases.StreamSystem, l.Type
 }
@@ -172,9 +210,14 @@ func (p *claudeParser) message(l claudeLine) (phases.StreamKind, string) {
 		if json.Unmarshal(l.Error, &code) == nil && code != "" {
 			p.apiError = code
 			// rawText gives the JSON back when no block has text.
-			if text := rawText(l.Message.Content); text != "" && !strings.HasPrefix(text, "[") {
+			text := rawText(l.Message.Content)
+			if strings.HasPrefix(text, "[") {
+				text = ""
+			}
+			if text != "" {
 				p.apiError += ": " + text
 			}
+			p.assistantError(code, text)
 		}
 		if l.Message.Usage != nil && l.Message.ID != "" {
 			if _, seen := p.messageUsage[l.Message.ID]; !seen {
@@ -201,7 +244,15 @@ func (p *claudeParser) message(l claudeLine) (phases.StreamKind, string) {
 		case "tool_use", "server_tool_use":
 			kind = strongerKind(kind, phases.StreamToolUse)
 			texts = append(texts, b.Name+" "+toolInputSummary(b.Input))
+			if b.Name == askUserQuestion && b.ID != "" {
+				if q, ok := questionText(b.Input); ok {
+					p.cond.ask(b.ID, phases.AgentQuestion{Tool: askUserQuestion, Text: q})
+				}
+			}
 		case "tool_result":
+			if !b.IsError {
+				p.cond.answer(b.ToolUseID)
+			}
 			kind = strongerKind(kind, phases.StreamToolUse)
 			prefix := "tool result: "
 			if b.IsError {
@@ -258,7 +309,13 @@ func (p *claudeParser) result(l claudeLine) (phases.StreamKind, string) {
 	p.sum.AgentError = ""
 	if l.IsError || strings.HasPrefix(l.Subtype, "error") {
 		p.sum.AgentError = p.resultError(l)
+		p.resultAPIError(l)
+	} else {
+		// The run went on past whatever limit or error it met: neither
+		// ended it.
+		p.cond.rateLimit, p.cond.apiError = nil, nil
 	}
+	p.resultDenials(l)
 	text := l.Result
 	if text == "" {
 		text = l.Subtype
@@ -332,6 +389,7 @@ func (p *claudeParser) Summary() Summary {
 		}
 		s.AgentError = p.apiError
 	}
+	p.cond.fill(&s)
 	return s
 }
 

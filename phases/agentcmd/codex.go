@@ -40,6 +40,7 @@ type codexParser struct {
 	// plan is the last completed plan item, the result when no agent
 	// message completes.
 	plan string
+	cond conditions
 }
 
 type codexItem struct {
@@ -87,6 +88,9 @@ type codexLine struct {
 	} `json:"error"`
 	Message string `json:"message"`
 	Delta   string `json:"delta"`
+	// request_user_input: the model asks the user (RequestUserInputEvent).
+	CallID    string          `json:"call_id"`
+	Questions json.RawMessage `json:"questions"`
 	// Msg is set on the lines of the older {"id", "msg"} stream.
 	Msg json.RawMessage `json:"msg"`
 }
@@ -140,6 +144,13 @@ func (p *codexParser) ParseLine(line string) (phases.StreamKind, string) {
 		return p.item(l.Type == "item.completed", *l.Item)
 	case "item.plan.delta":
 		return phases.StreamText, l.Delta
+	case "request_user_input":
+		text, ok := questionText([]byte(`{"questions":` + orDefault(string(l.Questions), "null") + `}`))
+		if !ok {
+			text = "(the question's text was not in the output)"
+		}
+		p.cond.addQuestion(phases.AgentQuestion{Tool: "request_user_input", Text: text})
+		return phases.StreamSystem, "waiting for a person: " + text
 	}
 	return phases.StreamSystem, l.Type
 }
@@ -159,6 +170,9 @@ func (p *codexParser) item(completed bool, it codexItem) (phases.StreamKind, str
 	case "reasoning":
 		return phases.StreamReasoning, it.Text
 	case "command_execution":
+		if completed && it.Status == "declined" {
+			p.cond.deny(phases.AgentPermissionDenial{Tool: "command", Input: it.Command})
+		}
 		text := "$ " + it.Command
 		if it.ExitCode != nil {
 			text += fmt.Sprintf(" (exit %d)", *it.ExitCode)
@@ -210,6 +224,11 @@ func (p *codexParser) Summary() Summary {
 	case p.streamError != "":
 		s.AgentError = p.streamError
 	}
+	p.cond.rateLimit, p.cond.apiError = nil, nil
+	if s.AgentError != "" {
+		p.cond.rateLimit, p.cond.apiError = classifyCodexError(s.AgentError)
+	}
+	p.cond.fill(&s)
 	return s
 }
 

@@ -67,6 +67,38 @@
 // turn.failed, or a Codex error event not followed by a completed turn);
 // AgentResult.Error holds that error.
 //
+// # Why an agent stopped
+//
+// The result also says, as typed fields, what the agent's own output told
+// about why it could not go on by itself (testdata/README.md cites the
+// published formats):
+//   - RateLimit: Claude Code's rate_limit_event with status rejected (its
+//     resetsAt is the reset), an assistant message with error rate_limit,
+//     or a result with api_error_status 429; Codex's "You've hit your usage
+//     limit" or a 429 retry limit. A reset named only in words ("resets
+//     12pm (America/Chicago)", Codex's "try again at 3:28 PM", read in the
+//     location of the driver clock's Now, the machine's local zone for the
+//     real clock) is read against Config.Clock; zero when none is named.
+//   - APIError: Claude Code's other assistant error codes
+//     (authentication_failed, billing_error, server_error, ...) and a
+//     result's api_error_status; every other unrecovered Codex turn failure,
+//     Code guessed from its text (billing_error, server_error,
+//     authentication_failed, context_window_exceeded, connection_error).
+//   - PermissionDenials: the result's permission_denials (a refused
+//     AskUserQuestion excepted); Codex commands with status declined.
+//   - Questions, for a person: an AskUserQuestion with no successful result
+//     (refused in a non-interactive run, or still open when the run ended),
+//     a can_use_tool permission prompt (control_request) nobody answered, a
+//     tool call a hook deferred (deferred_tool_use); Codex's
+//     request_user_input.
+//
+// A limit or error that the run got past (a successful result after it) is
+// not reported. Success is unchanged by these fields; what to do about them
+// is the caller's decision (the worker package retries a rate-limited
+// assignment after the reset and escalates a question to a person).
+// Execute calls AgentRequest.OnStart with the agent's pid (also its process
+// group id) once it runs.
+//
 // Tokens are what this execution used. Codex reports the running total of
 // its thread instead, carried over from the runs it resumed, so for a
 // resumed session the driver subtracts the total it last saw for that

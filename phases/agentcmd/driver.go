@@ -79,6 +79,9 @@ func (d *Driver) Execute(ctx context.Context, req phases.AgentRequest, onEvent p
 	if err != nil {
 		return phases.AgentResult{}, err
 	}
+	if req.OnStart != nil {
+		req.OnStart(p.cmd.Process.Pid)
+	}
 	if lease != nil {
 		if err := lease.record(p, inv.env); err != nil {
 			p.abort()
@@ -349,6 +352,16 @@ func (p *process) result(sum Summary) phases.AgentResult {
 	}
 	res.Success = ps.Success() && sum.AgentError == ""
 	res.Error = sum.AgentError
+	res.APIError, res.PermissionDenials, res.Questions = sum.APIError, sum.PermissionDenials, sum.Questions
+	if rl := sum.RateLimit; rl != nil {
+		c := *rl
+		if c.ResetsAt.IsZero() {
+			if t, ok := resolveReset(c.Message, p.d.cfg.Clock.Now()); ok {
+				c.ResetsAt = t
+			}
+		}
+		res.RateLimit = &c
+	}
 	return res
 }
 

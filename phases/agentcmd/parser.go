@@ -38,6 +38,15 @@ type Summary struct {
 	// AgentError is the failure the agent reported itself, even if it then
 	// exited zero; empty when it reported none.
 	AgentError string
+
+	// RateLimit, APIError, PermissionDenials and Questions say why the
+	// agent could not go on by itself, as its output told it (see the
+	// phases types). A rate limit's ResetsAt is zero when the output named
+	// the reset only in words; the Driver reads those.
+	RateLimit         *phases.AgentRateLimit
+	APIError          *phases.AgentAPIError
+	PermissionDenials []phases.AgentPermissionDenial
+	Questions         []phases.AgentQuestion
 }
 
 // NewTextParser returns the plain-text parser: every line is text and the

@@ -155,6 +155,7 @@ func TestParsersOnFixtures(t *testing.T) {
 				SessionID:  "0199b5c7-2d41-7a10-9f3e-4c2d1b0a9e88",
 				NumTurns:   1,
 				AgentError: "stream disconnected before completion: Transport error: error decoding response body",
+				APIError:   &phases.AgentAPIError{Code: "connection_error", Message: "stream disconnected before completion: Transport error: error decoding response body"},
 			},
 			kinds: []phases.StreamKind{sys, sys, rsn, sys, res},
 		},
