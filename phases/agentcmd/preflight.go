@@ -51,3 +51,7 @@ func (d *Driver) WithLeaseDir(dir string) *Driver {
 	cfg.LeaseDir = dir
 	return New(cfg)
 }
+
+// LeaseDir returns the driver's Config.LeaseDir ("" when the orphan reaper
+// is off).
+func (d *Driver) LeaseDir() string { return d.cfg.LeaseDir }

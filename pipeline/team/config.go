@@ -1,0 +1,261 @@
+package team
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/merge"
+	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/store"
+	"github.com/agentforeman/foreman/worker"
+)
+
+// DefaultWorkers is how many stories are in flight at once by default.
+const DefaultWorkers = 4
+
+// StateDirName is the directory, inside the repository, that holds the
+// team's state by default (git-ignored through .git/info/exclude).
+const StateDirName = ".foreman"
+
+// Config configures a Team. Repo, Agent and Gates are required; the zero
+// value of every other field means its documented default.
+type Config struct {
+	// Repo is the git repository the team works on (any path inside its
+	// main worktree). Stories are built in worktrees under
+	// <Repo>/.worktrees and squash-merged onto Merge.TargetBranch
+	// (default main).
+	Repo string
+	// Agent performs every stage that runs an agent (unless Stages gives a
+	// stage its own): for example
+	// agentcmd.New(agentcmd.Config{Format: agentcmd.FormatClaude}). An agent
+	// with a Check() error method (agentcmd.Driver has one) is checked by
+	// New, so a missing binary is an error at once. An *agentcmd.Driver
+	// without a LeaseDir gets one under StateDir, so that an agent left
+	// running by a killed host is stopped before another starts in its
+	// worktree.
+	Agent phases.AgentDriver
+	// Gates is the gate plan every story's work must pass: in the build
+	// stage after each iteration, and again in the quality-gate stage. It
+	// must have at least one check.
+	Gates phases.GatePlan
+	// Workers is how many stories are in flight at once (default
+	// DefaultWorkers); each runs one stage at a time.
+	Workers int
+
+	// Flow is the stages every story goes through; default
+	// pipeline.StoryFlow (plan, validate, execute, quality gate, then
+	// merge). pipeline.TaskFlow is a single build stage. Stage reports
+	// follow pipeline/message's lines for the stage's number, so a flow has
+	// at most four stages.
+	Flow *pipeline.Flow
+	// Stages says how each stage of Flow is performed, by index; default
+	// DefaultStages(Flow).
+	Stages []Stage
+
+	// Store keeps the team's state. Default: a SQLite database,
+	// StateDir/foreman.db, opened by New and closed by Close.
+	Store store.Store
+	// StateDir holds the default store, the agents' result files and the
+	// agent leases. Default <Repo>/.foreman. It must not be inside a story
+	// worktree.
+	StateDir string
+
+	// Limits bound each build stage's run loop (iterations, wall clock,
+	// tokens, cost); zero fields mean phases' defaults.
+	Limits phases.Limits
+	// Story sets the default story flow's limits (validation retries,
+	// quality cycles, crash budget); ignored when Flow is set.
+	Story pipeline.StoryConfig
+	// Worker configures the worker pool every stage runs on: liveness,
+	// progress and attempt timeouts, budgets, escalations. The team sets
+	// MaxWorkers (from Workers), Agent, Clock and Logger.
+	Worker worker.Config
+	// Merge configures worktrees and merges; the team sets Repo, Clock and
+	// Logger. Its Request template commits work an agent left uncommitted.
+	Merge merge.Config
+	// MergeCheck, when set, is a command run on the squash commit before
+	// the target branch moves (merge.Request.Check).
+	MergeCheck []string
+
+	// Snapshotter, Verifier and Feedback are the run loop's services;
+	// defaults gitsnap, gates.NewVerifier and gates.NewFeedbackGenerator.
+	// Verifier also runs the quality-gate stage.
+	Snapshotter phases.Snapshotter
+	Verifier    phases.Verifier
+	Feedback    phases.FeedbackGenerator
+
+	// Prompt renders a stage's task for its agent; default DefaultPrompt.
+	// The assignment block the worker pool needs is appended to it.
+	Prompt func(PromptData) string
+
+	// OnEvent, when set, receives every event as it is recorded, on the
+	// goroutine that records it: it must not block. Subscribe is the
+	// buffered alternative.
+	OnEvent func(Event)
+	// Clock drives every deadline; nil means the wall clock.
+	Clock foreman.Clock
+	// Logger receives the team's and its layers' logs; nil discards.
+	Logger *slog.Logger
+}
+
+// StageKind is how a stage is performed.
+type StageKind uint8
+
+const (
+	// StageAgent runs the stage's agent once; its report is the outcome
+	// (planning, validation, review).
+	StageAgent StageKind = iota + 1
+	// StageBuild runs the run loop in the story's worktree: the agent
+	// builds, the change is snapshotted and verified against the gate plan,
+	// failures go back to the agent as feedback, up to Limits. It completes
+	// only when there are commits or changes since the assignment's base and
+	// they pass the gates.
+	StageBuild
+	// StageGate runs the gate plan in the story's worktree itself (no
+	// agent): PASS, or FAIL with the failing checks as the next round's
+	// feedback.
+	StageGate
+)
+
+func (k StageKind) String() string {
+	switch k {
+	case StageAgent:
+		return "agent"
+	case StageBuild:
+		return "build"
+	case StageGate:
+		return "gate"
+	}
+	return fmt.Sprintf("StageKind(%d)", uint8(k))
+}
+
+// Stage says how one stage of the flow is performed.
+type Stage struct {
+	Kind StageKind
+	// Role is the host's word for who performs the stage ("planner",
+	// "engineer", "reviewer"), used in prompts and the status; default the
+	// flow's stage name.
+	Role string
+	// Agent performs the stage (StageAgent, StageBuild); default
+	// Config.Agent.
+	Agent phases.AgentDriver
+	// Instructions say what the stage asks of the agent; default
+	// DefaultInstructions for the stage.
+	Instructions string
+}
+
+// DefaultStages returns how the team performs flow's stages: for the story
+// flow, plan and validate are agent stages, execute is the build stage and
+// the quality gate runs the gate plan; for any other flow, the last stage
+// is a build stage and the others agent stages.
+func DefaultStages(flow *pipeline.Flow) []Stage {
+	out := make([]Stage, len(flow.Stages))
+	for i, s := range flow.Stages {
+		out[i] = Stage{Kind: StageAgent, Role: s.Name}
+		switch {
+		case flow.Name == "story" && s.Name == "execute":
+			out[i].Kind = StageBuild
+		case flow.Name == "story" && s.Name == "quality":
+			out[i].Kind = StageGate
+		case flow.Name != "story" && i == len(flow.Stages)-1:
+			out[i].Kind = StageBuild
+		}
+	}
+	return out
+}
+
+// ErrInvalidConfig is matched by *ConfigError.
+var ErrInvalidConfig = errors.New("team: invalid config")
+
+// ErrAgentUnavailable is matched when New finds that the agent cannot
+// start (its Check failed); the error says why.
+var ErrAgentUnavailable = errors.New("team: agent cannot start")
+
+// ConfigError names the Config field that is wrong and why.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return "team: Config." + e.Field + ": " + e.Reason }
+
+// Is matches ErrInvalidConfig.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// withDefaults checks cfg and fills its defaults (except the services that
+// need I/O, which New makes).
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Repo == "" {
+		return cfg, &ConfigError{Field: "Repo", Reason: "required"}
+	}
+	repo, err := filepath.Abs(cfg.Repo)
+	if err != nil {
+		return cfg, &ConfigError{Field: "Repo", Reason: err.Error()}
+	}
+	cfg.Repo = repo
+	if cfg.Workers == 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.Workers < 0 {
+		return cfg, &ConfigError{Field: "Workers", Reason: fmt.Sprintf("%d is negative", cfg.Workers)}
+	}
+	if cfg.Flow == nil {
+		cfg.Flow = pipeline.StoryFlow(cfg.Story)
+	}
+	if err := cfg.Flow.Validate(); err != nil {
+		return cfg, &ConfigError{Field: "Flow", Reason: err.Error()}
+	}
+	if len(cfg.Flow.Stages) > 4 {
+		return cfg, &ConfigError{Field: "Flow", Reason: fmt.Sprintf("%d stages; stage reports name stages 0-3", len(cfg.Flow.Stages))}
+	}
+	if cfg.Stages == nil {
+		cfg.Stages = DefaultStages(cfg.Flow)
+	}
+	if len(cfg.Stages) != len(cfg.Flow.Stages) {
+		return cfg, &ConfigError{Field: "Stages", Reason: fmt.Sprintf("%d stages for a flow of %d", len(cfg.Stages), len(cfg.Flow.Stages))}
+	}
+	cfg.Stages = append([]Stage(nil), cfg.Stages...)
+	needsGates := false
+	for i := range cfg.Stages {
+		st := &cfg.Stages[i]
+		if st.Role == "" {
+			st.Role = cfg.Flow.Stages[i].Name
+		}
+		switch st.Kind {
+		case StageAgent, StageBuild:
+			if st.Agent == nil {
+				st.Agent = cfg.Agent
+			}
+			if st.Agent == nil {
+				return cfg, &ConfigError{Field: "Agent", Reason: fmt.Sprintf("required: stage %d (%s) runs an agent", i, st.Role)}
+			}
+		case StageGate:
+		default:
+			return cfg, &ConfigError{Field: "Stages", Reason: fmt.Sprintf("stage %d has no Kind", i)}
+		}
+		needsGates = needsGates || st.Kind != StageAgent
+	}
+	if needsGates && checkCount(cfg.Gates) == 0 {
+		return cfg, &ConfigError{Field: "Gates", Reason: "the gate plan has no checks; every story's work must pass at least one"}
+	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = filepath.Join(cfg.Repo, StateDirName)
+	}
+	if cfg.Prompt == nil {
+		cfg.Prompt = DefaultPrompt
+	}
+	return cfg, nil
+}
+
+// checkCount counts the checks of a gate plan.
+func checkCount(p phases.GatePlan) int {
+	n := 0
+	for _, l := range p.Levels {
+		n += len(l.Checks)
+	}
+	return n
+}

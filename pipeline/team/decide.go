@@ -1,0 +1,378 @@
+package team
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/message"
+)
+
+// This file is the team's deterministic core: what a stage's evidence
+// means, as pure functions of their inputs. The stage runner gathers the
+// evidence (the agent's result, its result file, the run loop's result,
+// the gate report) and acts on what these return.
+
+// Report is what an agent writes, as JSON, to the file named by the
+// FOREMAN_RESULT environment variable to report its stage:
+//
+//	{"assignment": "$FOREMAN_ASSIGNMENT", "outcome": "complete", "summary": "what was done"}
+//
+// Outcome is one of the stage's outcomes, in any case: "complete" or
+// "error" for a plan or build stage, "go", "no-go" or "error" for a
+// validation stage, "pass", "concerns", "waived", "fail" or "error" for a
+// quality stage. Summary is the reason, issues or error (one paragraph).
+// Score is the stage's score (plan 0-4, readiness 0-10, quality 0-100;
+// default the best for a positive outcome, 0 otherwise) and Tasks a plan's
+// task count (default 1). A report whose assignment is not the current one
+// is ignored: it is stale, or forged.
+type Report struct {
+	Assignment foreman.AssignmentID `json:"assignment"`
+	Outcome    string               `json:"outcome"`
+	Summary    string               `json:"summary,omitempty"`
+	Score      *int                 `json:"score,omitempty"`
+	Tasks      int                  `json:"tasks,omitempty"`
+}
+
+// EnvResult names the file an agent writes its Report to.
+const EnvResult = "FOREMAN_RESULT"
+
+// maxDetail bounds the details carried in a report line.
+const maxDetail = 600
+
+// oneLine makes s fit a report line's free text: one line, no control
+// characters, no ". Agents:" (the one phrase the line format reserves),
+// at most max bytes (cut at a rune boundary, marked with …).
+func oneLine(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.ReplaceAll(s, ". Agents:", ", agents:")
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8Start(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	if s == "" {
+		s = "(no details)"
+	}
+	return s
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// errorLine is a stage's ERROR report.
+func errorLine(item foreman.ItemID, stage int, detail string) string {
+	d := oneLine(detail, maxDetail)
+	var m message.Message
+	switch stage {
+	case 0:
+		m = message.Stage0Error{Item: item, Details: d}
+	case 1:
+		m = message.Stage1Error{Item: item, Details: d}
+	case 2:
+		m = message.Stage2Error{Item: item, Details: d}
+	default:
+		m = message.Stage3Error{Item: item, Details: d}
+	}
+	return message.Format(m)
+}
+
+// reportLine turns an agent's structured report into the stage's
+// canonical line. An outcome the stage does not have is an error.
+func reportLine(item foreman.ItemID, stage int, r Report) (string, error) {
+	outcome := strings.ToLower(strings.TrimSpace(r.Outcome))
+	if outcome == "error" {
+		return errorLine(item, stage, r.Summary), nil
+	}
+	score := func(best int) (int, error) {
+		if r.Score == nil {
+			return best, nil
+		}
+		if *r.Score < 0 || *r.Score > best {
+			return 0, fmt.Errorf("score %d is not in 0..%d", *r.Score, best)
+		}
+		return *r.Score, nil
+	}
+	var m message.Message
+	switch {
+	case (stage == 0 || stage == 2) && outcome == "complete":
+		if stage == 2 {
+			m = message.Stage2Complete{Item: item}
+			break
+		}
+		s, err := score(message.MaxPlanScore)
+		if err != nil {
+			return "", err
+		}
+		tasks := r.Tasks
+		if tasks <= 0 {
+			tasks = 1
+		}
+		m = message.Stage0Complete{Item: item, Tasks: min(tasks, message.MaxTasks), PlanScore: s}
+	case stage == 1 && (outcome == "go" || outcome == "no-go"):
+		best := message.MaxReadiness
+		if outcome == "no-go" && r.Score == nil {
+			best = 0
+		}
+		s, err := score(message.MaxReadiness)
+		if err != nil {
+			return "", err
+		}
+		if r.Score == nil {
+			s = best
+		}
+		v := message.Stage1Complete{Item: item, Verdict: message.VerdictGo, Readiness: s}
+		if outcome == "no-go" {
+			v.Verdict, v.Reason = message.VerdictNoGo, oneLine(r.Summary, maxDetail)
+		}
+		m = v
+	case stage == 3 && (outcome == "pass" || outcome == "concerns" || outcome == "waived" || outcome == "fail"):
+		s, err := score(message.MaxQualityScore)
+		if err != nil {
+			return "", err
+		}
+		if r.Score == nil && outcome == "fail" {
+			s = 0
+		}
+		v := message.Stage3Complete{Item: item, Verdict: message.Stage3Verdict(strings.ToUpper(outcome)), Score: s}
+		if outcome == "fail" {
+			v.Issues = oneLine(r.Summary, maxDetail)
+		}
+		m = v
+	default:
+		return "", fmt.Errorf("outcome %q is not one of stage %d's (%s)", r.Outcome, stage, stageOutcomes(stage))
+	}
+	if err := message.Validate(m); err != nil {
+		return "", err
+	}
+	return message.Format(m), nil
+}
+
+func stageOutcomes(stage int) string {
+	switch stage {
+	case 1:
+		return "go, no-go, error"
+	case 3:
+		return "pass, concerns, waived, fail, error"
+	}
+	return "complete, error"
+}
+
+// lastReport finds the last canonical report line about item for stage in
+// text, or "".
+func lastReport(item foreman.ItemID, stage int, text string) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		m, err := message.Parse(l)
+		if err == nil && m.Kind().IsReport() && m.ItemID() == item && m.StageNum() == stage {
+			return l
+		}
+	}
+	return ""
+}
+
+// agentEvidence is what an agent stage left behind.
+type agentEvidence struct {
+	Item       foreman.ItemID
+	Stage      int
+	Assignment foreman.AssignmentID
+	Result     phases.AgentResult
+	// ExecErr is Execute's error: the agent could not be run at all.
+	ExecErr error
+	// File is the agent's result file, when it wrote one; FileErr says why
+	// it could not be read or made sense of.
+	File       *Report
+	FileErr    error
+	ResultPath string
+}
+
+// agentStageLine decides an agent stage's report: the result file first
+// (when it carries the current assignment), then a canonical line in the
+// agent's final message or output, else an ERROR that says why there is
+// no report (the agent's failure with its exit status and stderr, or its
+// silence).
+func agentStageLine(ev agentEvidence) string {
+	if ev.ExecErr != nil {
+		return errorLine(ev.Item, ev.Stage, "the agent could not run: "+ev.ExecErr.Error())
+	}
+	var fileProblem string
+	switch {
+	case ev.File != nil && ev.File.Assignment != ev.Assignment:
+		fileProblem = fmt.Sprintf("result file names assignment %q, not the current %q (ignored)", ev.File.Assignment, ev.Assignment)
+	case ev.File != nil:
+		line, err := reportLine(ev.Item, ev.Stage, *ev.File)
+		if err == nil {
+			return line
+		}
+		fileProblem = "result file: " + err.Error()
+	case ev.FileErr != nil:
+		fileProblem = "result file: " + ev.FileErr.Error()
+	}
+	if l := lastReport(ev.Item, ev.Stage, ev.Result.Result); l != "" {
+		return l
+	}
+	if l := lastReport(ev.Item, ev.Stage, ev.Result.Output); l != "" {
+		return l
+	}
+	return errorLine(ev.Item, ev.Stage, agentFailure(ev.Result, fileProblem))
+}
+
+// agentFailure says why an agent produced no usable report.
+func agentFailure(res phases.AgentResult, fileProblem string) string {
+	var b strings.Builder
+	switch {
+	case res.TimedOut:
+		b.WriteString("the agent timed out")
+	case res.Signal != "":
+		fmt.Fprintf(&b, "the agent was killed by %s", res.Signal)
+	case res.ExitCode != 0:
+		fmt.Fprintf(&b, "the agent exited with status %d", res.ExitCode)
+	case res.Error != "":
+		b.WriteString("the agent reported an error")
+	default:
+		b.WriteString("the agent finished without a report (no result file, no report line)")
+	}
+	if res.Error != "" {
+		fmt.Fprintf(&b, ": %s", res.Error)
+	}
+	if fileProblem != "" {
+		fmt.Fprintf(&b, "; %s", fileProblem)
+	}
+	if tail := tailLines(res.Stderr, 5); tail != "" {
+		fmt.Fprintf(&b, "; stderr: %s", tail)
+	} else if tail := tailLines(res.Output, 3); tail != "" && res.ExitCode != 0 {
+		fmt.Fprintf(&b, "; output: %s", tail)
+	}
+	return b.String()
+}
+
+// tailLines returns the last n non-empty lines of s, joined by " | ".
+func tailLines(s string, n int) string {
+	var keep []string
+	lines := strings.Split(s, "\n")
+	for i := len(lines) - 1; i >= 0 && len(keep) < n; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			keep = append([]string{l}, keep...)
+		}
+	}
+	return strings.Join(keep, " | ")
+}
+
+// buildStageLine decides a build stage's report from its run: COMPLETE
+// only when the run succeeded (changes since the base that passed the
+// gates); otherwise ERROR with the run's reason and the last failing
+// gates' output.
+func buildStageLine(item foreman.ItemID, stage int, res phases.RunResult, err error) string {
+	if err != nil {
+		return errorLine(item, stage, "the build could not run: "+err.Error())
+	}
+	if res.Succeeded() {
+		if stage == 0 {
+			return message.Format(message.Stage0Complete{Item: item, Tasks: 1, PlanScore: message.MaxPlanScore})
+		}
+		return message.Format(message.Stage2Complete{Item: item})
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "build %s after %d iteration(s) (%s)", strings.ToLower(string(res.State)), len(res.Iterations), res.Reason)
+	if res.Message != "" {
+		fmt.Fprintf(&b, ": %s", res.Message)
+	}
+	if n := len(res.Iterations); n > 0 {
+		ph := res.Iterations[n-1].Result.Phases
+		if ph.Build != nil && ph.Build.AgentResult != nil && !ph.Build.AgentResult.Success {
+			b.WriteString("; " + agentFailure(*ph.Build.AgentResult, ""))
+		}
+		if ph.Verify != nil && ph.Verify.Report != nil && !ph.Verify.Report.Passed {
+			b.WriteString("; failing checks: " + failureSummary(*ph.Verify.Report))
+		}
+	}
+	return errorLine(item, stage, b.String())
+}
+
+// gateStageLine decides a quality-gate stage's report from the gate
+// report: PASS 100, or FAIL with the share of checks that passed and the
+// failures as its issues.
+func gateStageLine(item foreman.ItemID, stage int, rep phases.VerificationReport, plan phases.GatePlan) string {
+	if rep.Passed {
+		if stage != 3 {
+			return message.Format(message.Stage2Complete{Item: item})
+		}
+		return message.Format(message.Stage3Complete{Item: item, Verdict: message.VerdictPass, Score: message.MaxQualityScore})
+	}
+	total, failed := checkCount(plan), len(rep.FailedChecks())
+	summary := failureSummary(rep)
+	if stage != 3 {
+		return errorLine(item, stage, "gates failed: "+summary)
+	}
+	score := message.MaxQualityScore * (total - failed) / max(total, 1)
+	return message.Format(message.Stage3Complete{Item: item, Verdict: message.VerdictFail, Score: max(score, 0),
+		Issues: oneLine(summary, maxDetail)})
+}
+
+// failureSummary names each failing check with the lines of its output
+// that say what failed.
+func failureSummary(rep phases.VerificationReport) string {
+	var parts []string
+	for _, c := range rep.FailedChecks() {
+		parts = append(parts, fmt.Sprintf("%s (%s) failed: %s", strings.Join(c.Argv, " "), c.Level, keyLines(c.Output)))
+	}
+	if len(parts) == 0 {
+		return "verification failed"
+	}
+	return oneLine(strings.Join(parts, "; "), maxDetail)
+}
+
+// keyLines keeps the lines of a check's output that say what failed
+// (test failures, file:line references, errors), else its last lines.
+func keyLines(out string) string {
+	var keep []string
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "--- FAIL") || strings.Contains(l, ".go:") || strings.HasPrefix(strings.ToLower(l), "error") {
+			keep = append(keep, l)
+		}
+	}
+	if len(keep) == 0 {
+		return tailLines(out, 3)
+	}
+	return strings.Join(keep, " ")
+}
+
+// boardAfter is the board entry a verified report leads to: the status
+// and task count the flow's rule for the report checks. The team records
+// it only after checking the stage's evidence itself, so the board is its
+// ledger of verified claims. ok is false when the report needs no board.
+func boardAfter(flow *pipeline.Flow, stage int, line string, cur boardRecord) (boardRecord, bool) {
+	m, err := message.Parse(line)
+	if err != nil {
+		return cur, false
+	}
+	ev, ok := pipeline.EventOf(message.Envelope{Body: m})
+	if !ok || !flow.NeedsBoard(stage, ev.Outcome) {
+		return cur, false
+	}
+	for _, r := range flow.Stages[stage].Rules {
+		if r.Outcome != ev.Outcome {
+			continue
+		}
+		next := cur
+		if r.Check.TasksExist {
+			next.Tasks = ev.Tasks
+		}
+		if r.Check.Status != "" {
+			next.Status = r.Check.Status
+		}
+		return next, true
+	}
+	return cur, false
+}

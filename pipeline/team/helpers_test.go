@@ -1,0 +1,143 @@
+package team_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/demo"
+	"github.com/agentforeman/foreman/internal/gitexec"
+	"github.com/agentforeman/foreman/merge"
+	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/phases/agentcmd"
+	"github.com/agentforeman/foreman/pipeline/team"
+)
+
+// scriptedAgent is a shell script playing every stage: it reports through
+// the result file, and in the build stage writes <story>.txt and commits.
+// Behaviour is steered per story by files in the control directory:
+//
+//	<id>.fail-stage-N   exit 3 at stage N with "boom N" on stderr
+//	<id>.bad            the build writes BAD (the gate fails) until the
+//	                    feedback mentions BAD
+//	<id>.nogo           the validation says no-go
+//	<id>.silent         the build commits but reports nothing (evidence only)
+//	<id>.line           report with the canonical line instead of the file
+const scriptedAgent = `#!/bin/sh
+set -eu
+ctl=%CTL%
+id=$FOREMAN_ITEM
+stage=$FOREMAN_STAGE
+echo "$id stage $stage $FOREMAN_ASSIGNMENT" >> "$ctl/log"
+if [ -e "$ctl/$id.fail-stage-$stage" ]; then echo "boom $stage" >&2; exit 3; fi
+report() { # outcome [extra json]
+  if [ -e "$ctl/$id.line" ]; then return 0; fi
+  printf '{"assignment":"%s","outcome":"%s"%s}\n' "$FOREMAN_ASSIGNMENT" "$1" "${2:-}" > "$FOREMAN_RESULT"
+}
+case "$stage" in
+0) report complete ',"tasks":2,"score":4'
+   [ -e "$ctl/$id.line" ] && echo "Stage 0 COMPLETE for $id. 2 tasks created. Plan score: 4/4."
+   ;;
+1) if [ -e "$ctl/$id.nogo" ]; then report no-go ',"score":2,"summary":"the story is unclear"'; else report go ',"score":9'; fi
+   [ -e "$ctl/$id.line" ] && echo "Stage 1 COMPLETE for $id. Verdict: GO. Readiness: 9."
+   ;;
+*) content=ok
+   if [ -e "$ctl/$id.bad" ]; then
+     case "$*" in *BAD*) content=fixed;; *) content=BAD;; esac
+   fi
+   echo "$content" > "$id.txt"
+   git add -A && git commit -qm "$id: $content"
+   [ -e "$ctl/$id.silent" ] || report complete ',"summary":"wrote the file"'
+   ;;
+esac
+`
+
+// gatePlan fails when any story file says BAD.
+func gatePlan() phases.GatePlan {
+	return phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L1Tests, Checks: []phases.GateCheck{
+		{Name: "no-bad", Argv: []string{"sh", "-c", `if grep -l BAD *.txt 2>/dev/null; then echo "BAD content in the files above" >&2; exit 1; fi`}},
+	}}}}
+}
+
+type fixture struct {
+	repo, ctl string
+	cfg       team.Config
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	f := &fixture{repo: filepath.Join(dir, "repo"), ctl: filepath.Join(dir, "ctl")}
+	require.NoError(t, demo.NewGoModuleRepo(ctx, f.repo))
+	require.NoError(t, os.MkdirAll(f.ctl, 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "bin"), 0o755))
+	script, err := demo.WriteScript(filepath.Join(dir, "bin"), "agent.sh", strings.ReplaceAll(scriptedAgent, "%CTL%", demo.ShellQuote(f.ctl)))
+	require.NoError(t, err)
+	f.cfg = team.Config{
+		Repo:  f.repo,
+		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv()}),
+		Gates: gatePlan(),
+		Merge: merge.Config{GitEnv: demo.IsolatedGitConfig(), Author: merge.Identity{Name: demo.Identity().Name, Email: demo.Identity().Email}},
+	}
+	return f
+}
+
+func (f *fixture) touch(t *testing.T, name string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(f.ctl, name), nil, 0o644))
+}
+
+func (f *fixture) newTeam(t *testing.T) *team.Team {
+	t.Helper()
+	tm, err := team.New(context.Background(), f.cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tm.Close() })
+	return tm
+}
+
+// run runs the team with a generous bound (a hang fails the test rather
+// than the suite).
+func run(t *testing.T, tm *team.Team) team.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := tm.Run(ctx)
+	require.NoError(t, err)
+	return res
+}
+
+// trailers lists the Foreman-Item trailers of main's commits, newest first.
+func trailers(t *testing.T, repo string) []string {
+	t.Helper()
+	g := gitexec.Runner{Env: demo.IsolatedGitConfig()}
+	out, err := g.Run(context.Background(), repo, "log", "--format=%(trailers:key=Foreman-Item,valueonly,separator=%x2C)", "main")
+	require.NoError(t, err)
+	var ids []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			ids = append(ids, l)
+		}
+	}
+	return ids
+}
+
+func stateOf(res team.Result, id foreman.ItemID) team.StoryStatus {
+	for _, s := range res.Stories {
+		if s.ID == id {
+			return s
+		}
+	}
+	return team.StoryStatus{}
+}
+
+func (f *fixture) remove(t *testing.T, name string) {
+	t.Helper()
+	require.NoError(t, os.Remove(filepath.Join(f.ctl, name)))
+}

@@ -1,0 +1,123 @@
+package team
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/pipeline/message"
+)
+
+// PromptData is what a stage's prompt is made from.
+type PromptData struct {
+	Story Story
+	// Stage is the stage's number in the flow, StageName its name in the
+	// flow, Role the host's word for who performs it, Kind how.
+	Stage     int
+	StageName string
+	Role      string
+	Kind      StageKind
+	// Instructions say what the stage asks (Stage.Instructions or
+	// DefaultInstructions).
+	Instructions string
+	// Workspace is the story's git worktree, on branch Branch.
+	Workspace string
+	Branch    string
+	// Worker and Assignment identify this attempt; the result file must
+	// carry Assignment.
+	Worker     foreman.WorkerID
+	Assignment foreman.AssignmentID
+	// ResultPath is where the agent writes its Report (also in the
+	// environment as FOREMAN_RESULT).
+	ResultPath string
+	// Feedback is what went wrong in the previous round (a NO-GO reason,
+	// the quality gate's issues, a person's note when resolving);
+	// GateFeedback the quality gate's full feedback, when the last round
+	// failed it.
+	Feedback     string
+	GateFeedback string
+	// Readiness is the validation stage's score, once there is one.
+	Readiness string
+	// Resume is set when this worker replaces one that crashed.
+	Resume bool
+}
+
+// DefaultInstructions says what a stage asks of its agent, by the flow's
+// stage name and the stage's kind.
+func DefaultInstructions(stageName string, kind StageKind) string {
+	switch {
+	case kind == StageBuild:
+		return "Implement the story in the workspace, with tests, and commit your work with git. " +
+			"Your change is checked against the project's gates (its build and tests) after you finish; " +
+			"if they fail you get their output and another try."
+	case kind == StageGate:
+		return "Check the story's work against the project's gates."
+	case stageName == "plan":
+		return "Plan the story: read the code in the workspace and break the story into concrete tasks. " +
+			"Do not change any file."
+	case stageName == "validate":
+		return "Check that the story and its plan are clear, feasible and consistent with the code in the workspace. " +
+			"Report go if it can be implemented as written, no-go with the reason if not. Do not change any file."
+	}
+	return "Do the " + stageName + " stage of the story."
+}
+
+// DefaultPrompt renders a stage's prompt: the story, the workspace, what
+// the stage asks, the previous round's feedback, and exactly how to report.
+func DefaultPrompt(d PromptData) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "You are the %s for story %s: %s\n\n", d.Role, d.Story.ID, d.Story.Title)
+	if body := strings.TrimSpace(d.Story.Body); body != "" {
+		fmt.Fprintf(&b, "## The story\n\n%s\n\n", body)
+	}
+	fmt.Fprintf(&b, "## Your workspace\n\n%s, a git worktree on branch %s. Work only there.\n\n", d.Workspace, d.Branch)
+	fmt.Fprintf(&b, "## Your task (%s stage)\n\n%s\n\n", d.StageName, d.Instructions)
+	if d.Resume {
+		b.WriteString("A previous worker on this stage stopped before it reported; continue from what is in the workspace.\n\n")
+	}
+	if d.Feedback != "" || d.GateFeedback != "" {
+		b.WriteString("## Feedback from the previous round\n\n")
+		if d.Feedback != "" {
+			b.WriteString(d.Feedback + "\n\n")
+		}
+		if d.GateFeedback != "" && d.GateFeedback != d.Feedback {
+			b.WriteString(d.GateFeedback + "\n\n")
+		}
+	}
+	if d.Kind == StageBuild {
+		b.WriteString("## When you are done\n\nCommit your work and exit. If you cannot do it, say why in the result file below " +
+			`with "outcome": "error".` + "\n\n")
+	} else {
+		b.WriteString("## How to report\n\n")
+	}
+	fmt.Fprintf(&b, "Write your report as JSON to the file %s (also in $%s):\n  %s\n", d.ResultPath, EnvResult, reportExample(d))
+	fmt.Fprintf(&b, "Outcomes of this stage: %s. Or end your last message with the line:\n  %s\n", stageOutcomes(d.Stage), lineExample(d))
+	return b.String()
+}
+
+func reportExample(d PromptData) string {
+	switch d.Stage {
+	case 0:
+		if d.Kind == StageBuild {
+			break
+		}
+		return fmt.Sprintf(`{"assignment": %q, "outcome": "complete", "tasks": <number of tasks>, "score": <plan quality 0-4>, "summary": "<the plan>"}`, d.Assignment)
+	case 1:
+		return fmt.Sprintf(`{"assignment": %q, "outcome": "go" or "no-go", "score": <readiness 0-10>, "summary": "<reason for a no-go>"}`, d.Assignment)
+	case 3:
+		return fmt.Sprintf(`{"assignment": %q, "outcome": "pass" or "fail", "score": <quality 0-100>, "summary": "<issues for a fail>"}`, d.Assignment)
+	}
+	return fmt.Sprintf(`{"assignment": %q, "outcome": "complete", "summary": "<what you did>"}`, d.Assignment)
+}
+
+func lineExample(d PromptData) string {
+	switch d.Stage {
+	case 0:
+		return message.Format(message.Stage0Complete{Item: d.Story.ID, Tasks: 3, PlanScore: 4}) + "   (with your task count and score)"
+	case 1:
+		return message.Format(message.Stage1Complete{Item: d.Story.ID, Verdict: message.VerdictGo, Readiness: 8})
+	case 2:
+		return message.Format(message.Stage2Complete{Item: d.Story.ID})
+	}
+	return message.Format(message.Stage3Complete{Item: d.Story.ID, Verdict: message.VerdictPass, Score: 100})
+}

@@ -1,0 +1,106 @@
+package team
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/store"
+)
+
+// Store kinds of the team's own records (the layers keep theirs: kind
+// pipeline.RecordKind per story, taskgraph.RecordKind for the graph).
+const (
+	kindStory    = "team.story"    // storyRecord, by story id
+	kindBoard    = "team.board"    // boardRecord, by story id
+	kindBase     = "team.base"     // phases.BeforeState, by assignment id
+	kindDecision = "team.decision" // decision, by story id
+	kindMemory   = "team.memory"   // memory, by story id
+)
+
+// graphSession is the id of the team's task graph session.
+const graphSession = "team"
+
+// storyRole is the task graph role of every story.
+const storyRole = "story"
+
+// boardRecord is the team's board entry for a story: the stage runner
+// writes what it verified, and the flow's board checks read it.
+type boardRecord struct {
+	Status string `json:"status"`
+	Tasks  int    `json:"tasks"`
+}
+
+// memory is what the next worker of a story is told about earlier
+// rounds: the quality gate's full feedback.
+type memory struct {
+	GateFeedback string `json:"gateFeedback,omitempty"`
+}
+
+// getJSON reads one record into v; found is false when it does not exist.
+func getJSON(ctx context.Context, db store.Store, kind, id string, v any) (version int64, found bool, err error) {
+	rec, err := db.Get(ctx, kind, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	if err := json.Unmarshal(rec.Data, v); err != nil {
+		return 0, false, fmt.Errorf("team: corrupt %s record %q: %w", kind, id, err)
+	}
+	return rec.Version, true, nil
+}
+
+// putJSON writes v over whatever version of the record is there, retrying
+// on a conflict (the team's records have one writer per key at a time;
+// a conflict means a concurrent write of the same fact).
+func putJSON(ctx context.Context, db store.Store, kind, id string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	for range 5 {
+		ver := int64(0)
+		rec, err := db.Get(ctx, kind, id)
+		switch {
+		case err == nil:
+			ver = rec.Version
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+		_, err = db.Apply(ctx, store.Op{Kind: kind, ID: id, ExpectVersion: ver, Data: data})
+		if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("team: writing %s record %q: too many conflicts", kind, id)
+}
+
+// storeBoard is the pipeline.Board the team keeps in its store.
+type storeBoard struct{ db store.Store }
+
+func (b storeBoard) Story(ctx context.Context, item foreman.ItemID) (pipeline.BoardStory, error) {
+	var r boardRecord
+	_, found, err := getJSON(ctx, b.db, kindBoard, string(item), &r)
+	if err != nil || !found {
+		return pipeline.BoardStory{}, err
+	}
+	return pipeline.BoardStory{Found: true, Status: r.Status, Tasks: r.Tasks}, nil
+}
+
+func (b storeBoard) SetStatus(ctx context.Context, item foreman.ItemID, status string) error {
+	var r boardRecord
+	if _, _, err := getJSON(ctx, b.db, kindBoard, string(item), &r); err != nil {
+		return err
+	}
+	r.Status = status
+	return putJSON(ctx, b.db, kindBoard, string(item), r)
+}
+
+func (b storeBoard) set(ctx context.Context, item foreman.ItemID, r boardRecord) error {
+	return putJSON(ctx, b.db, kindBoard, string(item), r)
+}

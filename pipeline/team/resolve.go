@@ -1,0 +1,168 @@
+package team
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/store"
+	"github.com/agentforeman/foreman/pipeline/taskgraph"
+)
+
+// Action is what a person decides about a paused story.
+type Action string
+
+const (
+	// Retry runs the stage the story paused at again, with a fresh worker
+	// and fresh budgets for it and the stages after it.
+	Retry Action = "retry"
+	// Resume goes on after a person fixed what the escalation named (in
+	// the story's worktree, or elsewhere): from the next stage, or, for a
+	// story paused at its last stage (a failed quality gate, a merge
+	// conflict), that stage again, which re-checks and merges.
+	Resume Action = "resume"
+	// Skip marks the story finished without merging it (a person did it
+	// by hand, or it is no longer needed): the stories after it may start.
+	Skip Action = "skip"
+	// Abandon gives the story up: it is not merged, and the stories after
+	// it stay blocked.
+	Abandon Action = "abandon"
+)
+
+// Actions lists the actions Resolve takes.
+func Actions() []Action { return []Action{Retry, Resume, Skip, Abandon} }
+
+// ErrNotPaused is matched when Resolve is asked about a story that is not
+// waiting for a person (it runs, merged, or was resolved otherwise).
+var ErrNotPaused = errors.New("team: story is not paused")
+
+// ErrUnknownAction is matched for an action Resolve does not know.
+var ErrUnknownAction = errors.New("team: unknown action")
+
+// decision is a person's decision about a paused story, kept until the
+// graph has acted on it (retry, resume) or for good (skip, abandon).
+type decision struct {
+	Action Action    `json:"action"`
+	Stage  int       `json:"stage"`
+	Note   string    `json:"note,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// restarts reports whether the decision sends the story back to work.
+func (d decision) restarts() bool { return d.Action == Retry || d.Action == Resume }
+
+// resolveStage is the stage a decision restarts a story paused at stage
+// in a flow of n stages.
+func resolveStage(a Action, stage, n int) int {
+	if a == Resume && stage+1 < n {
+		return stage + 1
+	}
+	return stage
+}
+
+// Resolve records what a person decided about a paused story and has the
+// team act on it: Retry and Resume put the story back to work (a running
+// team starts it as soon as a worker slot is free; otherwise the next Run
+// does), Skip lets the stories after it start, Abandon gives it up. note
+// reaches the next worker as feedback.
+//
+// Resolve is idempotent: the same decision again, before the team has
+// acted on it, changes nothing; any decision about a story that is not
+// paused (it already went back to work) is an error matching ErrNotPaused.
+func (t *Team) Resolve(ctx context.Context, story foreman.ItemID, action Action, note string) error {
+	switch action {
+	case Retry, Resume, Skip, Abandon:
+	default:
+		return fmt.Errorf("%w: %q (want one of %v)", ErrUnknownAction, action, Actions())
+	}
+	if _, ok := t.story(story); !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownStory, story)
+	}
+	st, err := t.pipe.Get(ctx, story)
+	if err != nil {
+		return err
+	}
+	if st.Status != pipeline.StatusPaused {
+		return fmt.Errorf("%w: %s is %s", ErrNotPaused, story, st.Status)
+	}
+	var prev decision
+	ver, found, err := getJSON(ctx, t.db, kindDecision, string(story), &prev)
+	if err != nil {
+		return err
+	}
+	if found {
+		if prev.Action == action {
+			return nil // a double click
+		}
+		return fmt.Errorf("%w: %s was already resolved (%s)", ErrNotPaused, story, prev.Action)
+	}
+	d := decision{Action: action, Stage: resolveStage(action, st.Stage, len(t.cfg.Flow.Stages)), Note: note, At: t.clk.Now()}
+	data, err := jsonMarshal(d)
+	if err != nil {
+		return err
+	}
+	if _, err := t.db.Apply(ctx, store.Op{Kind: kindDecision, ID: string(story), ExpectVersion: ver, Data: data}); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("%w: %s was resolved at the same time", ErrNotPaused, story)
+		}
+		return err
+	}
+	t.events.add(Event{Kind: EventStoryResolved, At: d.At, Story: story, Stage: d.Stage, Action: action, Detail: note})
+	if err := t.applyDecision(ctx, story); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	if t.run != nil {
+		t.run.wake(taskgraph.WakeUp{Text: "next"})
+	}
+	t.mu.Unlock()
+	return nil
+}
+
+// applyDecision carries a recorded decision to the task graph, if the
+// story's task is still parked: released (retry, resume: the next spawn
+// applies the decision to the pipeline), completed (skip) or cancelled
+// (abandon). Idempotent; Run calls it for parked tasks after a restart.
+func (t *Team) applyDecision(ctx context.Context, story foreman.ItemID) error {
+	var d decision
+	_, found, err := getJSON(ctx, t.db, kindDecision, string(story), &d)
+	if err != nil || !found {
+		return err
+	}
+	sess, _, err := t.graph.Load(ctx, graphSession)
+	if err != nil {
+		return err
+	}
+	task, ok := sess.Graph.Task(string(story))
+	if !ok || task.Status != taskgraph.Parked {
+		return nil
+	}
+	u := taskgraph.TaskUpdate{Task: string(story), Assignment: task.Assignment, At: d.At}
+	switch d.Action {
+	case Retry, Resume:
+		u.To = taskgraph.Pending
+	case Skip:
+		u.To = taskgraph.Completed
+	case Abandon:
+		u.To = taskgraph.Cancelled
+	}
+	_, err = t.graph.Update(ctx, graphSession, u)
+	return err
+}
+
+// clearDecision forgets a retry or resume once the pipeline has acted on
+// it, so that a later pause can be resolved again.
+func (t *Team) clearDecision(ctx context.Context, story foreman.ItemID) error {
+	rec, err := t.db.Get(ctx, kindDecision, string(story))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = t.db.Apply(ctx, store.Op{Kind: kindDecision, ID: string(story), ExpectVersion: rec.Version, Delete: true})
+	return err
+}

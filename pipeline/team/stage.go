@@ -1,0 +1,200 @@
+package team
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/pipeline"
+)
+
+// stageRunner is the agent every worker of the pool runs: it performs the
+// assignment's stage the way Config.Stages says (an agent once, the run
+// loop, or the gate plan), decides the stage's report from the evidence,
+// records the verified claim on the team's board and returns the report
+// as the result's final message, where the worker pool reads it.
+type stageRunner struct{ t *Team }
+
+func (r stageRunner) Execute(ctx context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (phases.AgentResult, error) {
+	t := r.t
+	a, ok := pipeline.ParseAssignment(req.TaskPrompt)
+	if !ok || a.Stage < 0 || a.Stage >= len(t.cfg.Stages) {
+		return phases.AgentResult{}, errors.New("team: a stage prompt without a valid assignment block")
+	}
+	st := t.cfg.Stages[a.Stage]
+	resultPath := t.resultPath(a.Assignment)
+	// The evidence must come from this execution: a file left by an
+	// earlier, interrupted run of the same assignment is not it.
+	if err := os.Remove(resultPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return phases.AgentResult{}, err
+	}
+	req.Env = append(slices.Clip(req.Env), EnvResult+"="+resultPath)
+
+	var (
+		res  phases.AgentResult
+		line string
+	)
+	switch st.Kind {
+	case StageAgent:
+		var err error
+		res, err = st.Agent.Execute(ctx, req, onEvent)
+		if ctx.Err() != nil {
+			return res, context.Cause(ctx)
+		}
+		ev := agentEvidence{Item: a.Item, Stage: a.Stage, Assignment: a.Assignment, Result: res, ExecErr: err, ResultPath: resultPath}
+		ev.File, ev.FileErr = readReport(resultPath)
+		line = agentStageLine(ev)
+	case StageBuild:
+		res, line = r.build(ctx, a, req, st, onEvent)
+	case StageGate:
+		res, line = r.gate(ctx, a, req.WorkspacePath)
+	}
+	if ctx.Err() != nil {
+		return res, context.Cause(ctx)
+	}
+	if err := r.recordBoard(ctx, a, line); err != nil {
+		return res, err
+	}
+	res.Success, res.Result = true, line
+	return res, nil
+}
+
+// readReport reads an agent's result file; (nil, nil) when there is none.
+func readReport(path string) (*Report, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rep Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return nil, fmt.Errorf("not a JSON report: %w", err)
+	}
+	return &rep, nil
+}
+
+// build runs the run loop: agent, snapshot since the assignment's base,
+// gates, feedback, until the gates pass or the limits end it.
+func (r stageRunner) build(ctx context.Context, a pipeline.AgentAssignment, req phases.AgentRequest, st Stage, onEvent phases.StreamCallback) (phases.AgentResult, string) {
+	t := r.t
+	before, err := t.assignmentBase(ctx, a.Assignment, req.WorkspacePath)
+	if err != nil {
+		return phases.AgentResult{}, errorLine(a.Item, a.Stage, "recording the build's starting point: "+err.Error())
+	}
+	loop := phases.NewRunLoop(phases.Config{
+		Services: phases.PhaseServices{
+			AgentDriver: envAgent{inner: st.Agent, env: req.Env}, Snapshotter: t.snap, Verifier: t.verifier,
+			FeedbackGenerator: t.feedback, Clock: t.clk, Logger: t.log,
+		},
+		Limits: t.cfg.Limits,
+	})
+	run, err := loop.Run(ctx, phases.RunRequest{
+		ItemID: a.Item, RunID: phases.RunID(a.Assignment), WorkspacePath: req.WorkspacePath,
+		Task:        phases.TaskSpec{Prompt: req.TaskPrompt, GatePlan: t.cfg.Gates, Agent: req.Constraints},
+		BeforeState: &before, SessionID: req.SessionID, Stream: onEvent,
+	})
+	res := phases.AgentResult{SessionID: run.SessionID, Tokens: run.Tokens, CostUSD: run.CostUSD, Duration: run.Duration}
+	if n := len(run.Iterations); n > 0 {
+		if b := run.Iterations[n-1].Result.Phases.Build; b != nil && b.AgentResult != nil {
+			res.Output, res.Stderr, res.ExitCode, res.Model = b.AgentResult.Output, b.AgentResult.Stderr, b.AgentResult.ExitCode, b.AgentResult.Model
+		}
+	}
+	line := buildStageLine(a.Item, a.Stage, run, err)
+	if !run.Succeeded() && err == nil {
+		// The agent's own word on why, when it wrote one, helps the person
+		// the pause escalates to.
+		if rep, _ := readReport(t.resultPath(a.Assignment)); rep != nil && rep.Assignment == a.Assignment && rep.Summary != "" {
+			line = errorLine(a.Item, a.Stage, lineDetail(line)+"; the agent says: "+rep.Summary)
+		}
+	}
+	return res, line
+}
+
+// lineDetail returns an ERROR line's details.
+func lineDetail(line string) string {
+	for i := 0; i+2 < len(line); i++ {
+		if line[i] == ':' && line[i+1] == ' ' {
+			return line[i+2:]
+		}
+	}
+	return line
+}
+
+// gate runs the gate plan in the story's worktree; a failure's full
+// feedback is kept for the rework's prompt.
+func (r stageRunner) gate(ctx context.Context, a pipeline.AgentAssignment, dir string) (phases.AgentResult, string) {
+	t := r.t
+	snap := phases.Snapshot{ID: string(a.Item), RunID: phases.RunID(a.Assignment), WorkspacePath: dir}
+	rep, err := t.verifier.Verify(ctx, snap, t.cfg.Gates, phases.VerifyOptions{})
+	if err != nil {
+		return phases.AgentResult{}, errorLine(a.Item, a.Stage, "the gates could not run: "+err.Error())
+	}
+	mem := memory{}
+	if !rep.Passed {
+		fb, ferr := t.feedback.Generate(ctx, snap, rep, t.cfg.Gates, phases.FeedbackOptions{})
+		if ferr != nil || fb == "" {
+			fb = failureSummary(rep)
+		}
+		mem.GateFeedback = fb
+	}
+	if err := putJSON(ctx, t.db, kindMemory, string(a.Item), mem); err != nil {
+		return phases.AgentResult{}, errorLine(a.Item, a.Stage, "recording the gate's feedback: "+err.Error())
+	}
+	line := gateStageLine(a.Item, a.Stage, rep, t.cfg.Gates)
+	return phases.AgentResult{Output: line, Duration: rep.Duration}, line
+}
+
+// recordBoard writes the board entry the report's rule checks.
+func (r stageRunner) recordBoard(ctx context.Context, a pipeline.AgentAssignment, line string) error {
+	b := storeBoard{db: r.t.db}
+	var cur boardRecord
+	if _, _, err := getJSON(ctx, r.t.db, kindBoard, string(a.Item), &cur); err != nil {
+		return err
+	}
+	next, ok := boardAfter(r.t.cfg.Flow, a.Stage, line, cur)
+	if !ok || next == cur {
+		return nil
+	}
+	return b.set(ctx, a.Item, next)
+}
+
+// envAgent adds the assignment's environment to every execution of the
+// run loop's agent (the run loop builds its own requests).
+type envAgent struct {
+	inner phases.AgentDriver
+	env   []string
+}
+
+func (e envAgent) Execute(ctx context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (phases.AgentResult, error) {
+	req.Env = append(slices.Clip(e.env), req.Env...)
+	return e.inner.Execute(ctx, req, onEvent)
+}
+
+// resultPath is where the agent of assignment writes its Report.
+func (t *Team) resultPath(a foreman.AssignmentID) string {
+	return filepath.Join(t.cfg.StateDir, "results", string(a)+".json")
+}
+
+// assignmentBase returns the workspace's starting point for a build
+// assignment, recorded the first time it runs, so that a build re-run after
+// a host crash still counts the commits its first run made.
+func (t *Team) assignmentBase(ctx context.Context, a foreman.AssignmentID, dir string) (phases.BeforeState, error) {
+	var before phases.BeforeState
+	_, found, err := getJSON(ctx, t.db, kindBase, string(a), &before)
+	if err != nil || found {
+		return before, err
+	}
+	before, err = t.snap.Before(ctx, dir)
+	if err != nil {
+		return before, err
+	}
+	return before, putJSON(ctx, t.db, kindBase, string(a), before)
+}

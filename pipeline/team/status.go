@@ -1,0 +1,344 @@
+package team
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/taskgraph"
+)
+
+// StoryState is where a story stands as a whole.
+type StoryState string
+
+const (
+	// StoryPending: not started (waiting for a worker slot, or for the
+	// stories it comes after to merge).
+	StoryPending StoryState = "pending"
+	// StoryRunning: a stage is being worked on, or the story is merging.
+	StoryRunning StoryState = "running"
+	// StoryMerged: done, its squash commit is on the target branch.
+	StoryMerged StoryState = "merged"
+	// StoryPaused: waiting for a person (Resolve).
+	StoryPaused StoryState = "paused"
+	// StorySkipped and StoryAbandoned: a person resolved it so.
+	StorySkipped   StoryState = "skipped"
+	StoryAbandoned StoryState = "abandoned"
+	// StoryBlocked: comes after a story that is paused or abandoned.
+	StoryBlocked StoryState = "blocked"
+)
+
+// StoryStatus is one story's status.
+type StoryStatus struct {
+	ID    foreman.ItemID   `json:"id"`
+	Title string           `json:"title"`
+	After []foreman.ItemID `json:"after,omitempty"`
+	State StoryState       `json:"state"`
+	// Stage and Role are the current stage (the last one, once finished).
+	Stage int    `json:"stage"`
+	Role  string `json:"role,omitempty"`
+	// Worker, Assignment and Since describe the stage's current worker.
+	Worker     foreman.WorkerID     `json:"worker,omitempty"`
+	Assignment foreman.AssignmentID `json:"assignment,omitempty"`
+	Since      time.Time            `json:"since,omitzero"`
+	// Attempts counts the workers the story has had.
+	Attempts int `json:"attempts"`
+	// Last is the last stage result; Feedback what the next worker is told.
+	Last     string `json:"last,omitempty"`
+	Feedback string `json:"feedback,omitempty"`
+	Commit   string `json:"commit,omitempty"`
+	// Pause is the escalation of a paused story: its cause and what to do.
+	Pause *pipeline.Escalation `json:"pause,omitempty"`
+	// BlockedBy lists, for a blocked story, the stories holding it back.
+	BlockedBy []foreman.ItemID `json:"blockedBy,omitempty"`
+	// Decision is a person's recorded decision, if any.
+	Decision Action    `json:"decision,omitempty"`
+	Started  time.Time `json:"started,omitzero"`
+	Updated  time.Time `json:"updated,omitzero"`
+}
+
+// Status is the team as a person watching it sees it.
+type Status struct {
+	At      time.Time     `json:"at"`
+	Running bool          `json:"running"`
+	Workers int           `json:"workers"`
+	Stories []StoryStatus `json:"stories"`
+	// Escalations are the paused stories' escalations, waiting for a
+	// person, with the actions Resolve offers.
+	Escalations []pipeline.Escalation `json:"escalations"`
+	Actions     []Action              `json:"actions"`
+	// Graph is the dependency graph's status report, as text.
+	Graph string `json:"graph"`
+}
+
+// Result is how a Run left the plan.
+type Result struct {
+	Stories []StoryStatus `json:"stories"`
+	// Counts by state.
+	Merged, Paused, Skipped, Abandoned, Blocked, Pending, Running int
+}
+
+func (r Result) summary() string {
+	return fmt.Sprintf("%d merged, %d paused, %d skipped, %d abandoned, %d blocked, %d pending", r.Merged, r.Paused,
+		r.Skipped, r.Abandoned, r.Blocked, r.Pending)
+}
+
+// String says how many stories ended how.
+func (r Result) String() string { return r.summary() }
+
+// storyState is a story's state from its task and its pipeline state.
+func storyState(task taskgraph.Task, st pipeline.State, d *decision) StoryState {
+	switch {
+	case st.Status == pipeline.StatusDone:
+		return StoryMerged
+	case d != nil && d.Action == Skip:
+		return StorySkipped
+	case d != nil && d.Action == Abandon:
+		return StoryAbandoned
+	case st.Status == pipeline.StatusPaused && (d == nil || !d.restarts()):
+		return StoryPaused
+	case st.Status == pipeline.StatusActive || task.Status == taskgraph.InProgress:
+		return StoryRunning
+	}
+	return StoryPending
+}
+
+// Status reports every story, the escalations waiting for a person and
+// the dependency graph. It reads the store only, so it works whether or
+// not the team runs.
+func (t *Team) Status(ctx context.Context) (Status, error) {
+	now := t.clk.Now()
+	t.mu.Lock()
+	running := t.run != nil
+	t.mu.Unlock()
+	stories, err := t.storyStatuses(ctx, now)
+	if err != nil {
+		return Status{}, err
+	}
+	rep, err := t.graph.Status(ctx, graphSession)
+	if err != nil {
+		return Status{}, err
+	}
+	s := Status{At: now, Running: running, Workers: t.cfg.Workers, Stories: stories, Actions: Actions(), Graph: rep.Text()}
+	for _, st := range stories {
+		if st.State == StoryPaused && st.Pause != nil {
+			s.Escalations = append(s.Escalations, *st.Pause)
+		}
+	}
+	return s, nil
+}
+
+func (t *Team) storyStatuses(ctx context.Context, now time.Time) ([]StoryStatus, error) {
+	sess, _, err := t.graph.Load(ctx, graphSession)
+	if err != nil {
+		return nil, err
+	}
+	var out []StoryStatus
+	states := map[foreman.ItemID]StoryState{}
+	for _, s := range t.Stories() {
+		task, _ := sess.Graph.Task(string(s.ID))
+		st, err := t.pipe.Get(ctx, s.ID)
+		if err != nil {
+			return nil, err
+		}
+		var d decision
+		_, found, err := getJSON(ctx, t.db, kindDecision, string(s.ID), &d)
+		if err != nil {
+			return nil, err
+		}
+		dp := &d
+		if !found {
+			dp = nil
+		}
+		ss := StoryStatus{ID: s.ID, Title: s.Title, After: s.After, State: storyState(task, st, dp), Stage: st.Stage,
+			Attempts: st.Assignments, Last: lastResult(st), Feedback: st.Feedback, Commit: st.Commit,
+			Started: st.Started, Updated: st.Updated}
+		if st.Status != pipeline.StatusNew {
+			ss.Role = t.role(st.Stage)
+		}
+		if dp != nil {
+			ss.Decision = dp.Action
+		}
+		if ss.State == StoryRunning {
+			ss.Worker, ss.Assignment = st.Worker, st.Assignment
+			if st.Stage < len(st.Stages) {
+				ss.Since = st.Stages[st.Stage].Start
+			}
+		}
+		if ss.State == StoryPaused {
+			ss.Pause = st.Pause
+		}
+		states[s.ID] = ss.State
+		out = append(out, ss)
+	}
+	for i := range out {
+		if out[i].State != StoryPending {
+			continue
+		}
+		for _, a := range out[i].After {
+			switch states[a] {
+			case StoryPaused, StoryAbandoned, StoryBlocked:
+				out[i].BlockedBy = append(out[i].BlockedBy, a)
+			}
+		}
+		if len(out[i].BlockedBy) > 0 {
+			out[i].State = StoryBlocked
+		}
+	}
+	// A story blocked only through a blocked one is found by a second
+	// pass in dependency order; the graph's order is creation order, in
+	// which every story comes after those it depends on.
+	for i := range out {
+		if out[i].State == StoryPending {
+			for _, a := range out[i].After {
+				if states[a] == StoryBlocked || stateOf(out, a) == StoryBlocked {
+					out[i].BlockedBy = append(out[i].BlockedBy, a)
+				}
+			}
+			if len(out[i].BlockedBy) > 0 {
+				out[i].State = StoryBlocked
+			}
+		}
+	}
+	return out, nil
+}
+
+func stateOf(out []StoryStatus, id foreman.ItemID) StoryState {
+	for _, s := range out {
+		if s.ID == id {
+			return s.State
+		}
+	}
+	return ""
+}
+
+// result reads how the plan stands.
+func (t *Team) result(ctx context.Context) (Result, error) {
+	stories, err := t.storyStatuses(ctx, t.clk.Now())
+	if err != nil {
+		return Result{}, err
+	}
+	r := Result{Stories: stories}
+	for _, s := range stories {
+		switch s.State {
+		case StoryMerged:
+			r.Merged++
+		case StoryPaused:
+			r.Paused++
+		case StorySkipped:
+			r.Skipped++
+		case StoryAbandoned:
+			r.Abandoned++
+		case StoryBlocked:
+			r.Blocked++
+		case StoryRunning:
+			r.Running++
+		default:
+			r.Pending++
+		}
+	}
+	return r, nil
+}
+
+// Text renders the status for a terminal: a table of stories, the
+// escalations with what to do, and the dependency graph.
+func (s Status) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Stories (%d workers", s.Workers)
+	if s.Running {
+		b.WriteString(", running")
+	}
+	b.WriteString(")\n")
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ID\tSTATE\tSTAGE\tWORKER\tELAPSED\tLAST\t")
+	for _, st := range s.Stories {
+		stage, worker, elapsed := "", "", ""
+		if st.Role != "" {
+			stage = fmt.Sprintf("%d %s", st.Stage, st.Role)
+		}
+		if st.State == StoryRunning {
+			worker = string(st.Worker)
+			if !st.Since.IsZero() {
+				elapsed = s.At.Sub(st.Since).Round(time.Second).String()
+			}
+		}
+		last := st.Last
+		switch {
+		case st.State == StoryMerged && st.Commit != "":
+			last = "merged as " + short(st.Commit)
+		case st.State == StoryBlocked:
+			last = "after " + joinIDs(st.BlockedBy)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t\n", st.ID, st.State, stage, worker, elapsed, clip(last, 60))
+	}
+	tw.Flush()
+	if len(s.Escalations) > 0 {
+		fmt.Fprintf(&b, "\nWaiting for a person (Resolve: %s)\n", joinActions(s.Actions))
+		for _, e := range s.Escalations {
+			fmt.Fprintf(&b, "  %s at stage %d: %s\n", e.Item, e.Stage, e.Message)
+			if e.SuggestedAction != "" {
+				fmt.Fprintf(&b, "    what to do: %s\n", e.SuggestedAction)
+			}
+			if len(e.Files) > 0 {
+				fmt.Fprintf(&b, "    files: %s\n", strings.Join(e.Files, ", "))
+			}
+		}
+	}
+	if s.Graph != "" {
+		b.WriteString("\n" + s.Graph)
+		if !strings.HasSuffix(s.Graph, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+// JSON renders the status as indented JSON.
+func (s Status) JSON() ([]byte, error) { return json.MarshalIndent(s, "", "  ") }
+
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+func joinIDs(ids []foreman.ItemID) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = string(id)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func joinActions(as []Action) string {
+	parts := make([]string, len(as))
+	for i, a := range as {
+		parts[i] = string(a)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// lastResult is the result line of the latest stage that has one.
+func lastResult(st pipeline.State) string {
+	for i := min(st.Stage, len(st.Stages)-1); i >= 0; i-- {
+		if r := st.Stages[i].Result; r != "" {
+			return fmt.Sprintf("%d: %s", i, r)
+		}
+	}
+	return ""
+}

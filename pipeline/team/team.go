@@ -1,0 +1,326 @@
+package team
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/clock"
+	"github.com/agentforeman/foreman/merge"
+	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/phases/agentcmd"
+	"github.com/agentforeman/foreman/phases/gates"
+	"github.com/agentforeman/foreman/phases/gitsnap"
+	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/sqlitestore"
+	"github.com/agentforeman/foreman/pipeline/store"
+	"github.com/agentforeman/foreman/pipeline/taskgraph"
+)
+
+// ErrRunning is returned by Run while another Run of the same Team is in
+// progress.
+var ErrRunning = errors.New("team: already running")
+
+// ErrClosed is returned by calls after Close.
+var ErrClosed = errors.New("team: closed")
+
+// graphMode is the task graph session's mode: the team gives its tasks.
+const graphMode taskgraph.Mode = "team"
+
+// Team is a team of agents working through a plan of stories on one
+// repository. Create it with New, add stories with Add, and call Run until
+// every story is merged or waits for a person; Status, Events, Subscribe
+// and Resolve are for the people watching. All methods are safe for
+// concurrent use.
+type Team struct {
+	cfg      Config
+	db       store.Store
+	ownsDB   bool
+	mgr      *merge.Manager
+	pipe     *pipeline.Runtime
+	graph    *taskgraph.Runtime
+	snap     phases.Snapshotter
+	verifier phases.Verifier
+	feedback phases.FeedbackGenerator
+	clk      foreman.Clock
+	log      *slog.Logger
+	events   *eventLog
+	spawns   spawnProxy
+
+	mu      sync.Mutex
+	stories map[foreman.ItemID]Story
+	order   []foreman.ItemID
+	run     *runState
+	closed  bool
+}
+
+// New checks cfg, opens the team's state (creating it in a new repository,
+// continuing it in one that has it) and returns the Team. It runs nothing:
+// call Run. A missing agent program is an error matching
+// ErrAgentUnavailable; a bad Config one matching ErrInvalidConfig.
+func New(ctx context.Context, cfg Config) (*Team, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	for i := range cfg.Stages {
+		st := &cfg.Stages[i]
+		if st.Agent == nil {
+			continue
+		}
+		if d, ok := st.Agent.(*agentcmd.Driver); ok && d.LeaseDir() == "" {
+			st.Agent = d.WithLeaseDir(filepath.Join(cfg.StateDir, "leases"))
+		}
+		if c, ok := st.Agent.(interface{ Check() error }); ok {
+			if err := c.Check(); err != nil {
+				return nil, fmt.Errorf("%w: the %s stage's agent: %w", ErrAgentUnavailable, st.Role, err)
+			}
+		}
+	}
+	t := &Team{cfg: cfg, clk: clock.OrReal(cfg.Clock), log: cfg.Logger, stories: map[foreman.ItemID]Story{}}
+	if t.log == nil {
+		t.log = slog.New(slog.DiscardHandler)
+	}
+	t.events = newEventLog(cfg.OnEvent)
+	if err := t.open(ctx); err != nil {
+		t.closeStore()
+		return nil, err
+	}
+	return t, nil
+}
+
+// open makes the state directory, the store, the repository's manager,
+// the services and the two runtimes, and loads the plan.
+func (t *Team) open(ctx context.Context) error {
+	cfg := t.cfg
+	for _, d := range []string{cfg.StateDir, filepath.Join(cfg.StateDir, "results"), filepath.Join(cfg.StateDir, "leases")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	mc := cfg.Merge
+	mc.Repo = cfg.Repo
+	if mc.Clock == nil {
+		mc.Clock = cfg.Clock
+	}
+	if mc.Logger == nil {
+		mc.Logger = t.log
+	}
+	mgr, err := merge.New(ctx, mc)
+	if err != nil {
+		return err
+	}
+	t.mgr = mgr
+	if err := excludeFromGit(ctx, cfg.Repo, cfg.StateDir, mc.Git, mc.GitEnv); err != nil {
+		return err
+	}
+	t.db, t.ownsDB = cfg.Store, false
+	if t.db == nil {
+		db, err := sqlitestore.Open(ctx, filepath.Join(cfg.StateDir, "foreman.db"), sqlitestore.Options{Clock: cfg.Clock})
+		if err != nil {
+			return err
+		}
+		t.db, t.ownsDB = db, true
+	}
+	t.snap, t.verifier, t.feedback = cfg.Snapshotter, cfg.Verifier, cfg.Feedback
+	if t.snap == nil {
+		t.snap = gitsnap.New(gitsnap.Config{Git: mc.Git, Env: mc.GitEnv, Clock: cfg.Clock})
+	}
+	if t.verifier == nil {
+		t.verifier = gates.NewVerifier(gates.VerifierConfig{Clock: cfg.Clock, Logger: t.log})
+	}
+	if t.feedback == nil {
+		t.feedback = gates.NewFeedbackGenerator(gates.FeedbackConfig{})
+	}
+	git := pipeline.Git{Manager: mgr, Request: merge.Request{CommitPending: true, Check: cfg.MergeCheck}, Logger: t.log}
+	t.spawns.t = t
+	t.pipe, err = pipeline.NewRuntime(pipeline.RuntimeConfig{
+		Flow: cfg.Flow, Store: t.db, Spawner: &t.spawns, Messenger: &t.spawns, Worktrees: git, Merger: git,
+		Board: storeBoard{db: t.db}, Clock: cfg.Clock, Logger: t.log,
+	})
+	if err != nil {
+		return err
+	}
+	t.graph, err = taskgraph.NewRuntime(taskgraph.Config{
+		Store: t.db, Spawner: graphSpawner{t}, Clock: cfg.Clock, Logger: t.log,
+		Core: taskgraph.CoreConfig{Roles: []string{storyRole}, NoCheckpoints: true, MaxActive: cfg.Workers},
+	})
+	if err != nil {
+		return err
+	}
+	if _, _, err := t.graph.Load(ctx, graphSession); errors.Is(err, taskgraph.ErrSessionNotFound) {
+		if _, err := t.graph.Create(ctx, graphSession, "foreman", graphMode, []taskgraph.TaskSpec{}); err != nil && !errors.Is(err, taskgraph.ErrSessionExists) {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	return t.loadStories(ctx)
+}
+
+// loadStories reads the plan and repairs an Add that a crash interrupted
+// between writing the stories and adding their tasks to the graph.
+func (t *Team) loadStories(ctx context.Context) error {
+	recs, err := t.db.List(ctx, kindStory)
+	if err != nil {
+		return err
+	}
+	sess, _, err := t.graph.Load(ctx, graphSession)
+	if err != nil {
+		return err
+	}
+	var missing []taskgraph.TaskSpec
+	for _, rec := range recs {
+		var sr storyRecord
+		if _, _, err := getJSON(ctx, t.db, kindStory, rec.ID, &sr); err != nil {
+			return err
+		}
+		t.stories[sr.ID] = sr.Story
+		if _, ok := sess.Graph.Task(string(sr.ID)); !ok {
+			missing = append(missing, taskSpec(sr.Story))
+		}
+	}
+	for _, task := range sess.Graph.Tasks() {
+		t.order = append(t.order, foreman.ItemID(task.Subject))
+	}
+	if len(missing) > 0 {
+		if err := t.graph.AddTasks(ctx, graphSession, missing...); err != nil {
+			return err
+		}
+		for _, m := range missing {
+			t.order = append(t.order, foreman.ItemID(m.Subject))
+		}
+	}
+	return nil
+}
+
+func taskSpec(s Story) taskgraph.TaskSpec {
+	spec := taskgraph.TaskSpec{Subject: string(s.ID), Role: storyRole, Description: s.Title}
+	for _, a := range s.After {
+		spec.BlockedBy = append(spec.BlockedBy, string(a))
+	}
+	return spec
+}
+
+// Close releases the team's store (when New opened it). A Run in progress
+// is not stopped: cancel its context first. Close is safe to call twice.
+func (t *Team) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	return t.closeStore()
+}
+
+func (t *Team) closeStore() error {
+	if t.ownsDB && t.db != nil {
+		return t.db.Close()
+	}
+	return nil
+}
+
+// Repo returns the repository's main worktree; Worktree a story's
+// worktree path.
+func (t *Team) Repo() string { return t.cfg.Repo }
+
+// Worktree returns the path of story's worktree (it exists while the story
+// is being worked on, and after it pauses).
+func (t *Team) Worktree(story foreman.ItemID) (string, error) { return t.mgr.Path(story) }
+
+// Add adds stories to the plan, all or none: each must be valid, every
+// story it comes After must be in the plan or in this call, and the
+// dependencies must not form a cycle. Adding a story that is already in
+// the plan with the same content does nothing; with different content it
+// is an error matching ErrStoryExists. Stories may be added while the
+// team runs.
+func (t *Team) Add(ctx context.Context, stories ...Story) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	var fresh []Story
+	inCall := map[foreman.ItemID]Story{}
+	for _, s := range stories {
+		if err := s.validate(); err != nil {
+			return err
+		}
+		if prev, ok := inCall[s.ID]; ok && !prev.same(s) {
+			return &StoryError{ID: s.ID, Reason: "given twice with different content", Err: ErrStoryExists}
+		}
+		inCall[s.ID] = s
+		if old, ok := t.stories[s.ID]; ok {
+			if !old.same(s) {
+				return &StoryError{ID: s.ID, Reason: "already in the plan with different content", Err: ErrStoryExists}
+			}
+			continue
+		}
+		fresh = append(fresh, s)
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	sess, _, err := t.graph.Load(ctx, graphSession)
+	if err != nil {
+		return err
+	}
+	specs := make([]taskgraph.TaskSpec, len(fresh))
+	for i, s := range fresh {
+		specs[i] = taskSpec(s)
+	}
+	// The graph checks blockers and cycles; trying it first means nothing
+	// is written for a plan it would refuse.
+	if _, err := sess.Graph.Add([]string{storyRole}, specs...); err != nil {
+		return &StoryError{ID: fresh[0].ID, Reason: err.Error(), Err: errors.Join(ErrInvalidStory, err)}
+	}
+	now := t.clk.Now()
+	ops := make([]store.Op, len(fresh))
+	for i, s := range fresh {
+		data, err := jsonMarshal(storyRecord{Story: s, Added: now})
+		if err != nil {
+			return err
+		}
+		ops[i] = store.Op{Kind: kindStory, ID: string(s.ID), Data: data}
+	}
+	if _, err := t.db.Apply(ctx, ops...); err != nil {
+		return err
+	}
+	if err := t.graph.AddTasks(ctx, graphSession, specs...); err != nil {
+		return err // the stories are written; New or the next Add repairs the graph
+	}
+	for _, s := range fresh {
+		t.stories[s.ID] = s
+		t.order = append(t.order, s.ID)
+		t.events.add(Event{Kind: EventStoryAdded, At: now, Story: s.ID, Detail: s.Title})
+	}
+	if t.run != nil {
+		t.run.wake(taskgraph.WakeUp{Text: "next"})
+	}
+	return nil
+}
+
+// story returns a story of the plan.
+func (t *Team) story(id foreman.ItemID) (Story, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, ok := t.stories[id]
+	return s, ok
+}
+
+// Stories returns the plan, in the order the stories were added.
+func (t *Team) Stories() []Story {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Story, 0, len(t.order))
+	for _, id := range t.order {
+		out = append(out, t.stories[id])
+	}
+	return out
+}
