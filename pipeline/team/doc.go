@@ -1,0 +1,81 @@
+// Package team runs a team of coding agents through a plan of stories on
+// one git repository: every layer of Foreman composed into one type.
+//
+//	t, err := team.New(ctx, team.Config{
+//		Repo:    dir,
+//		Agent:   agentcmd.New(agentcmd.Config{Format: agentcmd.FormatClaude}),
+//		Gates:   plan, // the checks every story's work must pass
+//		Workers: 4,
+//	})
+//	err = t.Add(ctx, team.Story{ID: "US-001", Title: "...", Body: "..."},
+//		team.Story{ID: "US-002", Title: "...", After: []foreman.ItemID{"US-001"}})
+//	res, err := t.Run(ctx) // until every story is merged or waits for a person
+//
+// # How a story is worked
+//
+// The task graph (pipeline/taskgraph) schedules the stories: one starts
+// once every story it comes After has merged, and at most Workers are in
+// flight at once. Each moves through a flow on pipeline.Runtime: by default
+// the story flow (plan, validate, execute, quality gate, then a squash
+// merge), or pipeline.TaskFlow's single build stage, or the host's own.
+// Every stage is an assignment on the worker pool (worker.Dispatcher): a
+// fresh worker per stage, supervised for liveness and progress, within
+// budgets. How a stage is performed is its StageKind:
+//
+//   - StageAgent runs the agent once (plan, validate);
+//   - StageBuild runs the run loop (package phases) in the story's worktree:
+//     the agent builds, the change since the assignment's base is
+//     snapshotted (commits and uncommitted files), checked against the gate
+//     plan, and the failures go back to the agent as feedback, up to
+//     Config.Limits;
+//   - StageGate runs the gate plan itself, PASS or FAIL; a FAIL sends the
+//     story back to the build stage with the gates' output, within the
+//     flow's quality cycles.
+//
+// A story that passes is squash-merged onto the target branch with a
+// Foreman-Item trailer (package merge), exactly once, and its worktree is
+// removed.
+//
+// # Completion needs evidence
+//
+// An agent reports its stage by writing a Report as JSON to the file named
+// in its environment as FOREMAN_RESULT, carrying the assignment id it was
+// given (FOREMAN_ASSIGNMENT); a report with any other assignment id is
+// ignored. The stage's canonical line (pipeline/message) at the end of its
+// output is the fallback. A build stage completes only when the run loop
+// saw changes since the assignment's base that pass the gates, whatever the
+// agent says. An agent that fails or says nothing pauses its story with
+// the cause: exit status, the tail of its stderr, the gates' output.
+//
+// # Durable and resumable
+//
+// The team's state (the task graph, each story's flow state and pending
+// effects, the plan, a person's decisions) lives in a store.Store: by
+// default a SQLite database in <Repo>/.foreman, which git ignores. Every
+// decision is persisted before it is acted on, and every action is
+// idempotent, so a host killed at any point and started again with the
+// same Config finishes the plan: Run carries out what was decided but not
+// done, gives the stages that were in flight a worker again (an agent the
+// dead host left running in a worktree is stopped first, through
+// agentcmd's leases, kept in <Repo>/.foreman/leases), never redoes a
+// finished stage and never merges a story twice. A plan already merged
+// finishes at once.
+//
+// # A person in the loop
+//
+// Status reports every story (state, stage, worker and how long it has
+// worked, the last result, the escalation of a paused one) and the
+// dependency graph, as text (Status.Text) or JSON; it reads the store only,
+// so another process can call it on the same repository. Events and
+// Subscribe give the typed event stream, numbered by Seq. Resolve takes a
+// person's decision about a paused story: Retry its stage, Resume after a
+// manual fix, Skip it, or Abandon it.
+//
+// # Errors
+//
+// New refuses a bad Config (ErrInvalidConfig, with the field) and an
+// agent that cannot start (ErrAgentUnavailable: a missing binary is found
+// before any work). Add refuses an invalid plan whole (ErrInvalidStory,
+// ErrStoryExists). Run's error is a system fault (store, git, context);
+// stories that pause are part of its Result.
+package team
