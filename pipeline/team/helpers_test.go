@@ -29,6 +29,8 @@ import (
 //	<id>.nogo           the validation says no-go
 //	<id>.silent         the build commits but reports nothing (evidence only)
 //	<id>.line           report with the canonical line instead of the file
+//	<id>.nochange       the build reports complete without changing anything
+//	<id>.forged         the result file names another assignment
 const scriptedAgent = `#!/bin/sh
 set -eu
 ctl=%CTL%
@@ -38,7 +40,9 @@ echo "$id stage $stage $FOREMAN_ASSIGNMENT" >> "$ctl/log"
 if [ -e "$ctl/$id.fail-stage-$stage" ]; then echo "boom $stage" >&2; exit 3; fi
 report() { # outcome [extra json]
   if [ -e "$ctl/$id.line" ]; then return 0; fi
-  printf '{"assignment":"%s","outcome":"%s"%s}\n' "$FOREMAN_ASSIGNMENT" "$1" "${2:-}" > "$FOREMAN_RESULT"
+  a=$FOREMAN_ASSIGNMENT
+  [ -e "$ctl/$id.forged" ] && a="$id-a999"
+  printf '{"assignment":"%s","outcome":"%s"%s}\n' "$a" "$1" "${2:-}" > "$FOREMAN_RESULT"
 }
 case "$stage" in
 0) report complete ',"tasks":2,"score":4'
@@ -47,7 +51,8 @@ case "$stage" in
 1) if [ -e "$ctl/$id.nogo" ]; then report no-go ',"score":2,"summary":"the story is unclear"'; else report go ',"score":9'; fi
    [ -e "$ctl/$id.line" ] && echo "Stage 1 COMPLETE for $id. Verdict: GO. Readiness: 9."
    ;;
-*) content=ok
+*) if [ -e "$ctl/$id.nochange" ]; then report complete ',"summary":"all done (not really)"'; exit 0; fi
+   content=ok
    if [ -e "$ctl/$id.bad" ]; then
      case "$*" in *BAD*) content=fixed;; *) content=BAD;; esac
    fi
@@ -56,6 +61,7 @@ case "$stage" in
    [ -e "$ctl/$id.silent" ] || report complete ',"summary":"wrote the file"'
    ;;
 esac
+exit 0
 `
 
 // gatePlan fails when any story file says BAD.

@@ -1,0 +1,72 @@
+package team_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/team"
+)
+
+func TestAGateFailureIsReworkedWithTheGatesOutput(t *testing.T) {
+	f := newFixture(t)
+	f.touch(t, "US-001.bad")
+	tm := f.newTeam(t)
+	ctx := context.Background()
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "US-001", Title: "first"}))
+	res := run(t, tm)
+	require.Equal(t, 1, res.Merged, res.String())
+	// The build's own run loop saw the gate fail on BAD and got the output
+	// as feedback: the second iteration fixed it; main has the fix only.
+	data, err := os.ReadFile(filepath.Join(f.repo, "US-001.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "fixed\n", string(data))
+	log, err := os.ReadFile(filepath.Join(f.ctl, "log"))
+	require.NoError(t, err)
+	assert.Equal(t, 2, strings.Count(string(log), "US-001 stage 2 "), "two build iterations:\n%s", log)
+}
+
+func TestCompletionNeedsEvidence(t *testing.T) {
+	cases := map[string]struct {
+		control   string
+		merged    bool
+		pauseText string
+	}{
+		// Only the printed line, no result file: the fallback is taken.
+		"canonical line": {control: "line", merged: true},
+		// The build reports nothing, but its commits pass the gates.
+		"silent build with commits": {control: "silent", merged: true},
+		// A claim without a change is not believed.
+		"claim without changes": {control: "nochange", pauseText: "no changes"},
+		// A result file for another assignment is ignored; the plan stage
+		// has no other report, so it pauses saying so.
+		"forged assignment": {control: "forged", pauseText: "not the current"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			f.touch(t, "US-001."+c.control)
+			tm := f.newTeam(t)
+			require.NoError(t, tm.Add(context.Background(), team.Story{ID: "US-001", Title: "first"}))
+			res := run(t, tm)
+			s := stateOf(res, "US-001")
+			if c.merged {
+				assert.Equal(t, team.StoryMerged, s.State, res.String())
+				assert.Len(t, trailers(t, f.repo), 1)
+				return
+			}
+			require.Equal(t, team.StoryPaused, s.State, res.String())
+			require.NotNil(t, s.Pause)
+			assert.Equal(t, pipeline.ReasonStageError, s.Pause.Reason)
+			t.Log(s.Pause.Message)
+			assert.Contains(t, s.Pause.Message, c.pauseText)
+			assert.Empty(t, trailers(t, f.repo))
+		})
+	}
+}
