@@ -29,12 +29,18 @@ const (
 		ON CONFLICT (kind, id) DO UPDATE SET version = max(version, excluded.version), deleted_at = excluded.deleted_at`
 	unburySQL  = `DELETE FROM tombstones WHERE kind = ? AND id = ?`
 	versionSQL = `SELECT version FROM records WHERE kind = ? AND id = ?`
+	// A caller's ops inside a group commit run under a savepoint when there
+	// is more than one, so that a conflict undoes that caller's ops only.
+	savepointSQL  = `SAVEPOINT apply`
+	releaseSQL    = `RELEASE apply`
+	rollbackToSQL = `ROLLBACK TO apply`
 )
 
 // writeStmts are prepared once on the single writing connection, so that
 // a transaction reuses them instead of compiling SQL for every op.
 type writeStmts struct {
 	insert, update, delete, bury, unbury *sql.Stmt
+	savepoint, release, rollbackTo       *sql.Stmt
 }
 
 func prepareWrites(ctx context.Context, db *sql.DB) (writeStmts, error) {
@@ -45,6 +51,7 @@ func prepareWrites(ctx context.Context, db *sql.DB) (writeStmts, error) {
 	}{
 		{&ws.insert, insertSQL}, {&ws.update, updateSQL}, {&ws.delete, deleteSQL},
 		{&ws.bury, buryDeletedSQL}, {&ws.unbury, unburySQL},
+		{&ws.savepoint, savepointSQL}, {&ws.release, releaseSQL}, {&ws.rollbackTo, rollbackToSQL},
 	} {
 		stmt, err := db.PrepareContext(ctx, p.query)
 		if err != nil {
@@ -53,67 +60,6 @@ func prepareWrites(ctx context.Context, db *sql.DB) (writeStmts, error) {
 		*p.dst = stmt
 	}
 	return ws, nil
-}
-
-// Apply implements store.Store: one immediate transaction, committed with a
-// full fsync of the WAL, or rolled back on the first conflict.
-func (s *Store) Apply(ctx context.Context, ops ...store.Op) ([]store.Record, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := store.ValidateOps(ops); err != nil {
-		return nil, err
-	}
-	leave, err := s.enter()
-	if err != nil {
-		return nil, err
-	}
-	defer leave()
-	if s.readOnly {
-		return nil, ErrReadOnly
-	}
-	if len(ops) == 0 {
-		return []store.Record{}, nil
-	}
-	nanos := s.clock.Now().UnixNano()
-	now := fromNanos(nanos)
-
-	tx, err := s.writer.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, s.fail("begin", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-
-	w := txWriter{ctx: ctx, tx: tx, prepared: &s.stmts, nanos: nanos}
-	out := make([]store.Record, len(ops))
-	for i, op := range ops {
-		var version int64
-		var ok bool
-		var err error
-		switch {
-		case op.Delete:
-			ok, err = w.delete(op)
-		case op.ExpectVersion == 0:
-			version, ok, err = w.create(op)
-		default:
-			version, ok, err = w.update(op)
-		}
-		if err != nil {
-			return nil, s.fail("apply", err)
-		}
-		if !ok {
-			return nil, s.conflict(ctx, tx, op)
-		}
-		out[i] = store.Record{Kind: op.Kind, ID: op.ID, UpdatedAt: now}
-		if !op.Delete {
-			out[i].Version = version
-			out[i].Data = append([]byte{}, op.Data...)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, s.fail("commit", err)
-	}
-	return out, nil
 }
 
 // txWriter runs the ops of one Apply in its transaction, binding each

@@ -24,10 +24,19 @@
 // versions (a second statement only when a tombstone was there); records
 // holds live records only, so nothing that reads or counts it sees a
 // deleted one. PurgeTombstones (store.TombstonePurger) forgets old ones.
-// Durable throughput is therefore bounded by the disk's fsync rate when
-// every transition commits alone; batching transitions into one Apply is
-// what makes the store fast (BenchmarkApply compares both, on SQLite, on
-// the raw driver and on Memory, with an append+fsync floor, in one run).
+// A commit costs one fsync, so durable throughput would be bounded by the
+// disk's fsync rate if every Apply committed alone. Concurrent Apply calls
+// therefore share commits (group commit): the caller that finds no commit
+// in flight takes everything queued into one transaction, and calls that
+// arrive meanwhile join the next one. There is no timer, so a lone writer
+// commits at once. Each call still gets its own outcome: its ops run under
+// a savepoint, and a version conflict rolls back that caller's ops only;
+// a failing statement fails its own caller and the others are retried in a
+// new transaction; only a failed commit fails the whole batch, none of
+// which was written. WriteStats counts commits and acknowledged calls.
+// Batching transitions into one Apply helps in the same way
+// (BenchmarkApply compares both, on SQLite, on the raw driver and on
+// Memory, with an append+fsync floor, in one run).
 //
 // # Schema and bad files
 //

@@ -9,3 +9,17 @@ var DSN = dsn
 // DBs exposes the writing connection (nil when read-only) and the reading
 // pool, so tests can ask SQLite what a connection really runs with.
 func (s *Store) DBs() (writer, reader *sql.DB) { return s.writer, s.reader }
+
+// Queued is how many Apply calls wait for the next commit.
+func (s *Store) Queued() int {
+	s.group.mu.Lock()
+	defer s.group.mu.Unlock()
+	return len(s.group.queue)
+}
+
+// Leading says whether a caller is committing (or about to).
+func (s *Store) Leading() bool {
+	s.group.mu.Lock()
+	defer s.group.mu.Unlock()
+	return s.group.leading
+}

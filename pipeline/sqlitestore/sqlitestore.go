@@ -61,6 +61,8 @@ type Store struct {
 	writer *sql.DB // nil when read-only
 	stmts  writeStmts
 	reader *sql.DB
+	// group queues concurrent Apply calls into shared commits.
+	group committer
 }
 
 var _ store.Store = (*Store)(nil)

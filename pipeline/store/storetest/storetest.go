@@ -41,6 +41,7 @@ func cases() []testCase {
 	all = append(all, isolationCases()...)
 	all = append(all, lifecycleCases()...)
 	all = append(all, concurrencyCases()...)
+	all = append(all, groupCases()...)
 	return all
 }
 
