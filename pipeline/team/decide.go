@@ -239,6 +239,8 @@ func agentFailure(res phases.AgentResult, fileProblem string) string {
 		fmt.Fprintf(&b, "the agent exited with status %d", res.ExitCode)
 	case res.Error != "":
 		b.WriteString("the agent reported an error")
+	case fileProblem != "":
+		b.WriteString("the agent finished without a usable report")
 	default:
 		b.WriteString("the agent finished without a report (no result file, no report line)")
 	}

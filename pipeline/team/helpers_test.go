@@ -57,7 +57,7 @@ case "$stage" in
      case "$*" in *BAD*) content=fixed;; *) content=BAD;; esac
    fi
    echo "$content" > "$id.txt"
-   git add -A && git commit -qm "$id: $content"
+   git add -A && { git diff --cached --quiet || git commit -qm "$id: $content"; }
    [ -e "$ctl/$id.silent" ] || report complete ',"summary":"wrote the file"'
    ;;
 esac
