@@ -378,3 +378,53 @@ func boardAfter(flow *pipeline.Flow, stage int, line string, cur boardRecord) (b
 	}
 	return cur, false
 }
+
+// storyMove is what the team does when the task graph gives a story an
+// assignment.
+type storyMove uint8
+
+const (
+	moveNothing storyMove = iota // running already, or finished: just observe
+	moveStart                    // a new story: start its flow
+	moveResolve                  // paused, with a person's retry or resume: restart at the decided stage
+	moveRespawn                  // in flight after a restart: its current stage gets its worker again
+)
+
+// spawnMove decides what a spawn of a story means, from its flow state
+// and a person's decision (nil if none).
+func spawnMove(st pipeline.State, d *decision) storyMove {
+	switch st.Status {
+	case pipeline.StatusNew:
+		return moveStart
+	case pipeline.StatusPaused:
+		if d != nil && d.restarts() {
+			return moveResolve
+		}
+	case pipeline.StatusActive:
+		// A story in the middle of the crash protocol is left to it.
+		if st.Assignment != "" && st.Crash.Phase == 0 {
+			return moveRespawn
+		}
+	}
+	return moveNothing
+}
+
+// graphMove is what the task graph is told about a story's flow state.
+type graphMove uint8
+
+const (
+	graphNothing  graphMove = iota // still working
+	graphComplete                  // DONE: complete the task, unblocking its dependents
+	graphPark                      // PAUSED: park the task, which keeps its dependents blocked
+)
+
+// graphMoveFor decides what the task graph hears about a story's state.
+func graphMoveFor(st pipeline.State) graphMove {
+	switch st.Status {
+	case pipeline.StatusDone:
+		return graphComplete
+	case pipeline.StatusPaused:
+		return graphPark
+	}
+	return graphNothing
+}

@@ -127,9 +127,8 @@ func (t *Team) Resolve(ctx context.Context, story foreman.ItemID, action Action,
 // applies the decision to the pipeline), completed (skip) or cancelled
 // (abandon). Idempotent; Run calls it for parked tasks after a restart.
 func (t *Team) applyDecision(ctx context.Context, story foreman.ItemID) error {
-	var d decision
-	_, found, err := getJSON(ctx, t.db, kindDecision, string(story), &d)
-	if err != nil || !found {
+	d, err := t.decisionOf(ctx, story)
+	if err != nil || d == nil {
 		return err
 	}
 	sess, _, err := t.graph.Load(ctx, graphSession)
@@ -165,4 +164,14 @@ func (t *Team) clearDecision(ctx context.Context, story foreman.ItemID) error {
 	}
 	_, err = t.db.Apply(ctx, store.Op{Kind: kindDecision, ID: string(story), ExpectVersion: rec.Version, Delete: true})
 	return err
+}
+
+// decisionOf returns the recorded decision about story, or nil.
+func (t *Team) decisionOf(ctx context.Context, story foreman.ItemID) (*decision, error) {
+	var d decision
+	_, found, err := getJSON(ctx, t.db, kindDecision, string(story), &d)
+	if err != nil || !found {
+		return nil, err
+	}
+	return &d, nil
 }

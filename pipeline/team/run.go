@@ -226,23 +226,25 @@ func (t *Team) spawnStory(ctx context.Context, rs *runState, item foreman.ItemID
 	if err != nil {
 		return err
 	}
-	switch st.Status {
-	case pipeline.StatusNew:
+	var d *decision
+	if st.Status == pipeline.StatusPaused {
+		if d, err = t.decisionOf(ctx, item); err != nil {
+			return err
+		}
+	}
+	switch spawnMove(st, d) {
+	case moveStart:
 		s, ok := t.story(item)
 		if !ok {
 			return fmt.Errorf("%w: %s", ErrUnknownStory, item)
 		}
 		st, err = t.pipe.Start(ctx, item, s.Title)
-	case pipeline.StatusPaused:
-		var d decision
-		var found bool
-		if _, found, err = getJSON(ctx, t.db, kindDecision, string(item), &d); err == nil && found && d.restarts() {
-			st, err = t.pipe.Resolve(ctx, item, d.Stage, d.Note)
-			if err == nil {
-				err = t.clearDecision(ctx, item)
-			}
+	case moveResolve:
+		st, err = t.pipe.Resolve(ctx, item, d.Stage, d.Note)
+		if err == nil {
+			err = t.clearDecision(ctx, item)
 		}
-	case pipeline.StatusActive:
+	case moveRespawn:
 		err = t.respawn(ctx, st)
 	}
 	if err != nil {
@@ -258,9 +260,6 @@ func (t *Team) spawnStory(ctx context.Context, rs *runState, item foreman.ItemID
 // reaper before the new one starts). A story in the middle of the crash
 // protocol, or with effects still pending, is left to them.
 func (t *Team) respawn(ctx context.Context, st pipeline.State) error {
-	if st.Assignment == "" || st.Crash.Phase != 0 {
-		return nil
-	}
 	pending, err := t.pipe.Pending(ctx, st.Item)
 	if err != nil || len(pending) > 0 {
 		return err
@@ -276,7 +275,8 @@ func (t *Team) respawn(ctx context.Context, st pipeline.State) error {
 // dependents) and lets the graph fill the freed slot. The graph is told
 // from another goroutine: observe may run inside one of its steps.
 func (t *Team) observe(rs *runState, st pipeline.State) {
-	if st.Status != pipeline.StatusDone && st.Status != pipeline.StatusPaused {
+	move := graphMoveFor(st)
+	if move == graphNothing {
 		return
 	}
 	rs.mu.Lock()
@@ -290,7 +290,7 @@ func (t *Team) observe(rs *runState, st pipeline.State) {
 	rs.mu.Unlock()
 
 	now := t.clk.Now()
-	if st.Status == pipeline.StatusDone {
+	if move == graphComplete {
 		t.events.add(Event{Kind: EventStoryMerged, At: now, Story: st.Item, Stage: st.Stage, Commit: st.Commit})
 		rs.wake(taskgraph.WakeUp{Handler: taskgraph.HandleCallback, Role: storyRole, Assignment: a, Task: string(st.Item),
 			Outcome: taskgraph.OutcomeCompleted, Text: fmt.Sprintf("[%s] %s completed", storyRole, st.Item), At: now})

@@ -146,14 +146,9 @@ func (t *Team) storyStatuses(ctx context.Context, now time.Time) ([]StoryStatus,
 		if err != nil {
 			return nil, err
 		}
-		var d decision
-		_, found, err := getJSON(ctx, t.db, kindDecision, string(s.ID), &d)
+		dp, err := t.decisionOf(ctx, s.ID)
 		if err != nil {
 			return nil, err
-		}
-		dp := &d
-		if !found {
-			dp = nil
 		}
 		ss := StoryStatus{ID: s.ID, Title: s.Title, After: s.After, State: storyState(task, st, dp), Stage: st.Stage,
 			Attempts: st.Assignments, Last: lastResult(st), Feedback: st.Feedback, Commit: st.Commit,
