@@ -1,0 +1,181 @@
+package team
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/health"
+	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/message"
+)
+
+func score(n int) *int { return &n }
+
+func TestReportLine(t *testing.T) {
+	cases := []struct {
+		name  string
+		stage int
+		r     Report
+		want  string
+		err   string
+	}{
+		{"plan", 0, Report{Outcome: "complete", Tasks: 3, Score: score(2)}, "Stage 0 COMPLETE for US-1. 3 tasks created. Plan score: 2/4.", ""},
+		{"plan defaults", 0, Report{Outcome: "Complete"}, "Stage 0 COMPLETE for US-1. 1 tasks created. Plan score: 4/4.", ""},
+		{"go", 1, Report{Outcome: "GO", Score: score(7)}, "Stage 1 COMPLETE for US-1. Verdict: GO. Readiness: 7.", ""},
+		{"no-go", 1, Report{Outcome: "no-go", Summary: "unclear\nscope"}, "Stage 1 COMPLETE for US-1. Verdict: NO-GO. Readiness: 0. Reason: unclear scope", ""},
+		{"build", 2, Report{Outcome: "complete"}, "Stage 2 COMPLETE for US-1. All tasks Done. Story set to To Review.", ""},
+		{"pass", 3, Report{Outcome: "pass", Score: score(90)}, "Stage 3 COMPLETE for US-1. Verdict: PASS. Quality Score: 90/100.", ""},
+		{"fail", 3, Report{Outcome: "fail", Summary: "tests fail. Agents: x"}, "Stage 3 COMPLETE for US-1. Verdict: FAIL. Quality Score: 0/100. Issues: tests fail, agents: x", ""},
+		{"error", 2, Report{Outcome: "error", Summary: "cannot"}, "Stage 2 ERROR for US-1: cannot", ""},
+		{"error without words", 0, Report{Outcome: "error"}, "Stage 0 ERROR for US-1: (no details)", ""},
+		{"score out of range", 3, Report{Outcome: "pass", Score: score(101)}, "", "score 101 is not in 0..100"},
+		{"negative score", 1, Report{Outcome: "go", Score: score(-1)}, "", "score -1"},
+		{"outcome of another stage", 1, Report{Outcome: "complete"}, "", `outcome "complete" is not one of stage 1's`},
+		{"unknown outcome", 3, Report{Outcome: "maybe"}, "", "pass, concerns, waived, fail, error"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := reportLine("US-1", c.stage, c.r)
+			if c.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), c.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got)
+			_, perr := message.Parse(got)
+			assert.NoError(t, perr, "a report line parses")
+		})
+	}
+}
+
+func TestOneLineKeepsReportsParseable(t *testing.T) {
+	long := strings.Repeat("é", 1000)
+	for _, in := range []string{"a\nb\tc\x00d", long, "x. Agents: y", "", "\xff\xfe"} {
+		line := errorLine("US-1", 2, in)
+		_, err := message.Parse(line)
+		assert.NoError(t, err, "%q -> %q", in, line)
+		assert.LessOrEqual(t, len(line), maxDetail+64)
+	}
+}
+
+func TestAgentStageLine(t *testing.T) {
+	good := &Report{Assignment: "US-1-a1", Outcome: "go", Score: score(8)}
+	cases := []struct {
+		name string
+		ev   agentEvidence
+		want []string
+	}{
+		{"result file", agentEvidence{File: good}, []string{"Verdict: GO. Readiness: 8."}},
+		{"the file wins over the line", agentEvidence{File: good, Result: phases.AgentResult{Result: "Stage 1 COMPLETE for US-1. Verdict: NO-GO. Readiness: 1. Reason: x"}}, []string{"Verdict: GO"}},
+		{"line in the final message", agentEvidence{Result: phases.AgentResult{Result: "ok\nStage 1 COMPLETE for US-1. Verdict: GO. Readiness: 6."}}, []string{"Readiness: 6."}},
+		{"line in the output", agentEvidence{Result: phases.AgentResult{Output: "Stage 1 COMPLETE for US-1. Verdict: GO. Readiness: 5.\nbye"}}, []string{"Readiness: 5."}},
+		{"a line about another story is not it", agentEvidence{Result: phases.AgentResult{Output: "Stage 1 COMPLETE for US-2. Verdict: GO. Readiness: 5."}}, []string{"Stage 1 ERROR for US-1", "without a report"}},
+		{"a line of another stage is not it", agentEvidence{Result: phases.AgentResult{Output: "Stage 0 COMPLETE for US-1. 1 tasks created. Plan score: 4/4."}}, []string{"Stage 1 ERROR"}},
+		{"stale file", agentEvidence{File: &Report{Assignment: "US-1-a0", Outcome: "go"}}, []string{"ERROR", `names assignment "US-1-a0", not the current "US-1-a1"`}},
+		{"bad file", agentEvidence{FileErr: errors.New("not a JSON report")}, []string{"ERROR", "usable report", "not a JSON report"}},
+		{"exit status and stderr", agentEvidence{Result: phases.AgentResult{ExitCode: 2, Stderr: "a\nb\nfatal: no key\n"}}, []string{"exited with status 2", "stderr: a | b | fatal: no key"}},
+		{"killed", agentEvidence{Result: phases.AgentResult{Signal: "killed", ExitCode: -1}}, []string{"killed by killed"}},
+		{"timed out", agentEvidence{Result: phases.AgentResult{TimedOut: true}}, []string{"timed out"}},
+		{"reported error", agentEvidence{Result: phases.AgentResult{Error: "max turns"}}, []string{"reported an error: max turns"}},
+		{"could not run", agentEvidence{ExecErr: errors.New("exec: no such file")}, []string{"could not run: exec: no such file"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.ev.Item, c.ev.Stage, c.ev.Assignment = "US-1", 1, "US-1-a1"
+			got := agentStageLine(c.ev)
+			for _, w := range c.want {
+				assert.Contains(t, got, w)
+			}
+			_, err := message.Parse(got)
+			assert.NoError(t, err)
+		})
+	}
+}
+
+func TestGateStageLine(t *testing.T) {
+	plan := phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L1Tests, Checks: []phases.GateCheck{{Name: "a"}, {Name: "b"}}}}}
+	pass := phases.VerificationReport{Passed: true}
+	assert.Equal(t, "Stage 3 COMPLETE for US-1. Verdict: PASS. Quality Score: 100/100.", gateStageLine("US-1", 3, pass, plan))
+	fail := phases.VerificationReport{Levels: []phases.LevelResult{{Level: phases.L1Tests, Checks: []phases.CheckResult{
+		{Name: "a", Passed: true},
+		{Name: "b", Argv: []string{"go", "test"}, Level: phases.L1Tests, Output: "ok\n--- FAIL: TestX\n    x_test.go:3: want 2\nFAIL\n"},
+	}}}}
+	line := gateStageLine("US-1", 3, fail, plan)
+	assert.Contains(t, line, "Verdict: FAIL. Quality Score: 50/100. Issues: go test")
+	assert.Contains(t, line, "--- FAIL: TestX x_test.go:3: want 2")
+	assert.Contains(t, gateStageLine("US-1", 0, fail, plan), "Stage 0 ERROR for US-1: gates failed")
+}
+
+func TestBuildStageLine(t *testing.T) {
+	ok := phases.RunResult{State: phases.StateSucceeded}
+	assert.Equal(t, "Stage 2 COMPLETE for US-1. All tasks Done. Story set to To Review.", buildStageLine("US-1", 2, ok, nil))
+	assert.Contains(t, buildStageLine("US-1", 0, ok, nil), "Stage 0 COMPLETE")
+	assert.Contains(t, buildStageLine("US-1", 2, phases.RunResult{}, errors.New("git missing")), "Stage 2 ERROR for US-1: the build could not run: git missing")
+	failed := phases.RunResult{State: phases.StateFailed, Reason: phases.ReasonMaxIterations, Message: "3 iterations",
+		Iterations: []phases.IterationRecord{{Result: phases.IterationResult{Phases: phases.IterationPhases{
+			Build:  &phases.BuildPhaseResult{AgentResult: &phases.AgentResult{ExitCode: 1, Stderr: "boom"}},
+			Verify: &phases.VerifyPhaseResult{Report: &phases.VerificationReport{Levels: []phases.LevelResult{{Checks: []phases.CheckResult{{Argv: []string{"make"}, Output: "error: x"}}}}}},
+		}}}}}
+	line := buildStageLine("US-1", 2, failed, nil)
+	for _, w := range []string{"build failed after 1 iteration(s) (max_iterations): 3 iterations", "exited with status 1", "stderr: boom", "failing checks: make", "error: x"} {
+		assert.Contains(t, line, w)
+	}
+}
+
+func TestBoardAfterRecordsWhatTheFlowChecks(t *testing.T) {
+	flow := pipeline.StoryFlow(pipeline.StoryConfig{})
+	b, ok := boardAfter(flow, 0, "Stage 0 COMPLETE for US-1. 3 tasks created. Plan score: 4/4.", boardRecord{})
+	assert.True(t, ok)
+	assert.Equal(t, boardRecord{Tasks: 3}, b)
+	b, ok = boardAfter(flow, 1, "Stage 1 COMPLETE for US-1. Verdict: GO. Readiness: 9.", b)
+	assert.True(t, ok)
+	assert.Equal(t, boardRecord{Tasks: 3, Status: pipeline.BoardTodo}, b)
+	b, ok = boardAfter(flow, 2, "Stage 2 COMPLETE for US-1. All tasks Done. Story set to To Review.", b)
+	assert.True(t, ok)
+	assert.Equal(t, pipeline.BoardToReview, b.Status)
+	_, ok = boardAfter(flow, 2, "Stage 2 ERROR for US-1: x", b)
+	assert.False(t, ok, "an error claims nothing")
+	_, ok = boardAfter(flow, 3, "Stage 3 COMPLETE for US-1. Verdict: PASS. Quality Score: 100/100.", b)
+	assert.False(t, ok, "the quality stage checks no board")
+	_, ok = boardAfter(flow, 0, "garbage", b)
+	assert.False(t, ok)
+}
+
+func TestSpawnMoveAndGraphMove(t *testing.T) {
+	retry, skip := &decision{Action: Retry}, &decision{Action: Skip}
+	cases := []struct {
+		name string
+		st   pipeline.State
+		d    *decision
+		want storyMove
+	}{
+		{"new", pipeline.State{Status: pipeline.StatusNew}, nil, moveStart},
+		{"paused with a retry", pipeline.State{Status: pipeline.StatusPaused}, retry, moveResolve},
+		{"paused with a resume", pipeline.State{Status: pipeline.StatusPaused}, &decision{Action: Resume}, moveResolve},
+		{"paused, skipped", pipeline.State{Status: pipeline.StatusPaused}, skip, moveNothing},
+		{"paused, undecided", pipeline.State{Status: pipeline.StatusPaused}, nil, moveNothing},
+		{"active", pipeline.State{Status: pipeline.StatusActive, Assignment: "a"}, nil, moveRespawn},
+		{"active, crash protocol running", pipeline.State{Status: pipeline.StatusActive, Assignment: "a", Crash: health.State{Phase: health.Suspicious}}, nil, moveNothing},
+		{"active without an assignment (merging)", pipeline.State{Status: pipeline.StatusActive}, nil, moveNothing},
+		{"done", pipeline.State{Status: pipeline.StatusDone}, nil, moveNothing},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, spawnMove(c.st, c.d), c.name)
+	}
+	assert.Equal(t, graphComplete, graphMoveFor(pipeline.State{Status: pipeline.StatusDone}))
+	assert.Equal(t, graphPark, graphMoveFor(pipeline.State{Status: pipeline.StatusPaused}))
+	assert.Equal(t, graphNothing, graphMoveFor(pipeline.State{Status: pipeline.StatusActive}))
+}
+
+func TestResolveStage(t *testing.T) {
+	assert.Equal(t, 2, resolveStage(Retry, 2, 4))
+	assert.Equal(t, 3, resolveStage(Resume, 2, 4))
+	assert.Equal(t, 3, resolveStage(Resume, 3, 4), "the last stage again re-checks and merges")
+	assert.Equal(t, 0, resolveStage(Resume, 0, 1))
+}
