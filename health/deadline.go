@@ -245,6 +245,22 @@ func (d *Deadlines) Progress(id foreman.AssignmentID) error {
 	return nil
 }
 
+// ExtendProgress moves id's progress deadline to d from now, and nothing
+// else: a subject that shows evidence of work without meaningful progress
+// gets more time, while its liveness is still watched. A non-positive d
+// leaves the deadline disarmed until the next Progress.
+func (d *Deadlines) ExtendProgress(id foreman.AssignmentID, ext time.Duration) error {
+	now := d.now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, err := d.lookupLocked(id)
+	if err != nil {
+		return err
+	}
+	d.setLocked(&s.slots[Progress], now, ext)
+	return nil
+}
+
 // Remove stops tracking id; it reports whether id was tracked.
 func (d *Deadlines) Remove(id foreman.AssignmentID) bool {
 	d.mu.Lock()

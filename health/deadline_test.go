@@ -355,3 +355,21 @@ func TestDeadlinesConcurrentUse(t *testing.T) {
 	wg.Wait()
 	assert.LessOrEqual(t, d.Len(), 80)
 }
+
+func TestDeadlinesExtendProgressMovesOnlyProgress(t *testing.T) {
+	d, clk, log := newTestDeadlines(t, DeadlineConfig{LivenessTimeout: -1})
+	require.NoError(t, d.Add("a1"))
+	clk.Advance(15 * time.Minute)
+	got := log.take()
+	require.Len(t, got, 1)
+	require.Equal(t, Progress, got[0].Kind)
+	require.NoError(t, d.ExtendProgress("a1", 5*time.Minute))
+	clk.Advance(5*time.Minute - time.Second)
+	assert.Empty(t, log.take())
+	clk.Advance(time.Second)
+	got = log.take()
+	require.Len(t, got, 1)
+	assert.Equal(t, Progress, got[0].Kind)
+	assert.Equal(t, t0.Add(20*time.Minute), got[0].Deadline)
+	assert.ErrorIs(t, d.ExtendProgress("nope", time.Minute), ErrUnknownSubject)
+}

@@ -15,14 +15,19 @@ import (
 // rule come from package health; every limit is configuration with a
 // documented default (see docs/architecture.md).
 const (
-	DefaultMaxWorkers          = 4
-	DefaultMaxReviewRejections = 2
-	DefaultCrashBudget         = health.DefaultCrashBudget
-	DefaultProbeTimeout        = health.DefaultProbeTimeout
-	DefaultStallBudget         = 1
-	DefaultShutdownTimeout     = 30 * time.Second
-	DefaultKillTimeout         = 15 * time.Second
-	DefaultRememberFinished    = 10000
+	DefaultMaxWorkers           = 4
+	DefaultMaxReviewRejections  = 2
+	DefaultCrashBudget          = health.DefaultCrashBudget
+	DefaultProbeTimeout         = health.DefaultProbeTimeout
+	DefaultStallBudget          = 1
+	DefaultShutdownTimeout      = 30 * time.Second
+	DefaultKillTimeout          = 15 * time.Second
+	DefaultRememberFinished     = 10000
+	DefaultRateLimitBackoff     = time.Minute
+	DefaultRateLimitMaxBackoff  = 30 * time.Minute
+	DefaultRateLimitJitter      = 30 * time.Second
+	DefaultSlowWorkerExtensions = 1
+	DefaultSlowWorkerMinCPU     = time.Second
 )
 
 // Config configures a Dispatcher. The zero value of every field means its
@@ -64,6 +69,34 @@ type Config struct {
 	// a row always counts).
 	StuckQGIdentical int
 	StuckQGWindow    int
+
+	// RateLimitBackoff is the wait before an item whose agent was
+	// rate-limited is queued again (default 1 min), doubled for every
+	// rate-limited attempt in a row up to RateLimitMaxBackoff (default 30
+	// min), never ending before the reset the provider named, plus a
+	// random jitter of up to RateLimitJitter (default 30 s; negative: none)
+	// so that items limited together do not retry together. Rate limits
+	// are not crashes and have no budget: an item is retried until it
+	// completes or is parked for another reason.
+	RateLimitBackoff    time.Duration
+	RateLimitMaxBackoff time.Duration
+	RateLimitJitter     time.Duration
+
+	// SlowWorkerExtensions is how many times a worker whose progress
+	// deadline passed, but which shows evidence of work since its last
+	// progress (output, files changing in its worktree, CPU time of its
+	// agent's processes), gets SlowWorkerExtension more time instead of
+	// being killed as stuck (default 1; negative: none, every stall
+	// kills). SlowWorkerExtension defaults to ProgressTimeout.
+	// SlowWorkerMinCPU is the CPU time that counts as evidence on its own
+	// (default 1 s: an idle agent process uses a little). Evidence
+	// gathers it (nil: the default Runtime, or a Transport that
+	// implements WorkEvidence; with neither, stalls kill as without
+	// extensions).
+	SlowWorkerExtensions int
+	SlowWorkerExtension  time.Duration
+	SlowWorkerMinCPU     time.Duration
+	Evidence             WorkEvidence
 
 	// ItemBudget and TotalBudget bound tokens and cost per item and for the
 	// whole dispatcher; zero fields are unlimited. See the package doc for
@@ -151,6 +184,23 @@ func (c Config) withDefaults() Config {
 	}
 	if c.KillTimeout <= 0 {
 		c.KillTimeout = DefaultKillTimeout
+	}
+	if c.RateLimitBackoff <= 0 {
+		c.RateLimitBackoff = DefaultRateLimitBackoff
+	}
+	if c.RateLimitMaxBackoff <= 0 {
+		c.RateLimitMaxBackoff = DefaultRateLimitMaxBackoff
+	}
+	c.RateLimitMaxBackoff = max(c.RateLimitMaxBackoff, c.RateLimitBackoff)
+	if c.RateLimitJitter == 0 {
+		c.RateLimitJitter = DefaultRateLimitJitter
+	}
+	c.SlowWorkerExtensions = limit(c.SlowWorkerExtensions, DefaultSlowWorkerExtensions)
+	if c.SlowWorkerExtension <= 0 {
+		c.SlowWorkerExtension = c.ProgressTimeout
+	}
+	if c.SlowWorkerMinCPU <= 0 {
+		c.SlowWorkerMinCPU = DefaultSlowWorkerMinCPU
 	}
 	if c.RememberFinished <= 0 {
 		c.RememberFinished = DefaultRememberFinished

@@ -28,21 +28,34 @@ type coreConfig struct {
 	rememberFinished    int
 	hooked              bool
 	checksItems         bool // Config.ItemChecker is set
+	rateLimitBackoff    time.Duration
+	rateLimitMaxBackoff time.Duration
+	rateLimitJitter     time.Duration
+	// jitter yields a random int64 in [0, n); the core's only randomness,
+	// injected so that it stays deterministic under test.
+	jitter          func(n int64) int64
+	slowExtensions  int
+	slowExtension   time.Duration
+	slowMinCPU      time.Duration
+	gathersEvidence bool // an evidence source exists
 }
 
 type effectKind uint8
 
 const (
-	effTrack       effectKind = iota + 1 // start the assignment's deadlines
-	effUntrack                           // stop them
-	effHeartbeat                         // move liveness
-	effProgress                          // move progress (and liveness)
-	effSend                              // send cmd through the transport
-	effEscalate                          // hand esc to the Escalator
-	effEvent                             // report ev through the hook
-	effArmProbe                          // start the probe timeout of assignment
-	effCancelProbe                       // stop it
-	effCheckItem                         // ask Config.ItemChecker whether item is open
+	effTrack          effectKind = iota + 1 // start the assignment's deadlines
+	effUntrack                              // stop them
+	effHeartbeat                            // move liveness
+	effProgress                             // move progress (and liveness)
+	effSend                                 // send cmd through the transport
+	effEscalate                             // hand esc to the Escalator
+	effEvent                                // report ev through the hook
+	effArmProbe                             // start the probe timeout of assignment
+	effCancelProbe                          // stop it
+	effCheckItem                            // ask Config.ItemChecker whether item is open
+	effRetryAfter                           // queue item again after delay (token fences it)
+	effGatherEvidence                       // ask for evidence of work of assignment since its last progress
+	effExtendProgress                       // move assignment's progress deadline delay from now
 )
 
 type effect struct {
@@ -52,6 +65,10 @@ type effect struct {
 	cmd        Command
 	esc        *Escalation
 	ev         Event
+	delay      time.Duration
+	token      uint64
+	worker     foreman.WorkerID
+	since      time.Time
 }
 
 type workerSlot struct {
@@ -71,6 +88,10 @@ type workerSlot struct {
 	// hp is the assignment's place in health's crash-detection protocol
 	// (Working, Suspicious, Probing).
 	hp health.State
+	// extensions counts the slow-worker extensions of the assignment;
+	// gathering is set while evidence of its work is being gathered.
+	extensions int
+	gathering  bool
 }
 
 type itemRec struct {
@@ -90,6 +111,12 @@ type itemRec struct {
 	// the crashed assignment, which the item check's answer must name.
 	recovery health.State
 	checking foreman.AssignmentID
+	// rateLimits counts the item's rate-limited attempts in a row (for
+	// the backoff); retryToken fences its retry timer; retryAt is when
+	// it is queued again.
+	rateLimits int
+	retryToken uint64
+	retryAt    time.Time
 }
 
 // finishedRing remembers how recent assignments ended: which worker held
@@ -134,6 +161,11 @@ type core struct {
 	workerSeq    uint64
 	stopping     bool
 	halted       bool
+	// maxActive bounds the assignments running at once (a host lowers it
+	// while rate limits persist); 0 means MaxWorkers.
+	maxActive   int
+	rateLimited int // items now RateLimited
+	retrySeq    uint64
 	// resubmitted counts parked items submitted again: they are counted in
 	// stats.Submitted twice but are one item (see checkInvariants).
 	resubmitted uint64
@@ -247,6 +279,9 @@ func (c *core) submit(it Item, now time.Time) error {
 // until the queue or the capacity runs out.
 func (c *core) tryAssign(now time.Time) {
 	for !c.stopping && !c.halted && c.queue.Len() > 0 {
+		if c.maxActive > 0 && len(c.byAssignment) >= c.maxActive {
+			return
+		}
 		var w *workerSlot
 		if c.cfg.mode == ModePooled {
 			if w = c.popIdle(); w == nil {
@@ -313,6 +348,7 @@ func (c *core) start(w *workerSlot, r *itemRec, now time.Time) {
 	w.sawRunning = false
 	w.lastSeen, w.progressAt, w.lastOutput = now, now, time.Time{}
 	w.hp = health.State{Phase: health.Working, Crashes: r.crashes, Since: now}
+	w.extensions, w.gathering = 0, false
 	c.byAssignment[id] = w
 	a := &Assignment{
 		ID: id, Worker: w.id, Item: r.item.ID, Stage: r.item.Stage,
@@ -436,6 +472,7 @@ func (c *core) complete(w *workerSlot, now time.Time) {
 	r := w.item
 	id := w.assignment
 	c.moveItem(r, ItemComplete)
+	r.rateLimits = 0
 	c.stats.Completed++
 	c.stuckQG.Reset(string(r.item.ID))
 	c.emit(Event{Kind: EventCompleted, At: now, Worker: w.id, Assignment: id, Item: r.item.ID, Attempt: r.attempt, Usage: r.usage})

@@ -27,6 +27,10 @@ type Stats struct {
 	// Probes counts probes sent to silent workers, ProbesAnswered those
 	// answered in time; Closed counts crashed items found closed.
 	Probes, ProbesAnswered, Closed uint64
+	// RateLimited counts assignments whose agent was rate-limited (not
+	// crashes); NeedsPerson those escalated for a person; SlowExtensions
+	// the extensions granted to slow workers with evidence of work.
+	RateLimited, NeedsPerson, SlowExtensions uint64
 	// Stale, Duplicate and Invalid count messages ignored by fencing.
 	Stale, Duplicate, Invalid uint64
 	// Usage is the total reported by agents.
@@ -55,6 +59,7 @@ func (c *core) invalid(m Message, err error, now time.Time) (Disposition, error)
 
 func (c *core) progress(w *workerSlot, reason string, now time.Time) {
 	w.progressAt = now
+	w.gathering = false // progress settles the question evidence was to answer
 	w.lastSeen = now
 	c.stats.Progress++
 	c.out = append(c.out, effect{kind: effProgress, assignment: w.assignment})
@@ -158,6 +163,17 @@ func (c *core) deliver(m Message, now time.Time) (Disposition, error) {
 		w.final = MsgFailed
 		c.emit(Event{Kind: EventFailed, At: now, Worker: w.id, Assignment: w.assignment, Item: r.item.ID, Reason: m.Reason})
 		c.crash(w, CommandReset, "agent failed: "+m.Reason, now)
+	case MsgRateLimited, MsgNeedsPerson:
+		if w.state != Busy {
+			return c.invalid(m, &TransitionError{Machine: "worker", From: w.state.String(), Event: m.Kind.String()}, now)
+		}
+		c.recordUsage(w, r, m.Usage, now)
+		w.final = m.Kind
+		if m.Kind == MsgRateLimited {
+			c.rateLimit(w, m, now)
+		} else {
+			c.needsPerson(w, m.Question, now)
+		}
 	default:
 		return c.invalid(m, fmt.Errorf("%w: unknown kind %d", ErrInvalidMessage, m.Kind), now)
 	}
@@ -229,7 +245,7 @@ func (c *core) expired(id foreman.AssignmentID, kind health.DeadlineKind, now ti
 	case health.Liveness:
 		c.silent(w, now)
 	case health.Progress:
-		c.stall(w, "no progress since "+w.progressAt.Format(time.RFC3339)+" though heartbeats continued", now)
+		c.progressExpired(w, now)
 	case health.Attempt:
 		c.stall(w, "attempt deadline passed", now)
 	}

@@ -2,7 +2,10 @@ package worker
 
 import (
 	"context"
+	cryptorand "crypto/rand"
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
@@ -40,6 +43,11 @@ type Dispatcher struct {
 	idle     chan struct{} // closed once stopping and nothing is assigned
 	idleSent bool
 
+	// evidence gathers evidence of work before a stalled worker is killed
+	// (nil: none). retries holds the backoff timers of rate-limited items.
+	evidence WorkEvidence
+	retries  map[foreman.ItemID]retryTimer
+
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -51,9 +59,19 @@ func New(cfg Config) (*Dispatcher, error) {
 	if cfg.Transport == nil && cfg.Agent == nil {
 		return nil, ErrNoTransport
 	}
-	d := &Dispatcher{cfg: cfg, idle: make(chan struct{})}
+	d := &Dispatcher{cfg: cfg, idle: make(chan struct{}), retries: map[foreman.ItemID]retryTimer{}}
 	d.base, d.cancelBase = context.WithCancel(context.Background())
+	d.evidence = cfg.Evidence
+	if d.evidence == nil {
+		d.evidence, _ = cfg.Transport.(WorkEvidence)
+	}
+	var seed [16]byte
+	_, _ = cryptorand.Read(seed[:])
+	rng := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	d.core = newCore(coreConfig{
+		rateLimitBackoff: cfg.RateLimitBackoff, rateLimitMaxBackoff: cfg.RateLimitMaxBackoff,
+		rateLimitJitter: cfg.RateLimitJitter, jitter: rng.Int64N,
+		slowExtensions: cfg.SlowWorkerExtensions, slowExtension: cfg.SlowWorkerExtension, slowMinCPU: cfg.SlowWorkerMinCPU,
 		mode: cfg.Mode, maxWorkers: cfg.MaxWorkers, maxReviewRejections: cfg.MaxReviewRejections,
 		crashBudget: cfg.CrashBudget, stallBudget: cfg.StallBudget,
 		itemBudget: cfg.ItemBudget, totalBudget: cfg.TotalBudget,
@@ -67,7 +85,11 @@ func New(cfg Config) (*Dispatcher, error) {
 			AgentTimeout: cfg.AgentTimeout, Gate: cfg.Gate, Clock: cfg.Clock, Logger: cfg.Logger, OnEvent: d.external,
 		}, d)
 		d.transport = d.runtime
+		if d.evidence == nil {
+			d.evidence = d.runtime
+		}
 	}
+	d.core.cfg.gathersEvidence = d.evidence != nil
 	d.deadlines = health.NewDeadlines(health.DeadlineConfig{
 		Clock: cfg.Clock, HeartbeatInterval: cfg.HeartbeatInterval,
 		LivenessTimeout: cfg.LivenessTimeout, ProgressTimeout: cfg.ProgressTimeout,
@@ -242,6 +264,33 @@ func (d *Dispatcher) Item(id foreman.ItemID) (ItemInfo, bool) {
 	return i, true
 }
 
+// RateLimited reports how many items are backing off after their agent was
+// rate-limited, and when the last of them is queued again. A host that
+// sees it non-zero may lower concurrency with SetMaxActive.
+func (d *Dispatcher) RateLimited() RateLimitStatus {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.core.rateLimitStatus()
+}
+
+// SetMaxActive bounds how many assignments run at once, below MaxWorkers,
+// for example while a provider's rate limits persist; n <= 0 or n >=
+// MaxWorkers lifts the bound. Running assignments are not stopped: the
+// bound holds back new ones.
+func (d *Dispatcher) SetMaxActive(ctx context.Context, n int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	if n >= d.cfg.MaxWorkers {
+		n = 0
+	}
+	d.core.maxActive = max(n, 0)
+	d.core.tryAssign(d.cfg.Clock.Now())
+	d.unlockAndDrain()
+	return nil
+}
+
 // Queued reports how many items wait for a worker.
 func (d *Dispatcher) Queued() int {
 	d.mu.Lock()
@@ -285,6 +334,10 @@ func (d *Dispatcher) shutdown(ctx context.Context, soft time.Duration) error {
 	}
 	d.mu.Lock()
 	d.core.shutdownActive(clk.Now())
+	for id, t := range d.retries {
+		t.timer.Stop() // a rate-limited item stays RateLimited: never lost, not retried
+		delete(d.retries, id)
+	}
 	d.unlockAndDrain()
 
 	var errs *multierror.Error

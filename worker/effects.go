@@ -1,6 +1,9 @@
 package worker
 
 import (
+	"time"
+
+	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/health"
 )
 
@@ -26,6 +29,10 @@ func (d *Dispatcher) absorb() {
 			_ = d.deadlines.Heartbeat(e.assignment)
 		case effProgress:
 			_ = d.deadlines.Progress(e.assignment)
+		case effExtendProgress:
+			_ = d.deadlines.ExtendProgress(e.assignment, e.delay)
+		case effRetryAfter:
+			d.armRetry(e.item, e.token, e.delay)
 		default:
 			d.pending = append(d.pending, *e)
 		}
@@ -81,6 +88,12 @@ func (d *Dispatcher) execute(e *effect) {
 			d.absorb()
 			d.mu.Unlock()
 		}
+	case effGatherEvidence:
+		ev, err := d.evidence.Evidence(d.base, e.worker, e.assignment, e.since)
+		d.mu.Lock()
+		d.core.evidenceGathered(e.assignment, ev, err, d.cfg.Clock.Now())
+		d.absorb()
+		d.mu.Unlock()
 	case effCheckItem:
 		open, err := d.cfg.ItemChecker.ItemOpen(d.base, e.item)
 		d.mu.Lock()
@@ -131,4 +144,28 @@ func (d *Dispatcher) external(ev Event) {
 	d.mu.Lock()
 	d.core.emit(ev)
 	d.unlockAndDrain()
+}
+
+// armRetry starts the backoff timer of a rate-limited item. Called with
+// d.mu held; the timer's callback takes it.
+func (d *Dispatcher) armRetry(item foreman.ItemID, token uint64, delay time.Duration) {
+	if d.core.stopping {
+		return
+	}
+	if old, ok := d.retries[item]; ok {
+		old.timer.Stop()
+	}
+	d.retries[item] = retryTimer{token: token, timer: d.cfg.Clock.AfterFunc(delay, func() {
+		d.mu.Lock()
+		if cur, ok := d.retries[item]; ok && cur.token == token {
+			delete(d.retries, item)
+		}
+		d.core.retryDue(item, token, d.cfg.Clock.Now())
+		d.unlockAndDrain()
+	})}
+}
+
+type retryTimer struct {
+	token uint64
+	timer foreman.Timer
 }

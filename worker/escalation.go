@@ -32,6 +32,12 @@ const (
 	// BudgetExceeded: the item's or the dispatcher's token or cost budget
 	// is spent.
 	BudgetExceeded EscalationKind = "BUDGET"
+	// NeedsPerson: the agent is waiting for a person: it asked a question
+	// or was refused a permission it needs (Question says which). Not a
+	// crash; nothing answers it automatically. The item is parked: answer
+	// the question (in Item.MemoryContext) or grant the permission, then
+	// submit it again.
+	NeedsPerson EscalationKind = "NEEDS_PERSON"
 )
 
 // Escalation asks a person to act, so it is actionable: what happened to
@@ -57,9 +63,11 @@ type Escalation struct {
 	StallBudget         int
 	// QGRepeats of the last QGWindow quality-gate outputs were identical
 	// (STUCK_QG); QGStreak of them came in a row at the end.
-	QGRepeats  int
-	QGWindow   int
-	QGStreak   int
+	QGRepeats int
+	QGWindow  int
+	QGStreak  int
+	// Question is what a NEEDS_PERSON agent asked or was refused.
+	Question   string
 	ItemUsage  Usage
 	TotalUsage Usage
 
@@ -115,6 +123,8 @@ func suggestedAction(k EscalationKind, requeued bool) string {
 		return "Check the item's status in your tracker: if it is still open, submit it again; if it is closed, leave it (reassigning closed work redoes it)."
 	case StuckQG:
 		return "The quality gate fails the same way every time: fix the failing check or the test by hand, then submit the item again."
+	case NeedsPerson:
+		return "The agent is waiting for a person: answer its question (add the answer to the item's MemoryContext) or grant the permission it was refused, then submit the item again."
 	case BudgetExceeded:
 		return "The token or cost budget is spent: raise the budget in Config or finish the work by hand; work already running may have overshot it."
 	}

@@ -43,6 +43,18 @@ const (
 	EventShutdown         EventKind = "shutdown"
 	EventAgentStarted     EventKind = "agent_started" // Runtime
 	EventAgentExited      EventKind = "agent_exited"  // Runtime
+	// EventRateLimited: an assignment's agent was rate-limited by its
+	// provider; the item backs off until At+Delay (Reason: the provider's
+	// words, ResetsAt: the reset it named). While items are rate-limited a
+	// host may lower concurrency (Dispatcher.SetMaxActive, RateLimited).
+	EventRateLimited EventKind = "rate_limited"
+	// EventWaitingForPerson: an assignment's agent waits for a person
+	// (Reason: the question); a NEEDS_PERSON escalation follows.
+	EventWaitingForPerson EventKind = "waiting_for_person"
+	// EventSlowWorker: a worker's progress deadline passed but it showed
+	// evidence of work (Reason says which); it gets an extension instead
+	// of being killed.
+	EventSlowWorker EventKind = "slow_worker"
 )
 
 // AllEvents returns every EventKind the package defines, in declaration
@@ -54,7 +66,7 @@ func AllEvents() []EventKind {
 		EventReviewRejected, EventQGResult, EventFailed, EventWorkerSuspicious, EventProbeAnswered,
 		EventWorkerDead, EventWorkerStalled, EventWorkerLost, EventRequeued, EventParked, EventItemClosed,
 		EventEscalated, EventEscalationFailed, EventCommandSent, EventUsage, EventShutdown,
-		EventAgentStarted, EventAgentExited,
+		EventAgentStarted, EventAgentExited, EventRateLimited, EventWaitingForPerson, EventSlowWorker,
 	}
 }
 
@@ -73,6 +85,11 @@ type Event struct {
 	Usage      Usage
 	Escalation *Escalation
 	Err        error
+	// ResetsAt and Delay: for EventRateLimited, the reset the provider
+	// named (zero if none) and the backoff before the item is queued
+	// again; for EventSlowWorker, Delay is the extension granted.
+	ResetsAt time.Time
+	Delay    time.Duration
 }
 
 // EventHook receives every Event. Calls are serialized in the order the
@@ -92,7 +109,8 @@ func SlogEvents(l *slog.Logger) EventHook {
 		switch e.Kind {
 		case EventHeartbeat, EventProgress, EventWorkerState, EventCommandSent, EventUsage:
 			level = slog.LevelDebug
-		case EventStale, EventDuplicate, EventInvalid, EventFailed, EventWorkerSuspicious, EventWorkerDead, EventWorkerLost, EventEscalationFailed:
+		case EventStale, EventDuplicate, EventInvalid, EventFailed, EventWorkerSuspicious, EventWorkerDead, EventWorkerLost, EventEscalationFailed,
+			EventRateLimited, EventSlowWorker, EventWaitingForPerson:
 			level = slog.LevelWarn
 		case EventEscalated, EventWorkerStalled:
 			level = slog.LevelError
@@ -131,6 +149,12 @@ func SlogEvents(l *slog.Logger) EventHook {
 		if e.Usage != (Usage{}) {
 			add(slog.Int64("tokens", e.Usage.Tokens))
 			add(slog.Float64("cost_usd", e.Usage.CostUSD))
+		}
+		if e.Delay != 0 {
+			add(slog.Duration("delay", e.Delay))
+		}
+		if !e.ResetsAt.IsZero() {
+			add(slog.Time("resets_at", e.ResetsAt))
 		}
 		if e.Escalation != nil {
 			add(slog.String("escalation", string(e.Escalation.Kind)))

@@ -88,6 +88,25 @@ func TestEveryEventIsEmittedByARealPath(t *testing.T) {
 		h.heartbeatFor(h.lastAssign(), 15*time.Minute)
 	})
 
+	harnessPath("rate limited, retried", worker.Config{MaxWorkers: 1, RateLimitJitter: -1}, func(h *harness) {
+		h.submit(item("story-a"))
+		m := msg(worker.MsgRateLimited, h.lastAssign())
+		m.ResetsAt = t0.Add(10 * time.Minute)
+		h.deliver(m)
+		h.clk.Advance(10 * time.Minute)
+	})
+	harnessPath("waiting for a person", worker.Config{MaxWorkers: 1}, func(h *harness) {
+		h.submit(item("story-a"))
+		m := msg(worker.MsgNeedsPerson, h.lastAssign())
+		m.Question = "Keep the old table?"
+		h.deliver(m)
+	})
+	harnessPath("slow worker", worker.Config{MaxWorkers: 1, LivenessTimeout: -1,
+		Evidence: evidenceFunc(func() worker.Evidence { return worker.Evidence{OutputLines: 3} })}, func(h *harness) {
+		h.submit(item("story-a"))
+		h.clk.Advance(15 * time.Minute)
+	})
+
 	t.Run("unreachable worker, escalation refused", func(t *testing.T) {
 		clk := foreman.NewFakeClock(t0)
 		var assigned []worker.Assignment

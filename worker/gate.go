@@ -77,7 +77,7 @@ func gateFeedback(report phases.VerificationReport) string {
 func (r *Runtime) execute(ctx context.Context, rn *run, onEvent phases.StreamCallback) execResult {
 	a := rn.a
 	g := r.cfg.Gate
-	req := agentRequest(a, r.cfg.AgentTimeout)
+	req := agentRequest(rn, r.cfg.AgentTimeout)
 	var used Usage
 	for round := 1; ; round++ {
 		res, err := r.cfg.Agent.Execute(ctx, req, onEvent)
@@ -95,6 +95,7 @@ func (r *Runtime) execute(ctx context.Context, rn *run, onEvent phases.StreamCal
 		}
 		r.deliver(ctx, Message{Kind: MsgQGResult, Worker: a.Worker, Assignment: a.ID,
 			QGPassed: report.Passed, QGOutput: QGDigest(report)})
+		r.remark(rn) // a gate result is progress
 		if report.Passed {
 			return execResult{res: res, usage: used}
 		}

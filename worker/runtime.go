@@ -104,6 +104,13 @@ type run struct {
 	probed     chan struct{} // a pending probe; capacity 1
 	lastOutput atomic.Int64
 	running    atomic.Bool
+	// Evidence of work: lines of output, the agent's pid (its process
+	// group) and what had been done at the last mark (see Evidence).
+	outputLines atomic.Int64
+	pid         atomic.Int64
+	markMu      sync.Mutex
+	mark        evidenceMark
+	lastCommit  string // read and written by the supervising goroutine only
 }
 
 // NewRuntime returns a runtime delivering workers' messages to inbox.
@@ -200,6 +207,12 @@ func (r *Runtime) heartbeat(ctx context.Context, rn *run) {
 	if ctx.Err() != nil {
 		return
 	}
+	if commit != rn.lastCommit {
+		if rn.lastCommit != "" {
+			r.remark(rn) // a new commit is progress: evidence counts from here
+		}
+		rn.lastCommit = commit
+	}
 	m := Message{Kind: MsgHeartbeat, Worker: rn.a.Worker, Assignment: rn.a.ID, Commit: commit}
 	if ns := rn.lastOutput.Load(); ns != 0 {
 		m.LastOutput = time.Unix(0, ns)
@@ -228,6 +241,7 @@ func (r *Runtime) supervise(ctx context.Context, rn *run) {
 	}()
 	a := rn.a
 	clk := r.cfg.Clock
+	r.remark(rn)
 	r.heartbeat(ctx, rn)
 	r.emit(Event{Kind: EventAgentStarted, At: clk.Now(), Worker: a.Worker, Assignment: a.ID, Item: a.Item, Attempt: a.Attempt})
 	results := make(chan execResult, 1)
@@ -237,6 +251,7 @@ func (r *Runtime) supervise(ctx context.Context, rn *run) {
 			t = clk.Now()
 		}
 		rn.lastOutput.Store(t.UnixNano())
+		rn.outputLines.Add(1)
 		if !rn.running.Swap(true) && ctx.Err() == nil {
 			r.deliver(ctx, Message{Kind: MsgStatus, Worker: a.Worker, Assignment: a.ID, Status: StatusRunning})
 		}
@@ -257,7 +272,8 @@ func (r *Runtime) supervise(ctx context.Context, rn *run) {
 	}
 }
 
-func agentRequest(a Assignment, timeout time.Duration) phases.AgentRequest {
+func agentRequest(rn *run, timeout time.Duration) phases.AgentRequest {
+	a := rn.a
 	prompt := a.Prompt
 	if a.MemoryContext != "" {
 		prompt += "\n\n## Context from earlier attempts\n\n" + a.MemoryContext
@@ -265,6 +281,7 @@ func agentRequest(a Assignment, timeout time.Duration) phases.AgentRequest {
 	return phases.AgentRequest{
 		WorkspacePath: a.Worktree, TaskPrompt: prompt, Feedback: a.Feedback,
 		Iteration: a.Attempt, Timeout: timeout,
+		OnStart: func(pid int) { rn.pid.Store(int64(pid)) },
 	}
 }
 
@@ -287,6 +304,10 @@ func (r *Runtime) finish(rn *run, out execResult) {
 	}
 	m := Message{Worker: a.Worker, Assignment: a.ID, Usage: out.usage}
 	switch {
+	case out.err == nil && !res.Success && res.RateLimit != nil:
+		m.Kind, m.ResetsAt, m.Reason = MsgRateLimited, res.RateLimit.ResetsAt, orDefault(res.RateLimit.Message, reason)
+	case out.err == nil && waitingForPerson(res) != "":
+		m.Kind, m.Question = MsgNeedsPerson, waitingForPerson(res)
 	case out.err != nil || !res.Success || out.gateErr != "":
 		m.Kind, m.Reason = MsgFailed, reason
 	case a.RequireReview:
@@ -343,4 +364,28 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	return errs.ErrorOrNil()
+}
+
+// waitingForPerson says what an agent's result leaves for a person: the
+// questions it asked and got no answer to, and, when the run did not
+// succeed, the permissions it was refused (an agent that succeeded
+// anyway found another way). Empty when nothing waits for a person.
+func waitingForPerson(res phases.AgentResult) string {
+	var lines []string
+	for _, q := range res.Questions {
+		lines = append(lines, q.Text)
+	}
+	if !res.Success {
+		for _, d := range res.PermissionDenials {
+			lines = append(lines, "Permission refused: "+d.Tool+" "+d.Input)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

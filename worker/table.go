@@ -120,9 +120,13 @@ const (
 	// checking that the item is still open (Config.ItemChecker) before it
 	// requeues it.
 	Recovering
+	// RateLimited: its agent's provider refused it for a rate limit; it
+	// waits out a backoff (not before the reset the provider named) and
+	// is then queued again.
+	RateLimited
 )
 
-var itemStateNames = [...]string{"Queued", "Assigned", "InReview", "Done", "Parked", "Recovering"}
+var itemStateNames = [...]string{"Queued", "Assigned", "InReview", "Done", "Parked", "Recovering", "RateLimited"}
 
 func (s ItemState) String() string {
 	if int(s) < len(itemStateNames) {
@@ -147,9 +151,11 @@ const (
 	// ItemClose: it was found closed while recovering; it leaves the
 	// Dispatcher as Done without being reassigned.
 	ItemClose
+	// ItemRateLimit: its agent was rate-limited; it backs off.
+	ItemRateLimit
 )
 
-var itemEventNames = [...]string{"Assign", "ReadyForReview", "Reassign", "Requeue", "Complete", "Park", "Resubmit", "Recover", "Close"}
+var itemEventNames = [...]string{"Assign", "ReadyForReview", "Reassign", "Requeue", "Complete", "Park", "Resubmit", "Recover", "Close", "RateLimit"}
 
 func (e ItemEvent) String() string {
 	if int(e) < len(itemEventNames) {
@@ -180,6 +186,8 @@ var itemTable = map[itemKey]ItemState{
 	{Recovering, ItemRequeue}:      Queued,
 	{Recovering, ItemPark}:         Parked,
 	{Recovering, ItemClose}:        Done,
+	{Assigned, ItemRateLimit}:      RateLimited,
+	{RateLimited, ItemRequeue}:     Queued,
 }
 
 // NextItemState applies ev to s using the transition table.

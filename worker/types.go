@@ -127,9 +127,19 @@ const (
 	MsgQGResult
 	// MsgFailed: the agent exited unsuccessfully or crashed.
 	MsgFailed
+	// MsgRateLimited: the agent stopped because its provider refused it
+	// for a rate or usage limit; ResetsAt is the reset the provider named
+	// (zero if none). Not a crash: the item is retried after a backoff,
+	// not before ResetsAt.
+	MsgRateLimited
+	// MsgNeedsPerson: the agent is waiting for a person (a question it
+	// asked, a permission it was refused); Question holds the text. Not a
+	// crash: the item is escalated NEEDS_PERSON and parked, never
+	// answered by automation.
+	MsgNeedsPerson
 )
 
-var messageNames = [...]string{"", "HEARTBEAT", "STATUS", "DONE", "READY_FOR_REVIEW", "QG_RESULT", "FAILED"}
+var messageNames = [...]string{"", "HEARTBEAT", "STATUS", "DONE", "READY_FOR_REVIEW", "QG_RESULT", "FAILED", "RATE_LIMITED", "NEEDS_PERSON"}
 
 func (k MessageKind) String() string {
 	if int(k) < len(messageNames) && k != 0 {
@@ -164,8 +174,14 @@ type Message struct {
 	// QGPassed and QGOutput are a MsgQGResult's result.
 	QGPassed bool
 	QGOutput string
-	// Reason says why a MsgFailed failed.
+	// Reason says why a MsgFailed failed (or what a MsgRateLimited
+	// provider said).
 	Reason string
+	// ResetsAt is when a MsgRateLimited's limit resets, zero if unknown.
+	ResetsAt time.Time
+	// Question is what a MsgNeedsPerson's agent is waiting for a person
+	// to answer or allow.
+	Question string
 	// Usage is what the agent consumed during this assignment so far, not
 	// yet reported; it counts against the budgets.
 	Usage Usage
