@@ -66,10 +66,37 @@
 // exits unsuccessfully (FAILED) has already told us it crashed, so that is
 // counted against CrashBudget at once, without a probe.
 //
-// A stalled worker (progress, or the attempt deadline) gets a STUCK_WORKER
-// escalation, is killed, and its item is requeued within StallBudget
-// (default 1), else parked. Deadlines stop while an assignment waits for its
-// reviewer.
+// Slow is not stuck. When a worker's progress deadline passes, the
+// Dispatcher first gathers evidence of work since its last progress
+// (WorkEvidence; the Runtime reports the agent's output lines, whether the
+// worktree's files changed, .git excluded, and the CPU time of the agent's
+// process group read from /proc, each counted from the assignment's start,
+// the last progress the Runtime saw or the previous check). The core
+// decides on what the shell gathered: any output, any file change or at
+// least SlowWorkerMinCPU (default 1 s) of CPU time earns an extension of
+// SlowWorkerExtension (default ProgressTimeout) and an EventSlowWorker, up
+// to SlowWorkerExtensions (default 1) per assignment. A stalled worker
+// without evidence, or with its extensions used up, or one over the
+// attempt deadline, gets a STUCK_WORKER escalation, is killed, and its item
+// is requeued within StallBudget (default 1), else parked. Deadlines stop
+// while an assignment waits for its reviewer.
+//
+// # Rate limits and questions for a person
+//
+// Two ways an agent stops are not crashes. MsgRateLimited (the Runtime
+// sends it when the agent's result carries a phases.AgentRateLimit, as
+// agentcmd reads from Claude Code and Codex output): the worker is freed,
+// the item goes RateLimited, EventRateLimited reports the provider's words,
+// the reset it named and the backoff, and the item is queued again after
+// RateLimitBackoff (default 1 min) doubled per rate-limited attempt in a row
+// up to RateLimitMaxBackoff (default 30 min), never before the named reset,
+// plus up to RateLimitJitter (default 30 s). No budget applies. While items
+// back off (RateLimited), a host may lower concurrency with SetMaxActive.
+// MsgNeedsPerson (the agent asked a question nobody answered, or was refused
+// a permission and failed): EventWaitingForPerson, a NEEDS_PERSON escalation
+// whose Question holds the text, the agent is reset and the item parked.
+// Nothing answers the question; a person does, then submits the item again
+// (with the answer in its MemoryContext).
 //
 // # Review rejection
 //
@@ -91,7 +118,7 @@
 // # Escalations, events and budgets
 //
 // Escalations are typed (StuckWorker, ReviewLimit, CrashLimit,
-// ItemCheckFailed, StuckQG, BudgetExceeded) and carry item, stage, worker, assignment, reason, the
+// ItemCheckFailed, StuckQG, BudgetExceeded, NeedsPerson) and carry item, stage, worker, assignment, reason, the
 // counters and a suggested action; they go to the Escalator (HealthEscalator
 // adapts a health.Escalator). Every lifecycle change goes to the one
 // OnEvent hook, in order; SlogEvents logs them. Token and cost usage reported
