@@ -98,6 +98,7 @@ func host(repo, agent string) int {
 // story must then be merged exactly once, and no agent process or
 // worktree be left behind.
 func TestKilledHostFinishesThePlanOnRerun(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kills and restarts a host process a dozen times; skipped with -short")
 	}

@@ -36,8 +36,14 @@ type Report struct {
 	Tasks      int                  `json:"tasks,omitempty"`
 }
 
-// EnvResult names the file an agent writes its Report to.
-const EnvResult = "FOREMAN_RESULT"
+// The environment the team adds for an agent, beside pipeline's
+// FOREMAN_ITEM, FOREMAN_STAGE, FOREMAN_WORKER and FOREMAN_ASSIGNMENT:
+// EnvResult names the file it writes its Report to, EnvRole its stage's
+// role (Stage.Role: the host's word for the stage).
+const (
+	EnvResult = "FOREMAN_RESULT"
+	EnvRole   = "FOREMAN_ROLE"
+)
 
 // maxDetail bounds the details carried in a report line.
 const maxDetail = 600

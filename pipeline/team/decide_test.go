@@ -17,6 +17,7 @@ import (
 func score(n int) *int { return &n }
 
 func TestReportLine(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		stage int
@@ -55,6 +56,7 @@ func TestReportLine(t *testing.T) {
 }
 
 func TestOneLineKeepsReportsParseable(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("é", 1000)
 	for _, in := range []string{"a\nb\tc\x00d", long, "x. Agents: y", "", "\xff\xfe"} {
 		line := errorLine("US-1", 2, in)
@@ -65,6 +67,7 @@ func TestOneLineKeepsReportsParseable(t *testing.T) {
 }
 
 func TestAgentStageLine(t *testing.T) {
+	t.Parallel()
 	good := &Report{Assignment: "US-1-a1", Outcome: "go", Score: score(8)}
 	cases := []struct {
 		name string
@@ -99,6 +102,7 @@ func TestAgentStageLine(t *testing.T) {
 }
 
 func TestGateStageLine(t *testing.T) {
+	t.Parallel()
 	plan := phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L1Tests, Checks: []phases.GateCheck{{Name: "a"}, {Name: "b"}}}}}
 	pass := phases.VerificationReport{Passed: true}
 	assert.Equal(t, "Stage 3 COMPLETE for US-1. Verdict: PASS. Quality Score: 100/100.", gateStageLine("US-1", 3, pass, plan))
@@ -113,6 +117,7 @@ func TestGateStageLine(t *testing.T) {
 }
 
 func TestBuildStageLine(t *testing.T) {
+	t.Parallel()
 	ok := phases.RunResult{State: phases.StateSucceeded}
 	assert.Equal(t, "Stage 2 COMPLETE for US-1. All tasks Done. Story set to To Review.", buildStageLine("US-1", 2, ok, nil))
 	assert.Contains(t, buildStageLine("US-1", 0, ok, nil), "Stage 0 COMPLETE")
@@ -129,6 +134,7 @@ func TestBuildStageLine(t *testing.T) {
 }
 
 func TestBoardAfterRecordsWhatTheFlowChecks(t *testing.T) {
+	t.Parallel()
 	flow := pipeline.StoryFlow(pipeline.StoryConfig{})
 	b, ok := boardAfter(flow, 0, "Stage 0 COMPLETE for US-1. 3 tasks created. Plan score: 4/4.", boardRecord{})
 	assert.True(t, ok)
@@ -148,6 +154,7 @@ func TestBoardAfterRecordsWhatTheFlowChecks(t *testing.T) {
 }
 
 func TestSpawnMoveAndGraphMove(t *testing.T) {
+	t.Parallel()
 	retry, skip := &decision{Action: Retry}, &decision{Action: Skip}
 	cases := []struct {
 		name string
@@ -174,6 +181,7 @@ func TestSpawnMoveAndGraphMove(t *testing.T) {
 }
 
 func TestResolveStage(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, 2, resolveStage(Retry, 2, 4))
 	assert.Equal(t, 3, resolveStage(Resume, 2, 4))
 	assert.Equal(t, 3, resolveStage(Resume, 3, 4), "the last stage again re-checks and merges")

@@ -15,6 +15,7 @@ import (
 )
 
 func TestAGateFailureIsReworkedWithTheGatesOutput(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.touch(t, "US-001.bad")
 	tm := f.newTeam(t)
@@ -33,6 +34,7 @@ func TestAGateFailureIsReworkedWithTheGatesOutput(t *testing.T) {
 }
 
 func TestCompletionNeedsEvidence(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		control   string
 		merged    bool

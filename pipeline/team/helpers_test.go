@@ -44,11 +44,11 @@ report() { # outcome [extra json]
   [ -e "$ctl/$id.forged" ] && a="$id-a999"
   printf '{"assignment":"%s","outcome":"%s"%s}\n' "$a" "$1" "${2:-}" > "$FOREMAN_RESULT"
 }
-case "$stage" in
-0) report complete ',"tasks":2,"score":4'
+case "$FOREMAN_ROLE" in
+plan) report complete ',"tasks":2,"score":4'
    [ -e "$ctl/$id.line" ] && echo "Stage 0 COMPLETE for $id. 2 tasks created. Plan score: 4/4."
    ;;
-1) if [ -e "$ctl/$id.nogo" ]; then report no-go ',"score":2,"summary":"the story is unclear"'; else report go ',"score":9'; fi
+validate) if [ -e "$ctl/$id.nogo" ]; then report no-go ',"score":2,"summary":"the story is unclear"'; else report go ',"score":9'; fi
    [ -e "$ctl/$id.line" ] && echo "Stage 1 COMPLETE for $id. Verdict: GO. Readiness: 9."
    ;;
 *) if [ -e "$ctl/$id.nochange" ]; then report complete ',"summary":"all done (not really)"'; exit 0; fi

@@ -34,7 +34,7 @@ func (r stageRunner) Execute(ctx context.Context, req phases.AgentRequest, onEve
 	if err := os.Remove(resultPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return phases.AgentResult{}, err
 	}
-	req.Env = append(slices.Clip(req.Env), EnvResult+"="+resultPath)
+	req.Env = append(slices.Clip(req.Env), EnvResult+"="+resultPath, EnvRole+"="+st.Role)
 
 	var (
 		res  phases.AgentResult

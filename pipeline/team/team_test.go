@@ -14,6 +14,7 @@ import (
 )
 
 func TestTeamMergesAPlanInDependencyOrder(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.cfg.Workers = 2
 	tm := f.newTeam(t)
@@ -65,6 +66,7 @@ func indexOf(s []string, v string) int {
 }
 
 func TestNewRefusesAnAgentThatCannotStart(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.cfg.Agent = agentcmd.New(agentcmd.Config{Argv: []string{"no-such-agent-binary-xyz", "{prompt}"}})
 	_, err := team.New(context.Background(), f.cfg)
@@ -75,6 +77,7 @@ func TestNewRefusesAnAgentThatCannotStart(t *testing.T) {
 }
 
 func TestAFailingAgentPausesItsStoryWithTheCauseAndBlocksItsDependents(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.touch(t, "US-001.fail-stage-0")
 	tm := f.newTeam(t)
@@ -111,6 +114,7 @@ func TestAFailingAgentPausesItsStoryWithTheCauseAndBlocksItsDependents(t *testin
 }
 
 func TestAddRefusesBadPlansAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	tm := f.newTeam(t)
 	ctx := context.Background()

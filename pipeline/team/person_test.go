@@ -1,0 +1,201 @@
+package team_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/team"
+)
+
+func TestSkipLetsDependentsStartAndAbandonKeepsThemBlocked(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.touch(t, "A.fail-stage-1")
+	f.touch(t, "C.fail-stage-1")
+	tm := f.newTeam(t)
+	ctx := context.Background()
+	require.NoError(t, tm.Add(ctx,
+		team.Story{ID: "A", Title: "a"}, team.Story{ID: "B", Title: "b", After: []foreman.ItemID{"A"}},
+		team.Story{ID: "C", Title: "c"}, team.Story{ID: "D", Title: "d", After: []foreman.ItemID{"C"}},
+	))
+	res := run(t, tm)
+	require.Equal(t, 2, res.Paused, res.String())
+	require.Equal(t, 2, res.Blocked)
+
+	st, err := tm.Status(ctx)
+	require.NoError(t, err)
+	require.Len(t, st.Escalations, 2)
+	text := st.Text()
+	assert.Contains(t, text, "Waiting for a person (Resolve: retry, resume, skip, abandon)")
+	assert.Contains(t, text, "boom 1")
+	data, err := st.JSON()
+	require.NoError(t, err)
+	var back team.Status
+	require.NoError(t, json.Unmarshal(data, &back))
+	assert.Len(t, back.Stories, 4)
+
+	require.NoError(t, tm.Resolve(ctx, "A", team.Skip, "done by hand"))
+	require.NoError(t, tm.Resolve(ctx, "C", team.Abandon, "not needed"))
+	res = run(t, tm)
+	assert.Equal(t, team.StorySkipped, stateOf(res, "A").State)
+	assert.Equal(t, team.StoryMerged, stateOf(res, "B").State, "B starts once A is skipped")
+	assert.Equal(t, team.StoryAbandoned, stateOf(res, "C").State)
+	assert.Equal(t, team.StoryBlocked, stateOf(res, "D").State)
+	assert.Equal(t, []foreman.ItemID{"C"}, stateOf(res, "D").BlockedBy)
+	assert.Equal(t, []string{"B"}, trailers(t, f.repo))
+}
+
+func TestResumeGoesOnFromTheNextStage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.touch(t, "A.nogo")
+	f.cfg.Story = pipeline.StoryConfig{ValidationRetries: -1} // the first NO-GO pauses
+	tm := f.newTeam(t)
+	ctx := context.Background()
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "A", Title: "a"}))
+	res := run(t, tm)
+	s := stateOf(res, "A")
+	require.Equal(t, team.StoryPaused, s.State, res.String())
+	assert.Contains(t, s.Pause.Message, "the story is unclear")
+	// A person rewrote the story and vouches for it: resume skips the
+	// validation the agent would fail again.
+	require.NoError(t, tm.Resolve(ctx, "A", team.Resume, "rewritten"))
+	res = run(t, tm)
+	assert.Equal(t, team.StoryMerged, stateOf(res, "A").State, res.String())
+}
+
+func TestSubscribeReplaysAndFollows(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tm := f.newTeam(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "A", Title: "a"}))
+	sub := tm.Subscribe(ctx, 0)
+	first := <-sub
+	assert.Equal(t, uint64(1), first.Seq)
+	assert.Equal(t, team.EventStoryAdded, first.Kind)
+
+	res := run(t, tm)
+	require.Equal(t, 1, res.Merged)
+	var kinds []team.EventKind
+	for e := range sub {
+		assert.Equal(t, first.Seq+uint64(len(kinds))+1, e.Seq, "in order, none missed")
+		kinds = append(kinds, e.Kind)
+		if e.Kind == team.EventRunFinished {
+			assert.Contains(t, e.Detail, "1 merged")
+			break
+		}
+	}
+	assert.Equal(t, team.EventRunStarted, kinds[0])
+	assert.Contains(t, kinds, team.EventStageStarted)
+	assert.Contains(t, kinds, team.EventStoryMerged)
+
+	// A late subscriber from a sequence number gets the rest.
+	all := tm.Events(0)
+	late := tm.Subscribe(ctx, all[len(all)-2].Seq)
+	e := <-late
+	assert.Equal(t, all[len(all)-1], e)
+	cancel()
+	_, open := <-late
+	assert.False(t, open, "closed when its context ends")
+}
+
+func TestASlowSubscriberDoesNotHoldUpTheTeam(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tm := f.newTeam(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_ = tm.Subscribe(ctx, 0) // never read
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "A", Title: "a"}, team.Story{ID: "B", Title: "b"}))
+	done := make(chan team.Result)
+	go func() { done <- run(t, tm) }()
+	select {
+	case res := <-done:
+		assert.Equal(t, 2, res.Merged)
+	case <-time.After(90 * time.Second):
+		t.Fatal("the team waited for a subscriber")
+	}
+}
+
+func TestTaskFlowIsOneBuildStage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.cfg.Flow = pipeline.TaskFlow(pipeline.StoryConfig{})
+	tm := f.newTeam(t)
+	ctx := context.Background()
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "T1", Title: "a task"}))
+	res := run(t, tm)
+	assert.Equal(t, 1, res.Merged, res.String())
+	var stages []int
+	for _, e := range tm.Events(0) {
+		if e.Kind == team.EventStageFinished {
+			stages = append(stages, e.Stage)
+			assert.Equal(t, "execute", e.Role)
+		}
+	}
+	assert.Equal(t, []int{0}, stages)
+}
+
+func TestRunTwiceAtOnceAndAfterClose(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.touch(t, "A.fail-stage-0")
+	tm := f.newTeam(t)
+	ctx := context.Background()
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "A", Title: "a"}))
+	started := make(chan struct{})
+	f.cfg.OnEvent = nil
+	sub := tm.Subscribe(ctx, 0)
+	go func() {
+		for e := range sub {
+			if e.Kind == team.EventRunStarted {
+				close(started)
+				return
+			}
+		}
+	}()
+	done := make(chan error)
+	go func() { _, err := tm.Run(ctx); done <- err }()
+	<-started
+	_, err := tm.Run(ctx)
+	assert.ErrorIs(t, err, team.ErrRunning)
+	require.NoError(t, <-done)
+	require.NoError(t, tm.Close())
+	require.NoError(t, tm.Close(), "twice")
+	_, err = tm.Run(ctx)
+	assert.ErrorIs(t, err, team.ErrClosed)
+	assert.ErrorIs(t, tm.Add(ctx, team.Story{ID: "B", Title: "b"}), team.ErrClosed)
+}
+
+func TestConfigErrors(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cases := map[string]func(c *team.Config){
+		"Repo":    func(c *team.Config) { c.Repo = "" },
+		"Agent":   func(c *team.Config) { c.Agent = nil },
+		"Gates":   func(c *team.Config) { c.Gates.Levels = nil },
+		"Workers": func(c *team.Config) { c.Workers = -1 },
+		"Stages":  func(c *team.Config) { c.Stages = []team.Stage{{Kind: team.StageBuild}} },
+	}
+	for field, mutate := range cases {
+		t.Run(field, func(t *testing.T) {
+			cfg := f.cfg
+			mutate(&cfg)
+			_, err := team.New(context.Background(), cfg)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, team.ErrInvalidConfig)
+			var ce *team.ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, field, ce.Field)
+		})
+	}
+}
