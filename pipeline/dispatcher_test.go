@@ -247,10 +247,11 @@ func TestDispatcherSpawnerProbesAndShutdowns(t *testing.T) {
 
 	// A shutdown cancels the agent; its end is nobody's news.
 	require.NoError(t, ds.Send(ctx, Outgoing{Kind: EffectShutdown, Item: "P-1", Worker: "w1", Assignment: "P-1-a1"}))
-	// A probe of an assignment the Dispatcher no longer runs times out.
+	// A probe of an assignment this spawner never ran (a coordinator
+	// restart) times out at once: nobody works on it, so waiting the probe
+	// timeout would only delay the crash protocol. The fake clock is not
+	// advanced.
 	require.NoError(t, ds.Send(ctx, Outgoing{Kind: EffectProbe, Item: "P-1", Worker: "w0", Assignment: "P-1-a0", Stage: 1}))
-	require.NoError(t, clk.BlockUntil(ctx, 1))
-	clk.Advance(health.DefaultProbeTimeout)
 	assert.Equal(t, Event{Kind: EventProbeTimeout, Worker: "w0", Assignment: "P-1-a0", Stage: 1}, <-events)
 	select {
 	case ev := <-events:
@@ -299,5 +300,38 @@ func TestDispatcherSpawnerSetsTheAssignmentEnvironment(t *testing.T) {
 	case <-events: // ended without a report: idle
 	case <-ctx.Done():
 		t.Fatal("no end reported")
+	}
+}
+
+// An assignment the Dispatcher parked (here its agent failed) is nobody's
+// work any more: its probe times out at once, so the crash protocol does
+// not wait the probe timeout in silence for a worker already gone.
+func TestDispatcherSpawnerDoesNotProbeWorkThePoolEnded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	clk := foreman.NewFakeClock(t0)
+	events := make(chan Event, 8)
+	agent := worker.AgentFunc(func(ctx context.Context, req phases.AgentRequest, _ phases.StreamCallback) (phases.AgentResult, error) {
+		return phases.AgentResult{ExitCode: 1, Stderr: "no such model"}, errors.New("agent exited 1")
+	})
+	ds, err := NewDispatcherSpawner(DispatcherSpawnerConfig{Worker: worker.Config{Agent: agent, Commits: worker.NoCommits,
+		Clock: clk, LivenessTimeout: -1, ProgressTimeout: -1}, Inbox: recordingInbox{events: events},
+		Workspace: func(foreman.ItemID) (string, error) { return t.TempDir(), nil }})
+	require.NoError(t, err)
+	defer ds.Close()
+	r := SpawnRequest{Item: "P-1", Stage: 2, Worker: "w1", Assignment: "P-1-a1"}
+	require.NoError(t, ds.Spawn(ctx, r))
+	select {
+	case ev := <-events:
+		assert.Equal(t, Event{Kind: EventIdle, Worker: "w1", Assignment: "P-1-a1"}, ev)
+	case <-ctx.Done():
+		t.Fatal("no EventIdle for the parked assignment")
+	}
+	require.NoError(t, ds.Send(ctx, Outgoing{Kind: EffectProbe, Item: "P-1", Worker: "w1", Assignment: "P-1-a1", Stage: 2}))
+	select {
+	case ev := <-events:
+		assert.Equal(t, Event{Kind: EventProbeTimeout, Worker: "w1", Assignment: "P-1-a1", Stage: 2}, ev)
+	case <-ctx.Done():
+		t.Fatal("the probe of ended work waited for the probe timeout")
 	}
 }
