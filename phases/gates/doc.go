@@ -24,7 +24,9 @@
 // only for an invalid plan (*PlanError, before anything runs), a snapshot
 // without a WorkspacePath (ErrNoWorkspace), a CIChecker error, or a context
 // that ended; in the last two cases the report holds the levels that had
-// finished. An empty plan passes.
+// finished. A plan with no check at all is invalid (ErrEmptyPlan): it would
+// pass any change. To waive the gates, say so with VerifyOptions.Skip, which
+// phases sets from TaskSpec.SkipVerification.
 //
 // The FeedbackGenerator writes plain text within a byte budget: what failed
 // (level, name, command, exit status, head and tail of the output), which

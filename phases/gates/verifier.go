@@ -103,6 +103,13 @@ var ErrInvalidPlan = errors.New("gates: invalid gate plan")
 // commands while the Verifier has no CIChecker.
 var ErrNoCIChecker = errors.New("gates: L3 level has no commands and no CIChecker is configured")
 
+// ErrEmptyPlan is the cause of a PlanError for a plan with no check at all
+// (no levels, or levels without commands and no L3 level for a configured
+// CIChecker): it would pass any change, so the Verifier refuses it rather
+// than report a pass. A caller that means to waive the gates says so with
+// VerifyOptions.Skip (phases.TaskSpec.SkipVerification).
+var ErrEmptyPlan = errors.New("gates: gate plan has no checks, so it would pass anything (set VerifyOptions.Skip to waive the gates)")
+
 // ErrNoWorkspace is returned when the snapshot has no WorkspacePath to run
 // checks in.
 var ErrNoWorkspace = errors.New("gates: snapshot has no workspace path")
@@ -116,6 +123,9 @@ type PlanError struct {
 }
 
 func (e *PlanError) Error() string {
+	if e.Level == "" && e.Check == "" {
+		return fmt.Sprintf("gates: invalid gate plan: %v", e.Err)
+	}
 	where := string(e.Level)
 	if e.Check != "" {
 		where += " check " + fmt.Sprintf("%q", e.Check)
@@ -142,7 +152,7 @@ func (v *Verifier) Verify(ctx context.Context, snapshot phases.Snapshot, plan ph
 	if err != nil {
 		return phases.VerificationReport{}, err
 	}
-	if snapshot.WorkspacePath == "" && len(levels) > 0 {
+	if snapshot.WorkspacePath == "" {
 		return phases.VerificationReport{}, ErrNoWorkspace
 	}
 	start := v.clock.Now()
@@ -198,11 +208,25 @@ func (v *Verifier) validate(plan phases.GatePlan) ([]phases.GateLevel, error) {
 			names[c.Name] = true
 		}
 	}
+	if !v.runsSomething(plan) {
+		return nil, &PlanError{Err: ErrEmptyPlan}
+	}
 	levels := slices.Clone(plan.Levels)
 	slices.SortFunc(levels, func(a, b phases.GateLevel) int {
 		return slices.Index(order, a.Level) - slices.Index(order, b.Level)
 	})
 	return levels, nil
+}
+
+// runsSomething reports whether a valid plan runs at least one check: a
+// command, or the CIChecker for an L3 level.
+func (v *Verifier) runsSomething(plan phases.GatePlan) bool {
+	for _, gl := range plan.Levels {
+		if len(gl.Checks) > 0 || (gl.Level == phases.L3CI && v.ci != nil) {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *Verifier) runLevel(ctx context.Context, snapshot phases.Snapshot, gl phases.GateLevel) (phases.LevelResult, error) {

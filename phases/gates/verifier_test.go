@@ -446,9 +446,44 @@ func TestSkipRunsNothing(t *testing.T) {
 	assert.NoFileExists(t, marker)
 }
 
-func TestEmptyPlanPasses(t *testing.T) {
-	report, err := NewVerifier(VerifierConfig{}).Verify(context.Background(), phases.Snapshot{}, phases.GatePlan{}, phases.VerifyOptions{})
-	require.NoError(t, err)
-	assert.True(t, report.Passed)
-	assert.Empty(t, report.Levels)
+// A plan without a single check would pass any change: the Verifier
+// itself refuses it before anything runs (a host calling it directly, not
+// through phases' verify handler, once merged broken code that way), unless
+// the caller waives the gates with Skip.
+func TestEmptyPlanIsRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		plan phases.GatePlan
+	}{
+		{"no levels", phases.GatePlan{}},
+		{"levels without checks", phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L0Contracts}, {Level: phases.L1Tests, Checks: []phases.GateCheck{}}}}},
+		{"run all, levels without checks", phases.GatePlan{RunAll: true, Levels: []phases.GateLevel{{Level: phases.L2BlackBox}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			report, err := NewVerifier(VerifierConfig{}).Verify(context.Background(), workspace(t), tt.plan, phases.VerifyOptions{})
+			require.ErrorIs(t, err, ErrEmptyPlan)
+			assert.ErrorIs(t, err, ErrInvalidPlan)
+			var pe *PlanError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, "gates: invalid gate plan: "+ErrEmptyPlan.Error(), err.Error())
+			assert.False(t, report.Passed, "no pass without checks")
+			assert.Empty(t, report.Levels)
+		})
+	}
+	t.Run("skipped", func(t *testing.T) {
+		report, err := NewVerifier(VerifierConfig{}).Verify(context.Background(), phases.Snapshot{}, phases.GatePlan{}, phases.VerifyOptions{Skip: true})
+		require.NoError(t, err)
+		assert.Equal(t, phases.VerificationReport{Passed: true, Skipped: true}, report)
+	})
+	t.Run("an L3 level alone runs the CIChecker", func(t *testing.T) {
+		ci := &fakeCI{result: phases.LevelResult{Passed: true, Checks: []phases.CheckResult{{Name: "ci", Passed: true}}}}
+		report, err := NewVerifier(VerifierConfig{CI: ci}).Verify(context.Background(), workspace(t),
+			phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L3CI}}}, phases.VerifyOptions{})
+		require.NoError(t, err)
+		assert.True(t, report.Passed)
+		require.Len(t, report.Levels, 1)
+		assert.Equal(t, phases.L3CI, report.Levels[0].Level)
+		assert.Equal(t, 1, ci.calls)
+	})
 }
