@@ -65,10 +65,15 @@
 // a store.Store, re-reads the board when the report's rule has a check,
 // steps, and writes the new state together with its effects in one Apply
 // (with the record's version: optimistic concurrency). Only then does it
-// carry the effects out, one by one, writing the record again after each
-// with that effect removed; a merge's result is stepped in the same write.
-// An effect that fails stays pending and the error is returned; Recover (a
-// restart) or the item's next event re-issues it. Effects are idempotent:
+// carry the effects out, one by one. The effects done are recorded by the
+// item's next write rather than by a write each: the next transition's, the
+// write of a merge's result (stepped when the merge returns, and persisted
+// before its own effects run), or a last write once the item is DONE or
+// PAUSED. An effect that fails stays pending (what was done before it is
+// recorded) and the error is returned; Recover (a restart) or the item's
+// next event re-issues it. A restart also re-issues the effects of each
+// active item's last transition (an ACK, a shutdown, the spawn of its
+// current worker), which is what makes the spawn's idempotency matter. Effects are idempotent:
 // a spawn is keyed by its assignment id, merge.Manager recognises its own
 // trailer, removing a missing worktree succeeds, a second ACK is harmless,
 // and FileReporter keys each section. TestCrashAtEveryEffectBoundary stops
@@ -125,9 +130,10 @@
 // cannot be used with it. Agents learn their assignment from the prompt's
 // closing block and from FOREMAN_ITEM, FOREMAN_STAGE, FOREMAN_WORKER and
 // FOREMAN_ASSIGNMENT in their environment. The runtime writes
-// the record once per transition and once per effect: 22 writes for a plain
-// story (5 transitions written on their own and 17 effects; the sixth
-// transition, the merge's result, is stepped in the merge effect's write),
-// which on the durable SQLite store (synchronous=FULL) costs one fsync
-// each; see BenchmarkRuntimeStory and BenchmarkDurableTransitions.
+// the record 7 times for a plain story of 6 transitions and 17 effects (5
+// transitions from events, the merge's result, and the last write that
+// records the final effects done). On the durable SQLite store
+// (synchronous=FULL) concurrent stories share each fsync (group commit);
+// see BenchmarkStoriesInFlight, BenchmarkRuntimeStory and
+// BenchmarkDurableTransitions.
 package pipeline

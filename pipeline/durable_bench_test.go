@@ -128,9 +128,8 @@ var statusNow = ""
 
 // BenchmarkRuntimeStory runs whole stories through the Runtime with
 // services that do nothing, so that the store is what is measured: each
-// story is 6 transitions and 17 effects in 22 writes (the merge's result is
-// stepped in the merge effect's write; TestRuntimeWritesPerStory checks the
-// count). stories/s and writes/s are the figures.
+// story is 6 transitions and 17 effects in 7 writes
+// (TestRuntimeWritesPerStory checks the count). stories/s and writes/s are the figures.
 func BenchmarkRuntimeStory(b *testing.B) {
 	for _, kind := range []string{"memory", "sqlite"} {
 		b.Run("store="+kind, func(b *testing.B) {

@@ -70,9 +70,12 @@ type Stats struct {
 
 // Runtime is the imperative shell around Flow.Step: for each event it loads
 // the item's record, steps, persists the new state together with its
-// effects, and only then carries the effects out, marking each done in the
-// store as it completes. After a crash, Recover (or the item's next event)
-// re-issues whatever is still pending; every effect is idempotent. Events of
+// effects, and only then carries the effects out. The effects it carried
+// out are recorded done by the item's next write (the next transition's,
+// a merge result's, or, once the item stops at DONE or PAUSED, one write
+// at the end) instead of one write each. After a crash, Recover (or the
+// item's next event) re-issues whatever is still pending, which includes
+// the effects of each item's last transition; every effect is idempotent. Events of
 // one item are serialized; different items proceed in parallel. Two
 // Runtimes on one store are kept apart by the store's optimistic
 // concurrency (a *store.ConflictError), not by a lease.
@@ -82,7 +85,18 @@ type Runtime struct {
 	log   *slog.Logger
 	mu    sync.Mutex
 	locks map[foreman.ItemID]*sync.Mutex
+	// done remembers, per item, effects this runtime carried out that its
+	// record still lists as pending: they are recorded done by the item's
+	// next write rather than by a write each. Guarded by mu.
+	done  map[foreman.ItemID]doneMark
 	stats struct{ transitions, effects, stale, duplicates atomic.Int64 }
+}
+
+// doneMark says that the item's record at version lists n effects, first
+// in its pending list, that this runtime has carried out.
+type doneMark struct {
+	version int64
+	n       int
 }
 
 // NewRuntime checks cfg and returns a Runtime.
@@ -103,7 +117,7 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		}
 	}
 	return &Runtime{cfg: cfg, clk: clock.OrReal(cfg.Clock), log: logger(cfg.Logger),
-		locks: map[foreman.ItemID]*sync.Mutex{}}, nil
+		locks: map[foreman.ItemID]*sync.Mutex{}, done: map[foreman.ItemID]doneMark{}}, nil
 }
 
 // Flow returns the flow in use.
@@ -174,6 +188,7 @@ func (r *Runtime) Handle(ctx context.Context, item foreman.ItemID, ev Event) (St
 	if err != nil {
 		return State{}, err
 	}
+	r.skipDone(&rec, ver)
 	if err := r.drain(ctx, &rec, &ver); err != nil {
 		return rec.State, err
 	}
@@ -188,7 +203,8 @@ func (r *Runtime) Handle(ctx context.Context, item foreman.ItemID, ev Event) (St
 	}
 	// The effects go straight onto the pending ones (none, after the
 	// drain): rec is this call's own, decoded from the store, and nothing
-	// keeps its Pending slice beyond the call (effects run by value).
+	// keeps its Pending slice beyond the call (effects run by value). The
+	// save also records the effects done since the last one.
 	next, pending, err := r.cfg.Flow.AppendStep(rec.Pending, s, ev, r.clk.Now())
 	if err != nil {
 		return s, err
@@ -242,8 +258,12 @@ func (r *Runtime) Settle(ctx context.Context, item foreman.ItemID) (State, error
 	if err != nil {
 		return State{}, err
 	}
-	err = r.drain(ctx, &rec, &ver)
-	return rec.State, err
+	r.skipDone(&rec, ver)
+	if err := r.drain(ctx, &rec, &ver); err != nil {
+		return rec.State, err
+	}
+	// A settled item may wait long for its next event: record now.
+	return rec.State, r.record(ctx, &rec, &ver)
 }
 
 // Get returns item's persisted state; an unknown item is a zero State
@@ -253,10 +273,58 @@ func (r *Runtime) Get(ctx context.Context, item foreman.ItemID) (State, error) {
 	return rec.State, err
 }
 
-// Pending returns item's effects not yet carried out.
+// Pending returns item's effects not yet carried out: those its record
+// lists, less those this runtime carried out and has yet to record.
 func (r *Runtime) Pending(ctx context.Context, item foreman.ItemID) ([]Effect, error) {
-	rec, _, err := r.load(ctx, item)
-	return rec.Pending, err
+	rec, ver, err := r.load(ctx, item)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	m, ok := r.done[item]
+	r.mu.Unlock()
+	if ok && m.version == ver && m.n <= len(rec.Pending) {
+		return rec.Pending[m.n:], nil
+	}
+	return rec.Pending, nil
+}
+
+// skipDone drops from rec the pending effects this runtime carried out
+// when rec was at version ver; the next save records them done. A record
+// written since (by another runtime) keeps all of its pending effects.
+func (r *Runtime) skipDone(rec *record, ver int64) {
+	item := rec.State.Item
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.done[item]
+	if !ok {
+		return
+	}
+	if m.version == ver && m.n <= len(rec.Pending) {
+		rec.Pending = rec.Pending[m.n:]
+		return
+	}
+	delete(r.done, item)
+}
+
+// markDone notes one more effect carried out of the record at ver.
+func (r *Runtime) markDone(item foreman.ItemID, ver int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.done[item]
+	if m.version != ver {
+		m = doneMark{version: ver}
+	}
+	m.n++
+	r.done[item] = m
+}
+
+// unrecorded says whether item's record at ver lists effects already done.
+func (r *Runtime) unrecorded(item foreman.ItemID, ver int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.done[item]
+	return ok && m.version == ver && m.n > 0
 }
 
 func (r *Runtime) load(ctx context.Context, item foreman.ItemID) (record, int64, error) {
@@ -292,32 +360,61 @@ func (r *Runtime) save(ctx context.Context, rec *record, ver *int64) error {
 	}
 	*ver = out[0].Version
 	r.stats.transitions.Add(1)
+	r.mu.Lock()
+	delete(r.done, rec.State.Item) // the record lists only what is left to do
+	r.mu.Unlock()
 	return nil
 }
 
-// drain carries out the pending effects in order, persisting after each:
-// the effect is removed, and a merge's result is stepped in the same write.
+// drain carries out the pending effects in order. Each one done is only
+// noted (markDone); the record is written when a merge's result changes
+// the state (that write records the effects done so far, and persists the
+// result's effects before they run), when an effect fails, and once more
+// at the end when the item has stopped (DONE, PAUSED), since no next event
+// will write it. An active item's done effects ride on its next
+// transition's write.
+//
+// Recording them late is safe because effects are idempotent, and because
+// what a restart re-issues is a prefix of one transition's effects: an
+// ACK, a shutdown, a worktree creation and the spawn that ends it.
 func (r *Runtime) drain(ctx context.Context, rec *record, ver *int64) error {
+	item := rec.State.Item
 	for len(rec.Pending) > 0 {
 		e := rec.Pending[0]
 		follow, err := r.execute(ctx, rec.State, e)
 		if err != nil {
-			return fmt.Errorf("pipeline: %s %s: %w", e.Item, e.Kind, err)
+			// The item may wait long for a retry: record what was done,
+			// so that only the failed effect and those after it are
+			// re-issued.
+			err = fmt.Errorf("pipeline: %s %s: %w", e.Item, e.Kind, err)
+			return errors.Join(err, r.record(ctx, rec, ver))
 		}
 		r.stats.effects.Add(1)
 		rec.Pending = rec.Pending[1:]
+		r.markDone(item, *ver)
 		if follow != nil {
 			next, pending, err := r.cfg.Flow.AppendStep(rec.Pending, rec.State, *follow, r.clk.Now())
 			if err != nil {
 				return err
 			}
 			rec.State, rec.Pending = next, pending
-		}
-		if err := r.save(ctx, rec, ver); err != nil {
-			return err
+			if err := r.save(ctx, rec, ver); err != nil {
+				return err
+			}
 		}
 	}
+	if rec.State.Status != StatusActive {
+		return r.record(ctx, rec, ver)
+	}
 	return nil
+}
+
+// record writes rec when its stored version lists effects already done.
+func (r *Runtime) record(ctx context.Context, rec *record, ver *int64) error {
+	if !r.unrecorded(rec.State.Item, *ver) {
+		return nil
+	}
+	return r.save(ctx, rec, ver)
 }
 
 // execute carries out one effect; a merge returns the event its result is.

@@ -106,8 +106,8 @@
 // re-issues effects a crashed invocation left pending, lets the core take
 // one step, saves the new session together with its pending effects
 // (persist before acting, with optimistic concurrency and retries), and
-// carries the effects out through a Spawner and a Reporter, recording each
-// as done. Spawns are idempotent by assignment id (the Spawner contract);
+// carries the effects out through a Spawner and a Reporter, then records
+// them done in one write (two writes per step, whatever its effects). Spawns are idempotent by assignment id (the Spawner contract);
 // reports and logs may be repeated after a crash and carry Effect.Key to
 // tell. A new Runtime per invocation is the seed's one-step-per-invocation
 // coordinator; Run is the long-running mode, fed by a channel (and

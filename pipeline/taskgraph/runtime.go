@@ -133,7 +133,7 @@ var (
 // Runtime is the imperative shell around Core: it loads a session from
 // the Store, lets the core handle one wake-up, saves the new session with
 // its pending effects (persist before acting), and then carries the
-// effects out, removing each from the session once done. Every method is
+// effects out, removing them from the session in one write once done. Every method is
 // one such step, so a Runtime created per invocation over the same store
 // is the seed's one-step-per-invocation coordinator; Run is the
 // long-running mode over the same steps. Safe for concurrent use; it owns
@@ -322,30 +322,37 @@ func (r *Runtime) transition(ctx context.Context, id string, fn func(*Session) (
 	}
 }
 
-// drain carries out s's pending effects in order, recording each as done
-// once it is; it stops at the first failure, leaving the rest pending.
+// drain carries out s's pending effects in order and then records them
+// done in one write, instead of one write each: a crash before that write
+// re-issues them all, which their idempotency allows (spawns by
+// assignment, reports and logs carry Effect.Key). It stops at the first
+// failure, recording what was done before it and leaving the rest pending.
 func (r *Runtime) drain(ctx context.Context, s *Session, ver int64) error {
-	for len(s.Pending) > 0 {
-		e := s.Pending[0]
+	done := make(map[string]bool, len(s.Pending))
+	var failed error
+	for _, e := range s.Pending {
 		if err := r.execute(ctx, s, e); err != nil {
-			return fmt.Errorf("taskgraph: session %s: effect %s: %w", s.ID, e.Key(), err)
+			failed = fmt.Errorf("taskgraph: session %s: effect %s: %w", s.ID, e.Key(), err)
+			break
 		}
-		var err error
-		if s, ver, err = r.markDone(ctx, s, ver, e.Key()); err != nil {
-			return err
+		done[e.Key()] = true
+	}
+	if len(done) > 0 {
+		if _, _, err := r.markDone(ctx, s, ver, done); err != nil {
+			return errors.Join(failed, err)
 		}
 	}
-	return nil
+	return failed
 }
 
-// markDone removes one executed effect from the stored session, reloading
+// markDone removes executed effects from the stored session, reloading
 // when another process changed it meanwhile.
-func (r *Runtime) markDone(ctx context.Context, s *Session, ver int64, key string) (*Session, int64, error) {
+func (r *Runtime) markDone(ctx context.Context, s *Session, ver int64, done map[string]bool) (*Session, int64, error) {
 	for attempt := 0; ; attempt++ {
 		n := s.clone()
 		n.Pending = n.Pending[:0:0]
 		for _, e := range s.Pending {
-			if e.Key() != key {
+			if !done[e.Key()] {
 				n.Pending = append(n.Pending, e)
 			}
 		}

@@ -136,10 +136,10 @@ func TestCrashAfterSpawnBeforeRecordingIt(t *testing.T) {
 	mem := newMemory()
 	_, err := newRuntime(t, mem, &recordingSpawner{}, nil, nil).Create(ctx, "s1", "", ModeImplOnly, nil)
 	require.NoError(t, err)
-	// Apply #1 saves the step, #2 records the log done, #3 would record
-	// the spawn done: the "process" dies there.
+	// Apply #1 saves the step, #2 would record the log and the spawn done:
+	// the "process" dies there.
 	fs := &failingStore{Store: mem, fail: func(n int64, _ []store.Op) error {
-		if n == 3 {
+		if n == 2 {
 			return errDown
 		}
 		return nil
@@ -296,4 +296,23 @@ func TestMarkDoneSurvivesConcurrentChange(t *testing.T) {
 	assert.Empty(t, s.Pending, "every effect recorded done despite the conflict")
 	assert.Equal(t, Cancelled, status(t, s, "REVIEW-001"), "and the other process's change is kept")
 	assert.Equal(t, 1, sp.distinct())
+}
+
+// TestStepWritesTwiceWhateverItsEffects checks that a step is two writes,
+// its decision and then its effects recorded done together, however many
+// effects it has: here two spawns and their logs and report.
+func TestStepWritesTwiceWhateverItsEffects(t *testing.T) {
+	ctx := context.Background()
+	mem := newMemory()
+	_, err := newRuntime(t, mem, &recordingSpawner{}, nil, nil).Create(ctx, "s1", "", ModeImplOnly,
+		[]TaskSpec{spec("A", "executor"), spec("B", "executor")})
+	require.NoError(t, err)
+	fs := &failingStore{Store: mem}
+	sp := &recordingSpawner{}
+	res, err := newRuntime(t, fs, sp, nil, nil).Step(ctx, "s1", WakeUp{})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"A", "B"}, res.Spawned)
+	require.Greater(t, len(res.Effects), 2)
+	assert.Equal(t, int64(2), fs.calls.Load(), "writes for %d effects", len(res.Effects))
+	assert.Empty(t, stored(t, mem, "s1").Pending)
 }
