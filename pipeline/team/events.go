@@ -27,6 +27,10 @@ const (
 	EventStoryMerged EventKind = "story_merged"
 	// EventStoryResolved: a person decided about a paused story (Action).
 	EventStoryResolved EventKind = "story_resolved"
+	// EventWorker: the worker pool reports trouble with a story's worker
+	// (stalled, dead, failed, lost, rate-limited, waiting for a person,
+	// slow but working); Detail says what and why.
+	EventWorker EventKind = "worker"
 	// EventRunStarted and EventRunFinished bracket a Run; Detail of the
 	// latter says how it ended.
 	EventRunStarted  EventKind = "run_started"

@@ -31,6 +31,7 @@ import (
 //	<id>.line           report with the canonical line instead of the file
 //	<id>.nochange       the build reports complete without changing anything
 //	<id>.forged         the result file names another assignment
+//	<id>.hang           the plan stage writes <id>.started-<n> and hangs
 const scriptedAgent = `#!/bin/sh
 set -eu
 ctl=%CTL%
@@ -38,6 +39,11 @@ id=$FOREMAN_ITEM
 stage=$FOREMAN_STAGE
 echo "$id stage $stage $FOREMAN_ASSIGNMENT" >> "$ctl/log"
 if [ -e "$ctl/$id.fail-stage-$stage" ]; then echo "boom $stage" >&2; exit 3; fi
+if [ -e "$ctl/$id.hang" ] && [ "$FOREMAN_ROLE" = plan ]; then
+  n=$(ls "$ctl" | grep -c "^$id.started-" || true)
+  : > "$ctl/$id.started-$n"
+  exec sleep 600
+fi
 report() { # outcome [extra json]
   if [ -e "$ctl/$id.line" ]; then return 0; fi
   a=$FOREMAN_ASSIGNMENT

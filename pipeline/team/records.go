@@ -38,6 +38,10 @@ type boardRecord struct {
 // rounds: the quality gate's full feedback.
 type memory struct {
 	GateFeedback string `json:"gateFeedback,omitempty"`
+	// WorkerCause is what the worker pool last said went wrong with the
+	// story's worker (stalled, dead, failed, rate-limited, waiting for a
+	// person), so that a crash escalation carries its cause.
+	WorkerCause string `json:"workerCause,omitempty"`
 }
 
 // getJSON reads one record into v; found is false when it does not exist.

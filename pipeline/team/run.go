@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/pipeline"
@@ -116,6 +117,13 @@ func (t *Team) runUntilDone(ctx context.Context, rs *runState) error {
 	wc.MaxWorkers = t.cfg.Workers
 	wc.Agent = stageRunner{t}
 	wc.Clock, wc.Logger = t.cfg.Clock, t.log
+	hostHook := wc.OnEvent
+	wc.OnEvent = func(ev worker.Event) {
+		if hostHook != nil {
+			hostHook(ev)
+		}
+		t.onWorkerEvent(rs, ev)
+	}
 	spawner, err := pipeline.NewDispatcherSpawner(pipeline.DispatcherSpawnerConfig{
 		Worker: wc, Workspace: t.mgr.Path, Prompt: t.prompt, Inbox: inbox{t}, Logger: t.log,
 	})
@@ -329,6 +337,78 @@ func (t *Team) role(stage int) string {
 	return t.cfg.Stages[stage].Role
 }
 
+// onWorkerEvent keeps what the worker pool says went wrong with a
+// story's worker: as an EventWorker, and as the story's last worker cause,
+// which a crash escalation then carries. It runs on the pool's effect
+// goroutine, so the write is handed to the Run's goroutines.
+func (t *Team) onWorkerEvent(rs *runState, ev worker.Event) {
+	what := workerTrouble(ev)
+	if what == "" {
+		return
+	}
+	item, ok := t.spawns.itemOf(foreman.AssignmentID(ev.Item))
+	if !ok {
+		return
+	}
+	t.events.add(Event{Kind: EventWorker, At: ev.At, Story: item, Worker: ev.Worker, Assignment: foreman.AssignmentID(ev.Item), Detail: what})
+	if ev.Kind == worker.EventParked || ev.Kind == worker.EventSlowWorker {
+		// Parking follows the trouble that caused it, which is the cause
+		// worth keeping; a slow worker is no trouble yet.
+		return
+	}
+	rs.wg.Add(1)
+	go func() {
+		defer rs.wg.Done()
+		var m memory
+		if _, _, err := getJSON(rs.ctx, t.db, kindMemory, string(item), &m); err != nil {
+			return
+		}
+		m.WorkerCause = what
+		if err := putJSON(rs.ctx, t.db, kindMemory, string(item), m); err != nil {
+			t.log.Warn("team: recording a worker's cause", "story", item, "err", err)
+		}
+	}()
+}
+
+// workerTrouble says what a worker pool event means for the people
+// watching, or "" for routine events.
+func workerTrouble(ev worker.Event) string {
+	var what string
+	switch ev.Kind {
+	case worker.EventWorkerStalled:
+		what = "the worker made no progress and was stopped"
+	case worker.EventWorkerDead:
+		what = "the worker went silent and did not answer its probe"
+	case worker.EventWorkerLost:
+		what = "the worker could not be reached"
+	case worker.EventFailed:
+		what = "the worker's agent failed"
+	case worker.EventParked:
+		what = "the worker pool gave the assignment up"
+	case worker.EventRateLimited:
+		what = "the agent is rate-limited"
+		if !ev.ResetsAt.IsZero() {
+			what += " until " + ev.ResetsAt.UTC().Format(time.RFC3339)
+		}
+	case worker.EventWaitingForPerson:
+		what = "the agent waits for a person"
+	case worker.EventSlowWorker:
+		what = "the worker is slow but shows work; it was given more time"
+	default:
+		return ""
+	}
+	if ev.Reason != "" {
+		what += ": " + ev.Reason
+	}
+	if ev.Err != nil {
+		what += ": " + ev.Err.Error()
+	}
+	if ev.Escalation != nil && ev.Escalation.Question != "" {
+		what += ": " + ev.Escalation.Question
+	}
+	return what
+}
+
 // inbox receives what the worker pool's agents report (pipeline.Inbox).
 type inbox struct{ t *Team }
 
@@ -373,6 +453,15 @@ type spawnProxy struct {
 	t  *Team
 	mu sync.Mutex
 	s  *pipeline.DispatcherSpawner
+	// items maps the assignments spawned to their stories.
+	items map[foreman.AssignmentID]foreman.ItemID
+}
+
+func (p *spawnProxy) itemOf(a foreman.AssignmentID) (foreman.ItemID, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	item, ok := p.items[a]
+	return item, ok
 }
 
 func (p *spawnProxy) set(s *pipeline.DispatcherSpawner) {
@@ -392,6 +481,12 @@ func (p *spawnProxy) Spawn(ctx context.Context, r pipeline.SpawnRequest) error {
 	if s == nil {
 		return errNotRunning
 	}
+	p.mu.Lock()
+	if p.items == nil {
+		p.items = map[foreman.AssignmentID]foreman.ItemID{}
+	}
+	p.items[r.Assignment] = r.Item
+	p.mu.Unlock()
 	if err := s.Spawn(ctx, r); err != nil {
 		return err
 	}

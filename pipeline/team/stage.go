@@ -137,7 +137,11 @@ func (r stageRunner) gate(ctx context.Context, a pipeline.AgentAssignment, dir s
 	if err != nil {
 		return phases.AgentResult{}, errorLine(a.Item, a.Stage, "the gates could not run: "+err.Error())
 	}
-	mem := memory{}
+	var mem memory
+	if _, _, err := getJSON(ctx, t.db, kindMemory, string(a.Item), &mem); err != nil {
+		return phases.AgentResult{}, errorLine(a.Item, a.Stage, "reading the story's memory: "+err.Error())
+	}
+	mem.GateFeedback = ""
 	if !rep.Passed {
 		fb, ferr := t.feedback.Generate(ctx, snap, rep, t.cfg.Gates, phases.FeedbackOptions{})
 		if ferr != nil || fb == "" {

@@ -53,7 +53,10 @@ type StoryStatus struct {
 	Feedback string `json:"feedback,omitempty"`
 	Commit   string `json:"commit,omitempty"`
 	// Pause is the escalation of a paused story: its cause and what to do.
-	Pause *pipeline.Escalation `json:"pause,omitempty"`
+	// WorkerCause is what the worker pool last said went wrong with its
+	// worker (why a worker "crashed").
+	Pause       *pipeline.Escalation `json:"pause,omitempty"`
+	WorkerCause string               `json:"workerCause,omitempty"`
 	// BlockedBy lists, for a blocked story, the stories holding it back.
 	BlockedBy []foreman.ItemID `json:"blockedBy,omitempty"`
 	// Decision is a person's recorded decision, if any.
@@ -167,6 +170,11 @@ func (t *Team) storyStatuses(ctx context.Context, now time.Time) ([]StoryStatus,
 		}
 		if ss.State == StoryPaused {
 			ss.Pause = st.Pause
+			var m memory
+			if _, _, err := getJSON(ctx, t.db, kindMemory, string(s.ID), &m); err != nil {
+				return nil, err
+			}
+			ss.WorkerCause = m.WorkerCause
 		}
 		states[s.ID] = ss.State
 		out = append(out, ss)
@@ -279,6 +287,9 @@ func (s Status) Text() string {
 			if e.SuggestedAction != "" {
 				fmt.Fprintf(&b, "    what to do: %s\n", e.SuggestedAction)
 			}
+			if c := causeOf(s.Stories, e.Item); c != "" && e.Reason == pipeline.ReasonCrashed {
+				fmt.Fprintf(&b, "    cause: %s\n", c)
+			}
 			if len(e.Files) > 0 {
 				fmt.Fprintf(&b, "    files: %s\n", strings.Join(e.Files, ", "))
 			}
@@ -333,6 +344,15 @@ func lastResult(st pipeline.State) string {
 	for i := min(st.Stage, len(st.Stages)-1); i >= 0; i-- {
 		if r := st.Stages[i].Result; r != "" {
 			return fmt.Sprintf("%d: %s", i, r)
+		}
+	}
+	return ""
+}
+
+func causeOf(stories []StoryStatus, id foreman.ItemID) string {
+	for _, s := range stories {
+		if s.ID == id {
+			return s.WorkerCause
 		}
 	}
 	return ""
