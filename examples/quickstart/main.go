@@ -1,21 +1,21 @@
 // Command quickstart shows the whole of Foreman on real code in under a
 // minute, offline: it creates a throwaway git repository holding a tiny Go
-// module, plans six stories with dependencies between them, and runs each
-// through the story flow (plan, validate, execute, quality gate, squash
-// merge) with scripted agents that really edit Go files and commit, and a
-// quality gate that really runs go vet and go test in the story's worktree.
+// module, plans six stories with dependencies between them, and hands them
+// to a team (package pipeline/team) of scripted agents that really edit Go
+// files and commit, checked by gates that really run go vet and go test in
+// each story's worktree.
 //
 //	go run ./examples/quickstart
 //	go run ./examples/quickstart -keep -parallel 2
 //	go run ./examples/quickstart -agent 'claude -p {prompt} --output-format stream-json --verbose' -format claude
 //
-// The task graph (package pipeline/taskgraph) decides which stories are
-// ready and prints its status report as they move; each story runs on a
-// pipeline.Runtime with a git worktree of its own (package merge). One
-// story fails its quality gate once, is reworked with the gate's feedback
-// and passes; one meets a real merge conflict with a story that landed
-// first and is PAUSED with an escalation naming the file; the others merge,
-// one squash commit each with a Foreman-Item trailer.
+// Each story goes through the story flow (plan, validate, build, quality
+// gate, squash merge) in a git worktree of its own. US-003's first build
+// fails the gates, and the agent fixes it from the gates' feedback; US-002
+// meets a real merge conflict with a story that landed first and is paused
+// with an escalation naming the file; the others merge, one squash commit
+// each with a Foreman-Item trailer. The team's status is printed as it
+// changes.
 package main
 
 import (
@@ -24,18 +24,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/agentforeman/foreman"
-	"github.com/agentforeman/foreman/internal/demo"
+	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/phases/agentcmd"
-	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/team"
 )
 
 type options struct {
@@ -48,23 +47,21 @@ type options struct {
 	// temporary directory.
 	dir     string
 	timeout time.Duration
-	verbose bool
 }
 
 func main() {
 	o := options{}
 	flag.Usage = usage
 	flag.IntVar(&o.stories, "stories", 6, "number of stories to plan (1-20; the first six are the demo's, more are simple extras)")
-	flag.IntVar(&o.parallel, "parallel", 3, "stories in flight at once (each has its own worktree and worker); the merge conflict needs 2 or more")
-	flag.StringVar(&o.agent, "agent", "", "a real agent CLI for stages 0-2 instead of the scripted agents, split like a shell would;\nplaceholders {prompt} {workspace} {session}; the prompt says what the stage asks and the line to end with")
-	flag.Func("format", "output format of -agent: text, claude or codex (default text)", func(s string) error {
+	flag.IntVar(&o.parallel, "parallel", 3, "stories in flight at once (the team's Workers); the merge conflict needs 2 or more")
+	flag.StringVar(&o.agent, "agent", "", "a real agent CLI instead of the scripted agent, run by sh (so quotes work); agentcmd's placeholders\n({prompt} {workspace} {session} ...) become its arguments; the prompt says what the stage asks and how to report")
+	flag.Func("format", "output format of the agent: text, claude or codex (default text); with no -agent, claude and codex run their own CLI", func(s string) error {
 		f, err := agentcmd.ParseFormat(s)
 		o.format = f
 		return err
 	})
-	flag.BoolVar(&o.keep, "keep", false, "keep the run's directory (repository, board, report, scripts); default: delete it")
+	flag.BoolVar(&o.keep, "keep", false, "keep the run's directory (repository, the team's state in repo/.foreman, the agent script)")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "wall-clock limit of the whole run")
-	flag.BoolVar(&o.verbose, "v", false, "log the library's warnings and merges to stderr")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -76,15 +73,14 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprint(flag.CommandLine.Output(), `quickstart plans six stories on a throwaway Go module and runs them through
-Foreman's story flow with scripted agents, real gates (go vet, go test) and
-real squash merges, printing the task graph's status as it goes and a
-summary at the end.
+	fmt.Fprint(flag.CommandLine.Output(), `quickstart plans six stories on a throwaway Go module and has a team of
+scripted agents work through them: real git worktrees, real gates (go vet,
+go test), real squash merges, the team's status as it changes and a summary.
 
-  go run ./examples/quickstart             the demo (about 10-20 s)
+  go run ./examples/quickstart             the demo (about 20-30 s)
   go run ./examples/quickstart -keep       keep the repository to look at its git log
   go run ./examples/quickstart -agent 'my-agent {prompt}'
-                                           a real agent CLI does stages 0-2
+                                           a real agent CLI does the work
 
 Flags:
 `)
@@ -96,82 +92,134 @@ type outcome struct {
 	// Dir is the run's directory and Repo the repository in it; both are
 	// gone unless options.keep.
 	Dir, Repo string
-	// Reports are the pipeline's run report files (FileReporter), oldest
-	// first: one per UTC day on which a reported story started.
-	Reports []string
-	Stories []storyOutcome
-	Wall    time.Duration
+	Result    team.Result
+	Events    []team.Event
+	Wall      time.Duration
 }
 
-type storyOutcome struct {
-	Story    *story
-	Status   string // DONE, PAUSED, not started
-	Commit   string
-	Pause    *pipeline.Escalation
-	Attempts []attempt
-	Total    time.Duration
-}
-
-func (o options) validate() (argv []string, err error) {
-	if o.stories < 1 || o.stories > 20 {
+// validate checks the options and returns the -agent command to run.
+func (o options) validate() ([]string, error) {
+	switch {
+	case o.stories < 1 || o.stories > 20:
 		return nil, fmt.Errorf("-stories %d: want 1 to 20", o.stories)
-	}
-	if o.parallel < 1 {
+	case o.parallel < 1:
 		return nil, fmt.Errorf("-parallel %d: want at least 1", o.parallel)
+	case o.agent == "":
+		return nil, nil
 	}
-	if o.agent != "" {
-		if argv, err = demo.SplitWords(o.agent); err != nil {
-			return nil, fmt.Errorf("-agent: %w", err)
-		}
+	argv, err := shellArgv(o.agent)
+	if err != nil {
+		return nil, fmt.Errorf("-agent: %w", err)
 	}
 	return argv, nil
 }
 
-// printer serializes the run's output and stamps event lines with the time
-// since the start.
-type printer struct {
-	mu    sync.Mutex
-	w     io.Writer
-	start time.Time
+// gatePlan is what every story's work must pass: go vet (L0), then go test
+// (L1). The team runs it after each build and again as the quality gate.
+func gatePlan() phases.GatePlan {
+	return phases.GatePlan{Levels: []phases.GateLevel{
+		{Level: phases.L0Contracts, Checks: []phases.GateCheck{{Name: "vet", Argv: []string{"go", "vet", "./..."}}}},
+		{Level: phases.L1Tests, Checks: []phases.GateCheck{{Name: "test", Argv: []string{"go", "test", "-count=1", "./..."}}}},
+	}}
 }
 
-func (p *printer) item(id foreman.ItemID, format string, args ...any) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, "%5.1fs  %-7s %s\n", time.Since(p.start).Seconds(), id, fmt.Sprintf(format, args...))
-}
-
-func (p *printer) block(text string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, "\n%s\n", strings.TrimRight(text, "\n")+"\n")
-}
-
-func (p *printer) printf(format string, args ...any) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, format, args...)
-}
-
-func logger(verbose bool) *slog.Logger {
-	if !verbose {
-		return slog.New(slog.DiscardHandler)
+// run makes the demo repository, has the team work through the stories and
+// prints the summary. The returned error is a system fault; stories that
+// pause are part of the outcome.
+func run(ctx context.Context, o options, out io.Writer) (res outcome, err error) {
+	argv, err := o.validate()
+	if err != nil {
+		return res, err
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-func round(d time.Duration) time.Duration {
-	if d < time.Second {
-		return d.Round(time.Millisecond)
+	began := time.Now()
+	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, errors.New("the run took longer than -timeout"))
+	defer cancel()
+	if res.Dir, err = os.MkdirTemp(o.dir, "foreman-quickstart-"); err != nil {
+		return res, err
 	}
-	return d.Round(100 * time.Millisecond)
-}
-
-func short(commit string) string {
-	if len(commit) > 7 {
-		return commit[:7]
+	defer func() {
+		if o.keep {
+			return
+		}
+		if rmErr := os.RemoveAll(res.Dir); rmErr != nil && err == nil {
+			err = rmErr
+		}
+	}()
+	res.Repo = filepath.Join(res.Dir, "repo")
+	stories := demoStories(o.stories)
+	if err := newRepo(ctx, res.Repo); err != nil {
+		return res, err
 	}
-	return commit
+	if o.agent == "" && (o.format == "" || o.format == agentcmd.FormatText) {
+		script := filepath.Join(res.Dir, "agent.sh")
+		if err := os.WriteFile(script, []byte(agentScript(stories)), 0o755); err != nil {
+			return res, err
+		}
+		argv = []string{script, "{prompt}"}
+	}
+
+	p := &printer{w: out, start: began}
+	tm, err := team.New(ctx, team.Config{
+		Repo:     res.Repo,
+		Agent:    agentcmd.New(agentcmd.Config{Argv: argv, Format: o.format, Env: gitEnv()}),
+		Gates:    gatePlan(),
+		Workers:  o.parallel,
+		Merge:    mergeConfig(),
+		Feedback: gateWatch{p},
+	})
+	if err != nil {
+		return res, err
+	}
+	defer tm.Close()
+	plan := make([]team.Story, len(stories))
+	for i, s := range stories {
+		plan[i] = s.Story
+	}
+	if err := tm.Add(ctx, plan...); err != nil {
+		return res, err
+	}
+	p.plan(res.Repo, plan, o)
+	watched := make(chan []team.Event)
+	go func() { watched <- p.watch(ctx, tm) }()
+	res.Result, err = tm.Run(ctx)
+	res.Events = <-watched
+	res.Wall = time.Since(began)
+	if err != nil {
+		return res, err
+	}
+	p.summary(ctx, tm, res, o)
+	return res, nil
 }
 
-var errTimeout = errors.New("the run took longer than -timeout")
+// shellCheck reports a command line sh cannot parse, in sh's words.
+func shellCheck(cmdline string) error {
+	if out, err := exec.Command("sh", "-n", "-c", cmdline).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s (%w)", strings.TrimSpace(string(out)), err)
+	}
+	return nil
+}
+
+// shellArgv runs an agent command line with sh, which splits it (quotes
+// and all) as the user's shell would. agentcmd's placeholders become sh's
+// positional arguments, so a prompt is never pasted into the command line;
+// with none of {prompt}, {task} and {feedback}, the prompt comes last, as
+// agentcmd would put it.
+func shellArgv(cmdline string) ([]string, error) {
+	if err := shellCheck(cmdline); err != nil {
+		return nil, err
+	}
+	names := []string{"prompt", "task", "feedback", "session", "workspace", "iteration"}
+	line, vars := cmdline, ""
+	argv := []string{"sh", "-c", "", "agent"}
+	for i, n := range names {
+		line = strings.ReplaceAll(line, "{"+n+"}", `"$`+n+`"`)
+		vars += fmt.Sprintf("%s=$%d ", n, i+1)
+		argv = append(argv, "{"+n+"}")
+	}
+	if !strings.Contains(cmdline, "{prompt}") && !strings.Contains(cmdline, "{task}") && !strings.Contains(cmdline, "{feedback}") {
+		line += ` "$prompt"`
+	}
+	// "$@" carries the arguments agentcmd adds after the command (a resume).
+	argv[2] = vars + "; shift " + fmt.Sprint(len(names)) + "; " + line + ` "$@"`
+	return argv, nil
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,9 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman"
-	"github.com/agentforeman/foreman/internal/demo"
-	"github.com/agentforeman/foreman/internal/gitexec"
 	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/team"
 )
 
 // markChildren gives every process the test starts (and theirs) a unique
@@ -55,118 +55,107 @@ func leftovers(t *testing.T, token string) []string {
 	return found
 }
 
-func git(t *testing.T, dir string, args ...string) string {
+func gitLines(t *testing.T, dir string, args ...string) []string {
 	t.Helper()
-	r := gitexec.Runner{}
-	out, err := r.Run(context.Background(), dir, args...)
+	out, err := git(context.Background(), dir, args...)
 	require.NoError(t, err)
-	return out
+	return strings.Fields(out)
+}
+
+func byID(res team.Result) map[foreman.ItemID]team.StoryStatus {
+	m := map[foreman.ItemID]team.StoryStatus{}
+	for _, s := range res.Stories {
+		m[s.ID] = s
+	}
+	return m
 }
 
 // What CI checks: the quickstart end to end, as `go run ./examples/quickstart`
 // runs it. Five stories merge exactly once, one squash commit each with its
-// trailer; US-003 fails its quality gate once and is fixed by its rework
-// worker; US-002 meets a merge conflict and is PAUSED with an escalation
-// naming the file; no worktree and no process is left behind.
+// trailer; US-003's first build fails the gates and its agent fixes it from
+// their feedback; US-002 meets a merge conflict and is paused with an
+// escalation naming the file; no agent process is left, and no worktree
+// but the paused story's, which the team keeps for the person.
 func TestQuickstartEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs git, go vet and go test in real worktrees")
 	}
 	token := markChildren(t)
 	var out bytes.Buffer
-	res, err := run(context.Background(), options{stories: 6, parallel: 3, keep: true, dir: t.TempDir(), timeout: 3 * time.Minute}, &out)
+	res, err := run(context.Background(), options{stories: 6, parallel: 3, keep: true, dir: t.TempDir(), timeout: 4 * time.Minute}, &out)
 	require.NoError(t, err, out.String())
 	text := out.String()
 
 	// Exactly one commit on main per merged story, each with its trailer.
-	trailers := strings.Fields(git(t, res.Repo, "log", "--format=%(trailers:key=Foreman-Item,valueonly)", "main"))
 	count := map[string]int{}
-	for _, id := range trailers {
+	for _, id := range gitLines(t, res.Repo, "log", "--format=%(trailers:key=Foreman-Item,valueonly)", "main") {
 		count[id]++
 	}
 	assert.Equal(t, map[string]int{"US-001": 1, "US-003": 1, "US-004": 1, "US-005": 1, "US-006": 1}, count, text)
-	assert.Equal(t, "6", strings.TrimSpace(git(t, res.Repo, "rev-list", "--count", "main")), "the initial commit and five squash commits\n"+text)
-
-	byID := map[foreman.ItemID]storyOutcome{}
-	for _, so := range res.Stories {
-		byID[so.Story.ID] = so
-	}
+	assert.Equal(t, []string{"6"}, gitLines(t, res.Repo, "rev-list", "--count", "main"), "the initial commit and five squash commits\n"+text)
+	stories := byID(res.Result)
 	for _, id := range []foreman.ItemID{"US-001", "US-003", "US-004", "US-005", "US-006"} {
-		assert.Equal(t, outcomeMerged, byID[id].Status, "%s\n%s", id, text)
-		assert.NotEmpty(t, byID[id].Commit, id)
+		assert.Equal(t, team.StoryMerged, stories[id].State, "%s\n%s", id, text)
+		assert.NotEmpty(t, stories[id].Commit, id)
 	}
 
 	// US-002: paused on the conflict in calc.go, with an actionable escalation.
-	paused := byID["US-002"]
-	assert.Equal(t, outcomePaused, paused.Status, text)
+	paused := stories["US-002"]
+	assert.Equal(t, team.StoryPaused, paused.State, text)
 	if assert.NotNil(t, paused.Pause, text) {
 		assert.Equal(t, pipeline.ReasonMergeConflict, paused.Pause.Reason)
 		assert.Equal(t, []string{"calc.go"}, paused.Pause.Files)
 		assert.Contains(t, paused.Pause.Message, "calc.go")
 		assert.NotEmpty(t, paused.Pause.SuggestedAction)
 	}
-	assert.Contains(t, text, "PAUSED (MERGE_CONFLICT): Merge conflict in Story US-002: calc.go")
+	assert.Contains(t, text, "US-002  PAUSED: MERGE_CONFLICT: Merge conflict in Story US-002: calc.go")
 	assert.Contains(t, text, "files: calc.go")
 
-	// US-003: FAIL, rework by story-US-003-s2-fix1 with the gate's feedback, PASS.
-	var gate []string
-	var workers []string
-	for _, a := range byID["US-003"].Attempts {
-		workers = append(workers, a.Worker)
-		if a.Stage == 3 {
-			gate = append(gate, a.Verdict)
+	// US-003: the gates failed its first build, the agent got their output
+	// and fixed Mul on its branch; the build stage ran once and completed.
+	assert.Contains(t, text, "US-003  gates failed, the agent gets their output: go test -count=1 ./...: --- FAIL: TestMul")
+	assert.Equal(t, []string{"US-003: fix after the gates' feedback", "US-003: Mul: the product of two integers"},
+		strings.Split(strings.TrimSpace(gitOut(t, res.Repo, "log", "--format=%s", "main..foreman/US-003")), "\n"))
+	var builds []pipeline.Outcome
+	for _, e := range res.Events {
+		if e.Story == "US-003" && e.Kind == team.EventStageFinished && e.Stage == 2 {
+			builds = append(builds, e.Outcome)
 		}
 	}
-	assert.Equal(t, []string{"FAIL", "PASS"}, gate, text)
-	assert.Contains(t, workers, "story-US-003-s2-fix1")
-	assert.Contains(t, text, "Issues: go test -count=1 ./... (L1) failed: --- FAIL: TestMul")
+	assert.Equal(t, []pipeline.Outcome{pipeline.Complete}, builds)
 
-	// The status report of the task graph, and the summary.
-	assert.Contains(t, text, "[coordinator] Pipeline Status")
-	assert.Contains(t, text, "Progress: 5/6 (83%)")
-	assert.Contains(t, text, "5 merged, 1 paused, 0 not started")
-	// US-002 is parked in the graph, not failed: nothing retries it, and the
-	// run ends on the stall that names it.
-	assert.Contains(t, text, "[|| US-002]")
-	assert.Contains(t, text, "[coordinator] Parked, waiting for a person: US-002")
-	assert.Contains(t, text, "[coordinator] Stalled: US-002 (parked)")
-	assert.NotContains(t, text, "x=failed")
-	// Every story's section, in whichever report files the run wrote (one
-	// per UTC day a story started on), and no file left unlisted.
-	require.NotEmpty(t, res.Reports, text)
-	var reports strings.Builder
-	for _, path := range res.Reports {
-		data, err := os.ReadFile(path)
-		require.NoError(t, err)
-		reports.Write(data)
-		assert.Contains(t, text, "run report  "+path)
-	}
-	reportDir := filepath.Dir(res.Reports[0])
-	entries, err := os.ReadDir(reportDir)
-	require.NoError(t, err)
-	var onDisk []string
-	for _, e := range entries {
-		onDisk = append(onDisk, filepath.Join(reportDir, e.Name()))
-	}
-	assert.ElementsMatch(t, res.Reports, onDisk, "every report file written is reported")
-	assert.Contains(t, reports.String(), "US-002: Abs: the absolute value — PAUSED")
-	for _, id := range []foreman.ItemID{"US-001", "US-003", "US-004", "US-005", "US-006"} {
-		assert.Contains(t, reports.String(), "### "+string(id)+": "+byID[id].Story.Title+" — DONE")
-	}
+	// The status as it changed, and the summary.
+	assert.Contains(t, text, "Waiting for a person (Resolve: retry, resume, skip, abandon)")
+	assert.Contains(t, text, "[|| US-002]", "the paused story is parked in the task graph")
+	assert.Contains(t, text, "\n5 merged, 1 paused, 0 skipped, 0 abandoned, 0 blocked, 0 pending, in ")
 
-	// Nothing left behind.
-	assert.Equal(t, 1, len(strings.Split(strings.TrimSpace(git(t, res.Repo, "worktree", "list")), "\n")), "only the main worktree")
-	wts, err := os.ReadDir(filepath.Join(res.Repo, ".worktrees"))
-	if !os.IsNotExist(err) {
-		require.NoError(t, err)
-		assert.Empty(t, wts)
-	}
+	// Nothing left behind but the paused story's worktree.
+	assert.Equal(t, []string{res.Repo, filepath.Join(res.Repo, ".worktrees", "US-002")},
+		worktrees(t, res.Repo), "the merged stories' worktrees are removed")
 	assert.Empty(t, leftovers(t, token), "processes left running")
 }
 
-// With -parallel 1 the task graph keeps to one story in progress: the
-// other ready stories wait, pending, as "Ready to spawn" in its report,
-// never shown as running before they start.
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := git(context.Background(), dir, args...)
+	require.NoError(t, err)
+	return out
+}
+
+// worktrees lists the repository's worktrees, paths with symlinks resolved.
+func worktrees(t *testing.T, repo string) []string {
+	t.Helper()
+	var paths []string
+	for _, l := range strings.Split(gitOut(t, repo, "worktree", "list", "--porcelain"), "\n") {
+		if p, ok := strings.CutPrefix(l, "worktree "); ok {
+			paths = append(paths, p)
+		}
+	}
+	return paths
+}
+
+// With -parallel 1 the team keeps to one story in flight: each starts only
+// once the one before it has merged.
 func TestParallelLimitHoldsReadyStories(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs git, go vet and go test in real worktrees")
@@ -175,18 +164,18 @@ func TestParallelLimitHoldsReadyStories(t *testing.T) {
 	res, err := run(context.Background(), options{stories: 3, parallel: 1, dir: t.TempDir(), timeout: 3 * time.Minute}, &out)
 	require.NoError(t, err, out.String())
 	text := out.String()
-	for _, so := range res.Stories {
-		assert.Equal(t, outcomeMerged, so.Status, "%s\n%s", so.Story.ID, text)
+	assert.Equal(t, 3, res.Result.Merged, text)
+	inFlight := map[foreman.ItemID]bool{}
+	for _, e := range res.Events {
+		switch e.Kind {
+		case team.EventStageStarted:
+			inFlight[e.Story] = true
+			assert.Len(t, inFlight, 1, "at %s, more than one story in flight\n%s", e.Story, text)
+		case team.EventStoryMerged, team.EventStoryPaused:
+			delete(inFlight, e.Story)
+		}
 	}
-	reports := strings.Split(text, "[coordinator] Pipeline Status")[1:]
-	require.NotEmpty(t, reports, text)
-	assert.Contains(t, reports[0], "[>>> US-001]")
-	assert.Contains(t, reports[0], "[o US-002]")
-	assert.Contains(t, reports[0], "[coordinator] Ready to spawn: US-002, US-003 (at most 1 active at once)")
-	for i, r := range reports {
-		assert.LessOrEqual(t, strings.Count(r, "[>>> "), 1, "report %d shows more than one story running:\n%s", i, r)
-	}
-	assert.Contains(t, text, "3 merged, 0 paused, 0 not started")
+	assert.Contains(t, text, "3 merged, 0 paused, 0 skipped, 0 abandoned, 0 blocked, 0 pending")
 }
 
 // Without -keep the run's directory is gone; one story, one at a time.
@@ -197,48 +186,71 @@ func TestQuickstartDeletesItsDirectory(t *testing.T) {
 	var out bytes.Buffer
 	res, err := run(context.Background(), options{stories: 1, parallel: 1, dir: t.TempDir(), timeout: 3 * time.Minute}, &out)
 	require.NoError(t, err, out.String())
-	require.Len(t, res.Stories, 1)
-	assert.Equal(t, outcomeMerged, res.Stories[0].Status, out.String())
+	assert.Equal(t, 1, res.Result.Merged, out.String())
 	assert.NoDirExists(t, res.Dir)
-	assert.Contains(t, out.String(), "1 merged, 0 paused, 0 not started")
 }
 
-// -agent runs another command for stages 0-2: here a stand-in for an agent
-// CLI that knows nothing of the demo and acts on the prompt alone (it
-// writes the board JSON the prompt gives, a file, a commit, and the line
-// the prompt asks for).
+// shellQuote makes s one word for sh, whatever it holds.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// -agent runs another command: here a stand-in for an agent CLI that knows
+// nothing of the demo and acts on the prompt alone: it reads the result
+// file's path and the report to write from the prompt, and in the build
+// stage writes a file and commits. Its path has a space and a quote, and
+// the command line quotes it as a user would.
 func TestAgentFlagRunsACommandOnThePrompt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs git, go vet and go test in real worktrees")
 	}
-	bin := t.TempDir()
-	cli, err := demo.WriteScript(bin, "fake-agent", `#!/bin/sh
+	bin := filepath.Join(t.TempDir(), "my agent's bin")
+	require.NoError(t, os.MkdirAll(bin, 0o755))
+	cli := filepath.Join(bin, "fake-agent")
+	require.NoError(t, os.WriteFile(cli, []byte(`#!/bin/sh
 set -eu
 prompt="$1"
-first=$(printf '%s\n' "$prompt" | head -n 1)           # Execute Stage N for ID
-stage=$(printf '%s\n' "$first" | cut -d' ' -f3)
-id=$(printf '%s\n' "$first" | cut -d' ' -f5)
-board=$(printf '%s\n' "$prompt" | sed -n 's/.* to \(\/.*\.json\):$/\1/p; s/.* in \(\/.*\.json\), keeping.*/\1/p; s/.*(in \(\/.*\.json\)) are ready.*/\1/p' | head -n 1)
-case "$stage" in
-0) printf '%s\n' "$prompt" | grep '^  {"version"' | sed 's/^  //' > "$board"
-   echo "I planned it."
-   echo "Stage 0 COMPLETE for $id. 2 tasks created. Plan score: 3/4." ;;
-1) sed -i 's/"Backlog"/"Todo"/' "$board"
-   echo "Stage 1 COMPLETE for $id. Verdict: GO. Readiness: 7." ;;
-2) f=$(echo "$id" | tr 'A-Z-' 'a-z_').go
+result=$(printf '%s\n' "$prompt" | sed -n 's/^Write your report as JSON to the file \(.*\) (also in .*$/\1/p')
+id=$(printf '%s\n' "$prompt" | sed -n 's/^You are the .* for story \([^:]*\):.*/\1/p')
+assignment=$(printf '%s\n' "$prompt" | sed -n 's/.*"assignment": "\([^"]*\)".*/\1/p' | head -n 1)
+case "$prompt" in
+*"(plan stage)"*) outcome='"complete", "tasks": 2' ;;
+*"(validate stage)"*) outcome='"go"' ;;
+*) f=$(echo "$id" | tr 'A-Z-' 'a-z_').go
    printf 'package calc\n\n// Answer%s is 42.\nconst Answer%s = 42\n' "$(echo "$id" | tr -d -)" "$(echo "$id" | tr -d -)" > "$f"
    git add "$f" && git commit -qm "$id: by the fake agent"
-   sed -i 's/"Todo"/"To Review"/' "$board"
-   echo "Stage 2 COMPLETE for $id. All tasks Done. Story set to To Review." ;;
+   outcome='"complete"' ;;
 esac
-`)
-	require.NoError(t, err)
+printf '{"assignment": "%s", "outcome": %s}\n' "$assignment" "$outcome" > "$result"
+`), 0o755))
 	var out bytes.Buffer
-	res, err := run(context.Background(), options{stories: 2, parallel: 2, agent: demo.ShellQuote(cli) + " {prompt}", dir: t.TempDir(), timeout: 3 * time.Minute}, &out)
+	res, err := run(context.Background(), options{stories: 2, parallel: 2, agent: shellQuote(cli) + " {prompt}", dir: t.TempDir(), timeout: 3 * time.Minute}, &out)
 	require.NoError(t, err, out.String())
-	for _, so := range res.Stories {
-		assert.Equal(t, outcomeMerged, so.Status, "%s\n%s", so.Story.ID, out.String())
+	assert.Equal(t, 2, res.Result.Merged, out.String())
+}
+
+// shellArgv's command line is split by sh as a shell would, and the
+// placeholders arrive as whole arguments, never pasted into the line.
+func TestShellArgv(t *testing.T) {
+	prompt := `it's "quoted"; $(touch /tmp/pwned) and spaced`
+	expand := strings.NewReplacer("{prompt}", prompt, "{task}", "T", "{feedback}", "F", "{workspace}", "/w s", "{session}", "", "{iteration}", "2")
+	tests := []struct{ cmdline, want string }{
+		{`printf '<%s>' 'a b' {prompt}`, "<a b><" + prompt + ">"},
+		{`printf '<%s>' --in={workspace}`, "<--in=/w s><" + prompt + ">"}, // no {prompt}: it comes last
+		{`printf "<%s>" {session} x {iteration}`, "<><x><2><" + prompt + ">"},
+		{`printf "<%s>" {task} {feedback}`, "<T><F>"},
 	}
+	for _, tt := range tests {
+		argv, err := shellArgv(tt.cmdline)
+		require.NoError(t, err)
+		argv = append(argv, "--resume", "s-1") // what agentcmd adds to resume a session
+		for i := range argv {
+			argv[i] = expand.Replace(argv[i])
+		}
+		got, err := exec.Command(argv[0], argv[1:]...).Output()
+		require.NoError(t, err, tt.cmdline)
+		assert.Equal(t, tt.want+"<--resume><s-1>", string(got), tt.cmdline)
+	}
+	_, err := shellArgv(`my-agent 'unterminated {prompt}`)
+	assert.ErrorContains(t, err, "nterminated")
 }
 
 func TestOptionsValidate(t *testing.T) {
@@ -249,7 +261,7 @@ func TestOptionsValidate(t *testing.T) {
 		{options{stories: 0, parallel: 1}, "-stories 0"},
 		{options{stories: 21, parallel: 1}, "-stories 21"},
 		{options{stories: 6, parallel: 0}, "-parallel 0"},
-		{options{stories: 6, parallel: 1, agent: "'open"}, "unterminated single quote"},
+		{options{stories: 6, parallel: 1, agent: "'open"}, "-agent: "},
 		{options{stories: 6, parallel: 1, agent: "my-agent -p {prompt}"}, ""},
 	}
 	for _, tt := range tests {
@@ -262,31 +274,8 @@ func TestOptionsValidate(t *testing.T) {
 	}
 }
 
-// The prompt's first line is the seed's stage command and the worker's
-// name follows: the driver reads both back.
-func TestPromptRoundTrip(t *testing.T) {
-	stories := demoStories(6)
-	byID := map[foreman.ItemID]*story{}
-	for _, s := range stories {
-		byID[s.ID] = s
-	}
-	for stage := 0; stage <= 2; stage++ {
-		p := prompt(byID, "/b", pipeline.SpawnRequest{Item: "US-003", Title: "Mul", Stage: stage,
-			Worker: foreman.WorkerID(fmt.Sprintf("story-US-003-s%d", stage)), Feedback: "TestMul fails"})
-		item, gotStage, worker, err := parsePrompt(p)
-		require.NoError(t, err)
-		assert.Equal(t, foreman.ItemID("US-003"), item)
-		assert.Equal(t, stage, gotStage)
-		assert.Equal(t, fmt.Sprintf("story-US-003-s%d", stage), worker)
-		assert.Contains(t, p, "/b/US-003.json")
-		assert.Contains(t, p, "Previous round: TestMul fails")
-	}
-	_, _, _, err := parsePrompt("do something")
-	assert.Error(t, err)
-}
-
-// More stories than the demo's six are extras on top of US-001; every
-// story's script renders.
+// Any number of stories is a valid plan whose dependencies point at
+// earlier stories, and the agent script for it is valid shell.
 func TestDemoStories(t *testing.T) {
 	for _, n := range []int{1, 6, 9} {
 		stories := demoStories(n)
@@ -294,48 +283,14 @@ func TestDemoStories(t *testing.T) {
 		seen := map[foreman.ItemID]bool{}
 		for _, s := range stories {
 			require.NoError(t, s.ID.Validate())
-			for _, b := range s.BlockedBy {
-				assert.True(t, seen[b], "%s is blocked by a later story %s", s.ID, b)
+			for _, b := range s.After {
+				assert.True(t, seen[b], "%s comes after a later story %s", s.ID, b)
 			}
 			seen[s.ID] = true
-			body, err := scriptFor(s)
-			require.NoError(t, err)
-			assert.Contains(t, body, "Stage 2 COMPLETE for "+string(s.ID)+".")
 		}
-	}
-}
-
-func TestFailureSummary(t *testing.T) {
-	out := "--- FAIL: TestMul (0.00s)\n    mul_test.go:7: Mul(2, 3) = 5, want 6\nFAIL\nFAIL\texample.com/calc\t0.002s\nFAIL\n"
-	assert.Equal(t, "--- FAIL: TestMul (0.00s) mul_test.go:7: Mul(2, 3) = 5, want 6", failureSummary(out))
-	assert.Equal(t, "something broke", failureSummary("something\n  broke\n"))
-	assert.Len(t, failureSummary(strings.Repeat("x.go:1 ", 200)), 300+len("…"))
-}
-
-// A run that straddles UTC midnight: FileReporter files each story under the
-// day it started, and the run lists both files, oldest first, each once.
-func TestReportFilesListsEveryDayWritten(t *testing.T) {
-	ctx := context.Background()
-	r := &reportFiles{FileReporter: &pipeline.FileReporter{Root: t.TempDir()}}
-	flow := pipeline.StoryFlow(pipeline.StoryConfig{})
-	late := time.Date(2026, 3, 1, 23, 59, 0, 0, time.UTC)
-	early := late.Add(2 * time.Minute)
-	for i, e := range []pipeline.ReportEntry{
-		{Key: "b", Flow: flow, State: pipeline.State{Item: "US-002", Status: pipeline.StatusDone, Started: early}},
-		{Key: "a", Flow: flow, State: pipeline.State{Item: "US-001", Status: pipeline.StatusDone, Started: late}},
-		{Key: "c", Flow: flow, State: pipeline.State{Item: "US-003", Status: pipeline.StatusPaused, Started: early}},
-	} {
-		require.NoError(t, r.AppendReport(ctx, e), i)
-	}
-	paths := r.paths()
-	require.Equal(t, []string{r.Path(late), r.Path(early)}, paths)
-	assert.Equal(t, "pipeline-2026-03-01.md", filepath.Base(paths[0]))
-	assert.Equal(t, "pipeline-2026-03-02.md", filepath.Base(paths[1]))
-	for i, want := range [][]string{{"US-001"}, {"US-002", "US-003"}} {
-		data, err := os.ReadFile(paths[i])
-		require.NoError(t, err)
-		for _, id := range want {
-			assert.Contains(t, string(data), "### "+id+" — ")
-		}
+		script := filepath.Join(t.TempDir(), "agent.sh")
+		require.NoError(t, os.WriteFile(script, []byte(agentScript(stories)), 0o755))
+		out, err := exec.Command("sh", "-n", script).CombinedOutput()
+		assert.NoError(t, err, "%s", out)
 	}
 }

@@ -1,31 +1,27 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
-	"text/template"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/pipeline/team"
 )
 
-// story is one unit of work the quickstart plans. Its scripted agent is a
-// shell script generated from it (scriptFor); a real agent gets Description.
+// story is one of the demo's stories: what the team is asked (Story) and
+// what the scripted agent does about it in the build stage.
 type story struct {
-	ID          foreman.ItemID
-	Title       string
-	Description string
-	BlockedBy   []foreman.ItemID
-	Tasks       []string
-	// Implement is the shell that does Stage 2's work in the worktree: it
-	// writes files; the script commits them.
+	team.Story
+	// Tasks are what the scripted planner reports.
+	Tasks []string
+	// Implement is the shell that does the build in the story's worktree:
+	// it writes files; the script commits them.
 	Implement string
-	// FixWhen and Fix make the story's first Stage 2 attempt wrong: when
-	// the prompt's feedback mentions FixWhen, Fix runs instead of Implement.
+	// FixWhen and Fix make the first build wrong: once the prompt carries
+	// the gates' feedback mentioning FixWhen, Fix runs instead of Implement.
 	FixWhen, Fix string
-	// WaitFor makes Stage 2 wait until that story has landed on main, so
-	// that two stories editing the same lines meet in a merge conflict
+	// WaitFor makes the build wait until that story has landed on main, so
+	// that two stories changing the same line meet in a merge conflict
 	// whatever the machine's speed.
 	WaitFor foreman.ItemID
 }
@@ -37,12 +33,13 @@ type story struct {
 //	US-003 Mul ─┬────────────────┴─► US-006 Dot
 //	            └─► US-005 Pow
 //	US-002 Abs      (changes the line of calc.go US-001 changes: a merge conflict)
-func demoStories(n int) []*story {
-	all := []*story{
+func demoStories(n int) []story {
+	after := func(ids ...foreman.ItemID) []foreman.ItemID { return ids }
+	all := []story{
 		{
-			ID: "US-001", Title: "Add: the sum of two integers",
-			Description: "Add func Add(a, b int) int in add.go with a test in add_test.go, and mention Add in calc.go's package comment.",
-			Tasks:       []string{"write Add", "test Add", "document Add in the package comment"},
+			Story: team.Story{ID: "US-001", Title: "Add: the sum of two integers",
+				Body: "Add func Add(a, b int) int in add.go with a test in add_test.go, and mention Add in calc.go's package comment."},
+			Tasks: []string{"write Add", "test Add", "document Add in the package comment"},
 			Implement: packageDoc("Add and Sub") + goFile("add.go", `package calc
 
 // Add returns a plus b.
@@ -50,10 +47,10 @@ func Add(a, b int) int { return a + b }
 `) + goFile("add_test.go", testFile("TestAdd", "Add(2, 3)", "5")),
 		},
 		{
-			ID: "US-002", Title: "Abs: the absolute value",
-			Description: "Add func Abs(x int) int in abs.go with a test in abs_test.go, and mention Abs in calc.go's package comment.",
-			Tasks:       []string{"write Abs", "test Abs", "document Abs in the package comment"},
-			WaitFor:     "US-001",
+			Story: team.Story{ID: "US-002", Title: "Abs: the absolute value",
+				Body: "Add func Abs(x int) int in abs.go with a test in abs_test.go, and mention Abs in calc.go's package comment."},
+			Tasks:   []string{"write Abs", "test Abs", "document Abs in the package comment"},
+			WaitFor: "US-001",
 			Implement: packageDoc("Sub and Abs") + goFile("abs.go", `package calc
 
 // Abs returns the absolute value of x.
@@ -66,16 +63,16 @@ func Abs(x int) int {
 `) + goFile("abs_test.go", testFile("TestAbs", "Abs(-7)", "7")),
 		},
 		{
-			ID: "US-003", Title: "Mul: the product of two integers",
-			Description: "Add func Mul(a, b int) int in mul.go with a test in mul_test.go.",
-			Tasks:       []string{"write Mul", "test Mul"},
+			Story: team.Story{ID: "US-003", Title: "Mul: the product of two integers",
+				Body: "Add func Mul(a, b int) int in mul.go with a test in mul_test.go."},
+			Tasks: []string{"write Mul", "test Mul"},
 			Implement: goFile("mul.go", `package calc
 
 // Mul returns a times b.
 func Mul(a, b int) int { return a + b }
 `) + goFile("mul_test.go", testFile("TestMul", "Mul(2, 3)", "6")),
-			FixWhen: "TestMul",
-			Fix: `echo "the quality gate says TestMul fails: Mul adds instead of multiplying; fixing it"
+			FixWhen: "FAIL: TestMul",
+			Fix: `echo "the gates say TestMul fails: Mul adds instead of multiplying; fixing it"
 ` + goFile("mul.go", `package calc
 
 // Mul returns a times b.
@@ -83,9 +80,9 @@ func Mul(a, b int) int { return a * b }
 `),
 		},
 		{
-			ID: "US-004", Title: "Sum: the sum of a list", BlockedBy: []foreman.ItemID{"US-001"},
-			Description: "Add func Sum(xs ...int) int in sum.go, built on Add, with a test in sum_test.go.",
-			Tasks:       []string{"write Sum on top of Add", "test Sum"},
+			Story: team.Story{ID: "US-004", Title: "Sum: the sum of a list", After: after("US-001"),
+				Body: "Add func Sum(xs ...int) int in sum.go, built on Add, with a test in sum_test.go."},
+			Tasks: []string{"write Sum on top of Add", "test Sum"},
 			Implement: goFile("sum.go", `package calc
 
 // Sum returns the sum of xs.
@@ -99,9 +96,9 @@ func Sum(xs ...int) int {
 `) + goFile("sum_test.go", testFile("TestSum", "Sum(1, 2, 3, 4)", "10")),
 		},
 		{
-			ID: "US-005", Title: "Pow: integer powers", BlockedBy: []foreman.ItemID{"US-003"},
-			Description: "Add func Pow(base, exp int) int in pow.go, built on Mul, with a test in pow_test.go.",
-			Tasks:       []string{"write Pow on top of Mul", "test Pow"},
+			Story: team.Story{ID: "US-005", Title: "Pow: integer powers", After: after("US-003"),
+				Body: "Add func Pow(base, exp int) int in pow.go, built on Mul, with a test in pow_test.go."},
+			Tasks: []string{"write Pow on top of Mul", "test Pow"},
 			Implement: goFile("pow.go", `package calc
 
 // Pow returns base raised to exp (exp >= 0).
@@ -115,9 +112,9 @@ func Pow(base, exp int) int {
 `) + goFile("pow_test.go", testFile("TestPow", "Pow(2, 10)", "1024")),
 		},
 		{
-			ID: "US-006", Title: "Dot: the dot product", BlockedBy: []foreman.ItemID{"US-003", "US-004"},
-			Description: "Add func Dot(a, b []int) int in dot.go, built on Mul and Sum, with a test in dot_test.go.",
-			Tasks:       []string{"write Dot on top of Mul and Sum", "test Dot"},
+			Story: team.Story{ID: "US-006", Title: "Dot: the dot product", After: after("US-003", "US-004"),
+				Body: "Add func Dot(a, b []int) int in dot.go, built on Mul and Sum, with a test in dot_test.go."},
+			Tasks: []string{"write Dot on top of Mul and Sum", "test Dot"},
 			Implement: goFile("dot.go", `package calc
 
 // Dot returns the dot product of a and b, which have the same length.
@@ -138,11 +135,10 @@ func Dot(a, b []int) int {
 	for i := len(all) + 1; i <= n; i++ {
 		fn := fmt.Sprintf("C%d", i)
 		file := strings.ToLower(fn)
-		all = append(all, &story{
-			ID: foreman.ItemID(fmt.Sprintf("US-%03d", i)), Title: fmt.Sprintf("%s: the constant %d", fn, i),
-			BlockedBy:   []foreman.ItemID{"US-001"},
-			Description: fmt.Sprintf("Add func %s() int returning %d in %s.go with a test.", fn, i, file),
-			Tasks:       []string{"write " + fn, "test " + fn},
+		all = append(all, story{
+			Story: team.Story{ID: foreman.ItemID(fmt.Sprintf("US-%03d", i)), Title: fmt.Sprintf("%s: the constant %d", fn, i),
+				After: after("US-001"), Body: fmt.Sprintf("Add func %s() int returning %d in %s.go with a test.", fn, i, file)},
+			Tasks: []string{"write " + fn, "test " + fn},
 			Implement: goFile(file+".go", fmt.Sprintf("package calc\n\n// %s returns %d.\nfunc %s() int { return Add(%d, 0) }\n", fn, i, fn, i)) +
 				goFile(file+"_test.go", testFile("Test"+fn, fn+"()", fmt.Sprint(i))),
 		})
@@ -179,74 +175,45 @@ func %s(t *testing.T) {
 `, name, call, want, strings.ReplaceAll(call, `"`, `\"`), want)
 }
 
-// boardJSON is the story's board file with status: what the scripted
-// agent writes (FileBoard's format) and what a real agent is asked to write.
-func boardJSON(s *story, status string) string {
-	type entry struct {
-		Title  string   `json:"title"`
-		Status string   `json:"status"`
-		Tasks  []string `json:"tasks"`
-	}
-	b, _ := json.Marshal(struct {
-		Version int              `json:"version"`
-		Items   map[string]entry `json:"items"`
-	}{1, map[string]entry{string(s.ID): {s.Title, status, s.Tasks}}})
-	return string(b)
-}
-
-var scriptTemplate = template.Must(template.New("agent").Parse(`#!/bin/sh
-# Scripted agent for {{.S.ID}} ({{.S.Title}}). Foreman runs it once per stage,
-# in the story's git worktree, with the prompt as $1 and the stage in
-# FOREMAN_STAGE. It really edits files and commits, writes the story's board
-# file ($FOREMAN_BOARD) like a planner would, and ends with the stage's
-# canonical report line.
+// agentScript is the scripted agent: one shell script for every story and
+// stage. The team runs it in the story's worktree with the prompt as $1 and
+// FOREMAN_ITEM, FOREMAN_STAGE (0 plan, 1 validate, 2 build; the quality
+// gate runs no agent), FOREMAN_ASSIGNMENT and FOREMAN_RESULT in its
+// environment; it reports by writing a team.Report to $FOREMAN_RESULT.
+func agentScript(stories []story) string {
+	var b strings.Builder
+	b.WriteString(`#!/bin/sh
 set -eu
 prompt="$1"
-case "$FOREMAN_STAGE" in
-0)
-	printf '%s\n' '{{.Backlog}}' > "$FOREMAN_BOARD.tmp" && mv "$FOREMAN_BOARD.tmp" "$FOREMAN_BOARD"
-	echo "Stage 0 COMPLETE for {{.S.ID}}. {{len .S.Tasks}} tasks created. Plan score: 4/4."
-	;;
-1)
-	test -f go.mod # the worktree holds the module the story is about
-	printf '%s\n' '{{.Todo}}' > "$FOREMAN_BOARD.tmp" && mv "$FOREMAN_BOARD.tmp" "$FOREMAN_BOARD"
-	echo "Stage 1 COMPLETE for {{.S.ID}}. Verdict: GO. Readiness: 8."
-	;;
-2)
-{{- if .S.WaitFor}}
-	echo "waiting for {{.S.WaitFor}} to land on main first (both stories change calc.go's first line)"
+report() { # outcome, more JSON fields
+	printf '{"assignment": "%s", "outcome": "%s"%s}\n' "$FOREMAN_ASSIGNMENT" "$1" "${2:-}" > "$FOREMAN_RESULT"
+}
+case "$FOREMAN_STAGE.$FOREMAN_ITEM" in
+1.*) test -f go.mod && report go ', "score": 8' ;;
+`)
+	for _, s := range stories {
+		fmt.Fprintf(&b, "0.%s) report complete ', \"tasks\": %d, \"score\": 4, \"summary\": \"%s\"' ;;\n", s.ID, len(s.Tasks), strings.Join(s.Tasks, "; "))
+		fmt.Fprintf(&b, "2.%s)\n", s.ID)
+		if s.WaitFor != "" {
+			fmt.Fprintf(&b, `	echo "waiting for %[1]s to land on main first (both stories change calc.go's first line)"
 	i=0
-	until git log main --format=%B | grep -qx 'Foreman-Item: {{.S.WaitFor}}'; do
-		i=$((i + 1))
-		if [ "$i" -ge 1200 ]; then echo "{{.S.WaitFor}} has not landed; going ahead"; break; fi
+	until git log main --format=%%B | grep -qx 'Foreman-Item: %[1]s'; do
+		i=$((i + 1)); [ "$i" -lt 1200 ] || break
 		sleep 0.1
 	done
-{{- end}}
-{{- if .S.FixWhen}}
-	if printf '%s\n' "$prompt" | grep '^Previous round:' | grep -q '{{.S.FixWhen}}'; then
-{{.S.Fix}}		git commit -qam "{{.S.ID}}: fix after the quality gate's feedback"
-	else
-{{.S.Implement}}		git add -A && git commit -qm "{{.S.ID}}: {{.S.Title}}"
-	fi
-{{- else}}
-{{.S.Implement}}	git add -A && git commit -qm "{{.S.ID}}: {{.S.Title}}"
-{{- end}}
-	printf '%s\n' '{{.Review}}' > "$FOREMAN_BOARD.tmp" && mv "$FOREMAN_BOARD.tmp" "$FOREMAN_BOARD"
-	echo "Stage 2 COMPLETE for {{.S.ID}}. All tasks Done. Story set to To Review."
-	;;
-*)
-	echo "Stage $FOREMAN_STAGE ERROR for {{.S.ID}}: this script has no stage $FOREMAN_STAGE"
-	exit 1
-	;;
+`, s.WaitFor)
+		}
+		if s.FixWhen != "" {
+			fmt.Fprintf(&b, "\tif printf '%%s\\n' \"$prompt\" | grep -q '%s'; then\n%s\tgit commit -qam '%s: fix after the gates'\"'\"' feedback'\n\telse\n", s.FixWhen, s.Fix, s.ID)
+		}
+		fmt.Fprintf(&b, "%s\tgit add -A && git commit -qm '%s: %s'\n", s.Implement, s.ID, s.Title)
+		if s.FixWhen != "" {
+			b.WriteString("\tfi\n")
+		}
+		fmt.Fprintf(&b, "\treport complete ', \"summary\": \"implemented %s with a test\"' ;;\n", s.ID)
+	}
+	b.WriteString(`*) echo "no script for stage $FOREMAN_STAGE of $FOREMAN_ITEM" >&2; exit 1 ;;
 esac
-`))
-
-// scriptFor renders a story's scripted agent.
-func scriptFor(s *story) (string, error) {
-	var b bytes.Buffer
-	err := scriptTemplate.Execute(&b, struct {
-		S                     *story
-		Backlog, Todo, Review string
-	}{s, boardJSON(s, "Backlog"), boardJSON(s, "Todo"), boardJSON(s, "To Review")})
-	return b.String(), err
+`)
+	return b.String()
 }
