@@ -1,4 +1,4 @@
-// Command dispatcher shows the worker pool of package worker (seed 004) on
+// Command dispatcher shows the worker pool of package worker on
 // scripted agents in a throwaway git repository: four items, three pooled
 // workers, the default in-process Runtime supervising each agent process
 // and heartbeating for it, and short timeouts so that it all happens in a
@@ -30,7 +30,6 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman"
-	"github.com/agentforeman/foreman/internal/demo"
 	"github.com/agentforeman/foreman/merge"
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/phases/agentcmd"
@@ -145,10 +144,10 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 		}
 	}()
 	res.Repo = filepath.Join(dir, "repo")
-	if err := demo.NewGoModuleRepo(ctx, res.Repo); err != nil {
+	if err := newRepo(ctx, res.Repo); err != nil {
 		return res, err
 	}
-	mgr, err := merge.New(ctx, merge.Config{Repo: res.Repo, GitEnv: demo.IsolatedGitConfig()})
+	mgr, err := merge.New(ctx, merge.Config{Repo: res.Repo, GitEnv: isolatedGit()})
 	if err != nil {
 		return res, err
 	}
@@ -159,7 +158,7 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 	for _, it := range work {
 		byID[it.ID] = it
 		body := "#!/bin/sh\n# scripted agent for " + string(it.ID) + "; the prompt is $1\nset -eu\n" + it.Script
-		if _, err := demo.WriteScript(dir, string(it.ID)+".sh", body); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, string(it.ID)+".sh"), []byte(body), 0o755); err != nil {
 			return res, err
 		}
 	}
@@ -167,7 +166,7 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 	agent := worker.AgentFunc(func(ctx context.Context, req phases.AgentRequest, on phases.StreamCallback) (phases.AgentResult, error) {
 		id := filepath.Base(req.WorkspacePath)
 		d := agentcmd.New(agentcmd.Config{
-			Argv: []string{filepath.Join(dir, id+".sh"), "{prompt}"}, Env: demo.GitEnv(), KillGrace: time.Second,
+			Argv: []string{filepath.Join(dir, id+".sh"), "{prompt}"}, Env: gitEnv(), KillGrace: time.Second,
 		})
 		return d.Execute(ctx, req, on)
 	})

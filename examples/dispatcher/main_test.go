@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman"
-	"github.com/agentforeman/foreman/internal/gitexec"
 	"github.com/agentforeman/foreman/worker"
 )
 
@@ -52,10 +52,9 @@ func TestDispatcherEscalations(t *testing.T) {
 	assert.Contains(t, text, "though heartbeats continued")
 	assert.Greater(t, res.Stats.Heartbeats, uint64(0))
 
-	r := gitexec.Runner{}
-	list, err := r.Lines(context.Background(), res.Repo, "worktree", "list")
+	list, err := git(context.Background(), res.Repo, "worktree", "list")
 	require.NoError(t, err)
-	assert.Len(t, list, 1, "only the main worktree")
+	assert.Len(t, strings.Split(strings.TrimSpace(list), "\n"), 1, "only the main worktree")
 	assert.Empty(t, leftovers(t, "FOREMAN_DISPATCHER_TEST="+token))
 }
 

@@ -27,7 +27,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentforeman/foreman/internal/demo"
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/phases/agentcmd"
 	"github.com/agentforeman/foreman/phases/gates"
@@ -48,15 +47,15 @@ func main() {
 	var o options
 	flag.Usage = usage
 	flag.StringVar(&o.dir, "dir", "", "run in this git repository's working tree, in place, instead of a throwaway demo repo (requires -prompt)")
-	flag.StringVar(&o.agent, "agent", "", "agent command line, split like a shell would (quotes work); placeholders {prompt} {feedback} {session} {workspace} {iteration}\n(default: the demo's scripted agent, or the -format's own command: claude -p ... / codex exec --json)")
+	flag.StringVar(&o.agent, "agent", "", "agent command line, run by sh (quotes work); placeholders {prompt} {feedback} {session} {workspace} {iteration} become its arguments\n(default: the demo's scripted agent, or the -format's own command: claude -p ... / codex exec --json)")
 	flag.Func("format", "agent output format: text, claude (Claude Code stream-json) or codex (codex exec --json) (default text)", func(s string) error {
 		f, err := agentcmd.ParseFormat(s)
 		o.format = f
 		return err
 	})
 	flag.StringVar(&o.prompt, "prompt", demoPrompt, "the task prompt")
-	flag.Func("gate", "an L1 gate command line, split like a shell would (repeatable; default: go vet, then go test)", func(s string) error {
-		if _, err := demo.SplitWords(s); err != nil {
+	flag.Func("gate", "an L1 gate command line, run by sh (repeatable; default: go vet, then go test)", func(s string) error {
+		if err := shellCheck(s); err != nil {
 			return err
 		}
 		o.gates = append(o.gates, s)
@@ -92,9 +91,9 @@ func run(ctx context.Context, o options, out io.Writer) (bool, error) {
 	loop := phases.NewRunLoop(phases.Config{
 		Services: phases.PhaseServices{
 			AgentDriver: agentcmd.New(agentcmd.Config{
-				Argv: argv, Format: o.format, Env: demo.GitEnv(),
+				Argv: argv, Format: o.format, Env: gitEnv(),
 			}),
-			Snapshotter:       gitsnap.New(gitsnap.Config{}),
+			Snapshotter:       gitsnap.New(gitsnap.Config{Env: isolatedGit()}),
 			Verifier:          gates.NewVerifier(gates.VerifierConfig{}),
 			FeedbackGenerator: gates.NewFeedbackGenerator(gates.FeedbackConfig{}),
 		},
@@ -135,13 +134,13 @@ func prepare(ctx context.Context, o options, out io.Writer) (ws string, argv []s
 			os.RemoveAll(tmp)
 		}
 		ws = filepath.Join(tmp, "repo")
-		if err := demo.NewGoModuleRepo(ctx, ws); err != nil {
+		if err := newRepo(ctx, ws); err != nil {
 			cleanup()
 			return "", nil, nil, err
 		}
 		if o.agent == "" {
-			script, err := demo.WriteScript(tmp, "agent.sh", demo.AddAgentScript)
-			if err != nil {
+			script := filepath.Join(tmp, "agent.sh")
+			if err := os.WriteFile(script, []byte(agentScript), 0o755); err != nil {
 				cleanup()
 				return "", nil, nil, err
 			}
@@ -156,7 +155,7 @@ func prepare(ctx context.Context, o options, out io.Writer) (ws string, argv []s
 		}
 	}
 	if o.agent != "" {
-		if argv, err = demo.SplitWords(o.agent); err != nil {
+		if argv, err = shellArgv(o.agent); err != nil {
 			cleanup()
 			return "", nil, nil, fmt.Errorf("-agent: %w", err)
 		}
@@ -177,8 +176,7 @@ func gatePlan(commands []string) phases.GatePlan {
 	}
 	level := phases.GateLevel{Level: phases.L1Tests}
 	for i, c := range commands {
-		argv, _ := demo.SplitWords(c) // validated when the flag was parsed
-		level.Checks = append(level.Checks, phases.GateCheck{Name: fmt.Sprintf("gate-%d", i+1), Argv: argv})
+		level.Checks = append(level.Checks, phases.GateCheck{Name: fmt.Sprintf("gate-%d", i+1), Argv: []string{"sh", "-c", c}})
 	}
 	return phases.GatePlan{Levels: []phases.GateLevel{level}}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentforeman/foreman/internal/demo"
 	"github.com/agentforeman/foreman/phases/agentcmd"
 )
 
@@ -36,7 +36,8 @@ func TestDirNeedsPromptAndAgent(t *testing.T) {
 	_, err = run(context.Background(), options{dir: t.TempDir(), prompt: "p", promptSet: true}, &out)
 	assert.ErrorContains(t, err, "-dir needs -agent")
 	_, err = run(context.Background(), options{dir: t.TempDir(), prompt: "p", promptSet: true, agent: "'unterminated"}, &out)
-	assert.ErrorContains(t, err, "unterminated single quote")
+	assert.ErrorContains(t, err, "-agent: ")
+	assert.ErrorContains(t, err, "nterminated")
 }
 
 // A fake Claude Code CLI on PATH: -format claude needs no -agent, and the
@@ -47,17 +48,17 @@ func TestClaudeFormatOnOwnRepo(t *testing.T) {
 	}
 	ctx := context.Background()
 	repo := filepath.Join(t.TempDir(), "repo")
-	require.NoError(t, demo.NewGoModuleRepo(ctx, repo))
+	require.NoError(t, newRepo(ctx, repo))
 	bin := t.TempDir()
-	_, err := demo.WriteScript(bin, "claude", `#!/bin/sh
+	err := os.WriteFile(filepath.Join(bin, "claude"), []byte(`#!/bin/sh
 echo '{"type":"system","subtype":"init","session_id":"sess-42","model":"claude-test"}'
 echo 'package calc' > extra.go
 git add extra.go && git commit -qm "add extra.go"
 echo '{"type":"result","subtype":"success","is_error":false,"session_id":"sess-42","total_cost_usd":0.0125,"result":"done","usage":{"input_tokens":100,"output_tokens":20}}'
-`)
+`), 0o755)
 	require.NoError(t, err)
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	for _, kv := range demo.GitEnv() {
+	for _, kv := range gitEnv() {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
@@ -71,4 +72,30 @@ echo '{"type":"result","subtype":"success","is_error":false,"session_id":"sess-4
 	assert.Contains(t, out.String(), "session sess-42")
 	assert.Contains(t, out.String(), "120 tokens")
 	assert.Contains(t, out.String(), "$0.0125")
+}
+
+// shellArgv's command line is split by sh as a shell would, and the
+// placeholders arrive as whole arguments, never pasted into the line.
+func TestShellArgv(t *testing.T) {
+	prompt := `it's "quoted"; $(touch /tmp/pwned) and spaced`
+	expand := strings.NewReplacer("{prompt}", prompt, "{task}", "T", "{feedback}", "F", "{workspace}", "/w s", "{session}", "", "{iteration}", "2")
+	tests := []struct{ cmdline, want string }{
+		{`printf '<%s>' 'a b' {prompt}`, "<a b><" + prompt + ">"},
+		{`printf '<%s>' --in={workspace}`, "<--in=/w s><" + prompt + ">"}, // no {prompt}: it comes last
+		{`printf "<%s>" {session} x {iteration}`, "<><x><2><" + prompt + ">"},
+		{`printf "<%s>" {task} {feedback}`, "<T><F>"},
+	}
+	for _, tt := range tests {
+		argv, err := shellArgv(tt.cmdline)
+		require.NoError(t, err)
+		argv = append(argv, "--resume", "s-1") // what agentcmd adds to resume a session
+		for i := range argv {
+			argv[i] = expand.Replace(argv[i])
+		}
+		got, err := exec.Command(argv[0], argv[1:]...).Output()
+		require.NoError(t, err, tt.cmdline)
+		assert.Equal(t, tt.want+"<--resume><s-1>", string(got), tt.cmdline)
+	}
+	_, err := shellArgv(`my-agent 'unterminated {prompt}`)
+	assert.ErrorContains(t, err, "nterminated")
 }
