@@ -14,6 +14,7 @@ import (
 // a realistic "something else wrote to the repository at the same time": the
 // merge itself succeeds, and only reading the target back can tell.
 func TestMergeVerifyCatchesATargetThatDidNotMove(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, nil)
@@ -55,6 +56,7 @@ func TestMergeVerifyCatchesATargetThatDidNotMove(t *testing.T) {
 // verify's other two reasons cannot be produced through Merge (the commit it
 // checks is the one Merge just wrote), so they are checked directly.
 func TestVerifyRejectsATipThatIsNotTheSquashOnTheOldTip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, nil)

@@ -15,6 +15,7 @@ import (
 )
 
 func TestMergeSquashesOneCommitWithTrailer(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, nil)
@@ -45,6 +46,7 @@ func TestMergeSquashesOneCommitWithTrailer(t *testing.T) {
 }
 
 func TestMergePreconditions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("nothing to merge", func(t *testing.T) {
 		repo := newRepo(t, nil)
@@ -95,6 +97,7 @@ func TestMergePreconditions(t *testing.T) {
 }
 
 func TestMergeIsIdempotent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, nil)
@@ -125,6 +128,7 @@ func TestMergeIsIdempotent(t *testing.T) {
 }
 
 func TestMergeConflictChangesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, nil)
@@ -163,6 +167,7 @@ func TestMergeConflictChangesNothing(t *testing.T) {
 }
 
 func TestMergeWhereverTheTargetIsCheckedOut(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		setup func(t *testing.T, repo string) (checkout string)
@@ -204,6 +209,7 @@ func TestMergeWhereverTheTargetIsCheckedOut(t *testing.T) {
 }
 
 func TestMergeRefusesToOverwriteTargetCheckout(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, nil)
@@ -246,6 +252,7 @@ func TestMergeRefusesToOverwriteTargetCheckout(t *testing.T) {
 }
 
 func TestMergeSyncRebasesOrFallsBackToMerge(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("rebase", func(t *testing.T) {
 		repo := newRepo(t, nil)
@@ -284,6 +291,7 @@ func TestMergeSyncRebasesOrFallsBackToMerge(t *testing.T) {
 }
 
 func TestMergeCheck(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, nil)
@@ -308,6 +316,7 @@ func TestMergeCheck(t *testing.T) {
 }
 
 func TestMergePushVerifiesRemote(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t, nil)
 	remote := filepath.Join(t.TempDir(), "remote.git")
@@ -345,6 +354,7 @@ func TestMergePushVerifiesRemote(t *testing.T) {
 }
 
 func TestSixteenConcurrentMergesLandOnceEachOnALinearMain(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, nil)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestMergeWithoutWorktreeMergesTheBranch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, nil)
@@ -36,6 +37,7 @@ func TestMergeWithoutWorktreeMergesTheBranch(t *testing.T) {
 // After `git gc` refs live in packed-refs and objects in packs: the direct
 // readers must fall back to git and everything still works.
 func TestMergeAfterGC(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, nil)
@@ -60,6 +62,7 @@ func TestMergeAfterGC(t *testing.T) {
 }
 
 func TestPushToAMissingRemoteIsAPushError(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, func(c *Config) { c.Remote = "nowhere" })
@@ -76,6 +79,7 @@ func TestPushToAMissingRemoteIsAPushError(t *testing.T) {
 }
 
 func TestErrorsDescribeThemselves(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		err  error
 		want []string
@@ -104,6 +108,7 @@ func TestErrorsDescribeThemselves(t *testing.T) {
 }
 
 func TestAutoMaintenanceRunsEveryFewMerges(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, nil)
@@ -123,6 +128,7 @@ func TestAutoMaintenanceRunsEveryFewMerges(t *testing.T) {
 }
 
 func TestBaseAndTargetMayDiffer(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t, nil)
 	git(t, repo, "branch", "develop")

@@ -14,6 +14,7 @@ import (
 // crashed leaves an item worktree the way a crash in the middle of an
 // operation would, then expects the next Merge to repair it and land.
 func TestMergeRecoversCrashLeftoversInItemWorktree(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		crash func(t *testing.T, repo, wt string)
@@ -76,6 +77,7 @@ func TestMergeRecoversCrashLeftoversInItemWorktree(t *testing.T) {
 }
 
 func TestMergeReportsLeftoversItMustNotTouch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("fresh index.lock", func(t *testing.T) {
 		repo := newRepo(t, nil)

@@ -16,6 +16,7 @@ import (
 // excepted: a package-level var shared by every Manager of a process (a
 // slice, a map, a struct) can be changed by one for all.
 func TestNoPackageLevelMutableState(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
 	fset := token.NewFileSet()

@@ -15,6 +15,7 @@ import (
 )
 
 func TestCreateMakesWorktreeOnBranchFromBase(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, nil)
 	wt := create(t, m, "story-1")
@@ -34,6 +35,7 @@ func TestCreateMakesWorktreeOnBranchFromBase(t *testing.T) {
 }
 
 func TestCreateIsIdempotentAndKeepsWork(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, nil)
 	wt := create(t, m, "a")
@@ -48,6 +50,7 @@ func TestCreateIsIdempotentAndKeepsWork(t *testing.T) {
 }
 
 func TestCreateRepairsStaleState(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		break_ func(t *testing.T, m *Manager, wt Worktree)
@@ -94,6 +97,7 @@ func TestCreateRepairsStaleState(t *testing.T) {
 }
 
 func TestRemove(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("missing worktree is fine", func(t *testing.T) {
 		m := newManager(t, newRepo(t, nil), nil)
@@ -132,6 +136,7 @@ func TestRemove(t *testing.T) {
 }
 
 func TestPruneRemovesWhatKeepRejects(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, nil)
@@ -153,6 +158,7 @@ func TestPruneRemovesWhatKeepRejects(t *testing.T) {
 }
 
 func TestCustomRootPrefixAndBase(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, nil)
 	git(t, repo, "branch", "develop")
 	root := filepath.Join(t.TempDir(), "trees")
@@ -189,6 +195,7 @@ func recordingGit(t *testing.T) (*gitexec.Runner, string) {
 }
 
 func TestBadIDsRejectedBeforeGitRuns(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, func(c *Config) { c.DeleteBranchOnRemove = true })
@@ -218,6 +225,7 @@ func TestBadIDsRejectedBeforeGitRuns(t *testing.T) {
 }
 
 func TestNewFromALinkedWorktreeFindsTheMainOne(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, nil)
 	linked := filepath.Join(t.TempDir(), "linked")
 	git(t, repo, "worktree", "add", "-q", "-b", "side", linked)
@@ -234,6 +242,7 @@ func TestNewFromALinkedWorktreeFindsTheMainOne(t *testing.T) {
 // A `git worktree add` that fails after it has made the branch (as a crash
 // would) is retried once, on the branch it left behind.
 func TestCreateRetriesAFailedAdd(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, nil)
 	dir := t.TempDir()
@@ -258,6 +267,7 @@ exit $rc
 // A repository whose default branch is not the configured base is refused by
 // New with a typed error naming the branch, not later by a raw git failure.
 func TestNewRejectsAMissingBaseOrTargetBranch(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, nil)
 	git(t, repo, "branch", "-m", "main", "master")
 	_, err := New(context.Background(), Config{Repo: repo})
