@@ -52,7 +52,18 @@ type DispatcherSpawnerConfig struct {
 	// the Dispatcher has finished with, or this spawner never ran, gets
 	// EventProbeTimeout at once.
 	ProbeTimeout time.Duration
-	Logger       *slog.Logger
+	// Review, when set, reviews the work of every stage RequireReview
+	// names (all of them when RequireReview is nil) before the stage
+	// completes. The agent's successful execution makes the assignment
+	// ready for review; Review's verdict goes to Dispatcher.Review: an
+	// approval completes the stage with the agent's report, a rejection
+	// gives the stage to a fresh worker with every reviewer's feedback in
+	// its prompt (worker.Assignment.MemoryContext), and the rejection after
+	// Worker.MaxReviewRejections ends the stage with an ERROR report that
+	// carries the last feedback, which pauses the item.
+	Review        ReviewFunc
+	RequireReview func(r SpawnRequest) bool
+	Logger        *slog.Logger
 }
 
 // DispatcherSpawner is a Spawner and Messenger that runs each assignment
@@ -108,6 +119,9 @@ type dispatched struct {
 	// ended: its end (completed or parked) was reported; shutdown: the
 	// pipeline asked it to stop, so its end is nobody's news.
 	ended, shutdown bool
+	// lastReview is the latest reviewer's feedback; reviewLimit says why
+	// the Dispatcher gave up on the reviews (REVIEW_LIMIT), if it did.
+	lastReview, reviewLimit string
 }
 
 // NewDispatcherSpawner checks cfg, starts the Dispatcher and returns the
@@ -180,7 +194,9 @@ func (s *DispatcherSpawner) Spawn(ctx context.Context, r SpawnRequest) error {
 	s.mu.Unlock()
 	// Submit may assign at once, and the agent wrapper and the event hook
 	// take s.mu: it is not held here.
-	err = s.d.Submit(ctx, worker.Item{ID: foreman.ItemID(r.Assignment), Stage: r.Stage, Prompt: task, Worktree: dir})
+	review := s.cfg.Review != nil && (s.cfg.RequireReview == nil || s.cfg.RequireReview(r))
+	err = s.d.Submit(ctx, worker.Item{ID: foreman.ItemID(r.Assignment), Stage: r.Stage, Prompt: task, Worktree: dir,
+		RequireReview: review})
 	if err != nil && !errors.Is(err, worker.ErrItemActive) {
 		s.mu.Lock()
 		delete(s.spawns, r.Assignment) // not submitted: a re-issued spawn tries again
@@ -240,6 +256,26 @@ func (s *DispatcherSpawner) onEvent(ev worker.Event) {
 	}
 	switch ev.Kind {
 	case worker.EventCompleted, worker.EventParked, worker.EventItemClosed:
+	case worker.EventReviewRequested:
+		if s.cfg.Review != nil {
+			// The reviewer may take as long as an agent: not on the
+			// Dispatcher's effect goroutine.
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.review(ev)
+			}()
+		}
+		return
+	case worker.EventEscalated:
+		if ev.Escalation != nil && ev.Escalation.Kind == worker.ReviewLimit {
+			s.mu.Lock()
+			if sp := s.spawns[foreman.AssignmentID(ev.Item)]; sp != nil {
+				sp.reviewLimit = ev.Escalation.Reason
+			}
+			s.mu.Unlock()
+		}
+		return
 	default:
 		return
 	}
@@ -254,6 +290,9 @@ func (s *DispatcherSpawner) onEvent(ev worker.Event) {
 		return
 	}
 	r, line := sp.req, sp.line
+	if ev.Kind == worker.EventParked && sp.reviewLimit != "" {
+		line = reviewLimitLine(r, sp.reviewLimit, sp.lastReview)
+	}
 	if line == "" {
 		s.log.Info("pipeline: assignment ended without a report", "item", r.Item, "assignment", r.Assignment,
 			"event", ev.Kind, "reason", ev.Reason)

@@ -88,6 +88,17 @@ type Config struct {
 	Verifier    phases.Verifier
 	Feedback    phases.FeedbackGenerator
 
+	// Reviewer, when set, reviews every build stage's work before the
+	// stage completes (after the run loop's gates passed): it writes a
+	// Report with outcome "approve" or "reject" (Summary: what to change).
+	// A rejection gives the build to a fresh worker with every review's
+	// feedback in its prompt (the worker pool's MemoryContext) and the next
+	// Attempt; the rejection after Worker.MaxReviewRejections (default 2)
+	// pauses the story with the last review. ReviewerRole names it in
+	// prompts and events (default "reviewer").
+	Reviewer     phases.AgentDriver
+	ReviewerRole string
+
 	// Prompt renders a stage's task for its agent; default DefaultPrompt.
 	// The assignment block the worker pool needs is appended to it.
 	Prompt func(PromptData) string
@@ -247,6 +258,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.Prompt == nil {
 		cfg.Prompt = DefaultPrompt
+	}
+	if cfg.ReviewerRole == "" {
+		cfg.ReviewerRole = "reviewer"
 	}
 	return cfg, nil
 }

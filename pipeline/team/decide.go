@@ -48,32 +48,8 @@ const (
 // maxDetail bounds the details carried in a report line.
 const maxDetail = 600
 
-// oneLine makes s fit a report line's free text: one line, no control
-// characters, no ". Agents:" (the one phrase the line format reserves),
-// at most max bytes (cut at a rune boundary, marked with …).
-func oneLine(s string, max int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, strings.ToValidUTF8(s, "?"))
-	s = strings.Join(strings.Fields(s), " ")
-	s = strings.ReplaceAll(s, ". Agents:", ", agents:")
-	if len(s) > max {
-		cut := max
-		for cut > 0 && !utf8Start(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	if s == "" {
-		s = "(no details)"
-	}
-	return s
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+// oneLine makes s fit a report line's free text (message.Detail).
+func oneLine(s string, max int) string { return message.Detail(s, max) }
 
 // errorLine is a stage's ERROR report.
 func errorLine(item foreman.ItemID, stage int, detail string) string {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/health"
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/pipeline"
@@ -186,4 +187,38 @@ func TestResolveStage(t *testing.T) {
 	assert.Equal(t, 3, resolveStage(Resume, 2, 4))
 	assert.Equal(t, 3, resolveStage(Resume, 3, 4), "the last stage again re-checks and merges")
 	assert.Equal(t, 0, resolveStage(Resume, 0, 1))
+}
+
+func TestReviewVerdict(t *testing.T) {
+	cur := foreman.AssignmentID("A-a3")
+	cases := []struct {
+		name     string
+		rep      *Report
+		fileErr  error
+		res      phases.AgentResult
+		approved bool
+		feedback string
+		err      string
+	}{
+		{"approve", &Report{Assignment: cur, Outcome: "Approve", Summary: "fine"}, nil, phases.AgentResult{}, true, "fine", ""},
+		{"reject", &Report{Assignment: cur, Outcome: "reject", Summary: "add tests"}, nil, phases.AgentResult{}, false, "add tests", ""},
+		{"reject without a reason", &Report{Assignment: cur, Outcome: "rejected"}, nil, phases.AgentResult{}, false, "rejected without a reason", ""},
+		{"unknown outcome", &Report{Assignment: cur, Outcome: "lgtm"}, nil, phases.AgentResult{}, false, "", `"lgtm" is not approve or reject`},
+		{"stale report", &Report{Assignment: "A-a1", Outcome: "approve"}, nil, phases.AgentResult{}, false, "", `names assignment "A-a1"`},
+		{"no report, failed agent", nil, nil, phases.AgentResult{ExitCode: 4, Stderr: "quota"}, false, "", "exited with status 4"},
+		{"unreadable report", nil, errors.New("not JSON"), phases.AgentResult{}, false, "", "not JSON"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ok, fb, err := reviewVerdict(c.rep, c.fileErr, c.res, cur)
+			assert.Equal(t, c.approved, ok)
+			assert.Equal(t, c.feedback, fb)
+			if c.err == "" {
+				assert.NoError(t, err)
+			} else {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), c.err)
+			}
+		})
+	}
 }

@@ -20,6 +20,9 @@ const (
 	// EventStageFinished: a stage's worker reported; Outcome and Detail
 	// say what, Line is the report.
 	EventStageFinished EventKind = "stage_finished"
+	// EventReviewed: the reviewer judged a build stage's work; Outcome is
+	// APPROVED or REJECTED, Detail the feedback.
+	EventReviewed EventKind = "reviewed"
 	// EventStoryPaused: a story waits for a person; Escalation says why
 	// and what to do (Resolve).
 	EventStoryPaused EventKind = "story_paused"

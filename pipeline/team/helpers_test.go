@@ -59,6 +59,7 @@ validate) if [ -e "$ctl/$id.nogo" ]; then report no-go ',"score":2,"summary":"th
    ;;
 *) if [ -e "$ctl/$id.nochange" ]; then report complete ',"summary":"all done (not really)"'; exit 0; fi
    content=ok
+   case "$*" in *REVIEW-FIX*) content=reviewed;; esac
    if [ -e "$ctl/$id.bad" ]; then
      case "$*" in *BAD*) content=fixed;; *) content=BAD;; esac
    fi
@@ -152,4 +153,24 @@ func stateOf(res team.Result, id foreman.ItemID) team.StoryStatus {
 func (f *fixture) remove(t *testing.T, name string) {
 	t.Helper()
 	require.NoError(t, os.Remove(filepath.Join(f.ctl, name)))
+}
+
+// reviewerAgent approves a story whose file says "reviewed" and otherwise
+// rejects it asking for REVIEW-FIX; with <id>.picky it always rejects.
+const reviewerAgent = `#!/bin/sh
+ctl=%CTL%
+id=$FOREMAN_ITEM
+echo "$id review $FOREMAN_ROLE" >> "$ctl/log"
+if [ ! -e "$ctl/$id.picky" ] && [ "$(cat "$id.txt")" = reviewed ]; then
+  printf '{"assignment":"%s","outcome":"approve"}' "$FOREMAN_ASSIGNMENT" > "$FOREMAN_RESULT"
+else
+  printf '{"assignment":"%s","outcome":"reject","summary":"please write REVIEW-FIX"}' "$FOREMAN_ASSIGNMENT" > "$FOREMAN_RESULT"
+fi
+`
+
+func (f *fixture) withReviewer(t *testing.T) {
+	t.Helper()
+	script, err := demo.WriteScript(filepath.Join(filepath.Dir(f.ctl), "bin"), "reviewer.sh", strings.ReplaceAll(reviewerAgent, "%CTL%", demo.ShellQuote(f.ctl)))
+	require.NoError(t, err)
+	f.cfg.Reviewer = agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv()})
 }

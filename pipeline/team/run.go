@@ -124,9 +124,12 @@ func (t *Team) runUntilDone(ctx context.Context, rs *runState) error {
 		}
 		t.onWorkerEvent(rs, ev)
 	}
-	spawner, err := pipeline.NewDispatcherSpawner(pipeline.DispatcherSpawnerConfig{
-		Worker: wc, Workspace: t.mgr.Path, Prompt: t.prompt, Inbox: inbox{t}, Logger: t.log,
-	})
+	dc := pipeline.DispatcherSpawnerConfig{Worker: wc, Workspace: t.mgr.Path, Prompt: t.prompt, Inbox: inbox{t}, Logger: t.log}
+	if t.cfg.Reviewer != nil {
+		dc.Review = t.review
+		dc.RequireReview = func(r pipeline.SpawnRequest) bool { return t.cfg.Stages[r.Stage].Kind == StageBuild }
+	}
+	spawner, err := pipeline.NewDispatcherSpawner(dc)
 	if err != nil {
 		return err
 	}

@@ -73,13 +73,16 @@ func New(ctx context.Context, cfg Config) (*Team, error) {
 		if st.Agent == nil {
 			continue
 		}
-		if d, ok := st.Agent.(*agentcmd.Driver); ok && d.LeaseDir() == "" {
-			st.Agent = d.WithLeaseDir(filepath.Join(cfg.StateDir, "leases"))
+		if st.Agent, err = prepareAgent(st.Agent, cfg.StateDir, "the "+st.Role+" stage's agent"); err != nil {
+			return nil, err
 		}
-		if c, ok := st.Agent.(interface{ Check() error }); ok {
-			if err := c.Check(); err != nil {
-				return nil, fmt.Errorf("%w: the %s stage's agent: %w", ErrAgentUnavailable, st.Role, err)
-			}
+	}
+	if cfg.Reviewer != nil {
+		// The reviewer works in the same worktree as the builder, after it:
+		// a lease of its own (a directory of its own) keeps the two drivers
+		// from taking each other for an orphan.
+		if cfg.Reviewer, err = prepareAgent(cfg.Reviewer, filepath.Join(cfg.StateDir, "review"), "the reviewer"); err != nil {
+			return nil, err
 		}
 	}
 	t := &Team{cfg: cfg, clk: clock.OrReal(cfg.Clock), log: cfg.Logger, stories: map[foreman.ItemID]Story{}}
@@ -92,6 +95,20 @@ func New(ctx context.Context, cfg Config) (*Team, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// prepareAgent turns the orphan reaper on for an *agentcmd.Driver (leases
+// under stateDir/leases) and checks that the agent can start.
+func prepareAgent(a phases.AgentDriver, stateDir, who string) (phases.AgentDriver, error) {
+	if d, ok := a.(*agentcmd.Driver); ok && d.LeaseDir() == "" {
+		a = d.WithLeaseDir(filepath.Join(stateDir, "leases"))
+	}
+	if c, ok := a.(interface{ Check() error }); ok {
+		if err := c.Check(); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrAgentUnavailable, who, err)
+		}
+	}
+	return a, nil
 }
 
 // open makes the state directory, the store, the repository's manager,
