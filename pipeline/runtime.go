@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -85,18 +86,22 @@ type Runtime struct {
 	log   *slog.Logger
 	mu    sync.Mutex
 	locks map[foreman.ItemID]*sync.Mutex
-	// done remembers, per item, effects this runtime carried out that its
-	// record still lists as pending: they are recorded done by the item's
-	// next write rather than by a write each. Guarded by mu.
-	done  map[foreman.ItemID]doneMark
+	// items holds, per item this runtime last wrote and that has not
+	// stopped, the record as written, so that its next event needs no read,
+	// and the effects carried out since, which its record still lists as
+	// pending: they are recorded done by the item's next write rather than
+	// by a write each. Guarded by mu.
+	items map[foreman.ItemID]*written
 	stats struct{ transitions, effects, stale, duplicates atomic.Int64 }
 }
 
-// doneMark says that the item's record at version lists n effects, first
-// in its pending list, that this runtime has carried out.
-type doneMark struct {
+// written is an item's record as this runtime last wrote it, at version,
+// and how many effects, first in its pending list, it has carried out
+// since.
+type written struct {
 	version int64
-	n       int
+	rec     record
+	done    int
 }
 
 // NewRuntime checks cfg and returns a Runtime.
@@ -117,7 +122,7 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		}
 	}
 	return &Runtime{cfg: cfg, clk: clock.OrReal(cfg.Clock), log: logger(cfg.Logger),
-		locks: map[foreman.ItemID]*sync.Mutex{}, done: map[foreman.ItemID]doneMark{}}, nil
+		locks: map[foreman.ItemID]*sync.Mutex{}, items: map[foreman.ItemID]*written{}}, nil
 }
 
 // Flow returns the flow in use.
@@ -184,20 +189,35 @@ func (r *Runtime) Handle(ctx context.Context, item foreman.ItemID, ev Event) (St
 		return State{}, err
 	}
 	defer r.lock(item)()
-	rec, ver, err := r.load(ctx, item)
+	st, stale, err := r.handle(ctx, item, ev, true)
+	if stale {
+		// Another runtime wrote the item since this one did: decide again
+		// on what the store holds.
+		r.forget(item)
+		st, _, err = r.handle(ctx, item, ev, false)
+	}
+	return st, err
+}
+
+// handle is Handle on the record this runtime last wrote (when remembered
+// and useWritten is set) or on the one in the store. stale reports that
+// the remembered record was not the stored one any more: nothing was
+// written or carried out for ev.
+func (r *Runtime) handle(ctx context.Context, item foreman.ItemID, ev Event, useWritten bool) (_ State, stale bool, _ error) {
+	rec, ver, remembered, err := r.loadForEvent(ctx, item, useWritten)
 	if err != nil {
-		return State{}, err
+		return State{}, false, err
 	}
 	r.skipDone(&rec, ver)
 	if err := r.drain(ctx, &rec, &ver); err != nil {
-		return rec.State, err
+		return rec.State, false, err
 	}
 	s := rec.State
 	if ev.Kind == EventReport && ev.Board == nil && s.Status == StatusActive && ev.Stage == s.Stage &&
 		s.sender(&ev) == fromCurrent && r.cfg.Flow.NeedsBoard(ev.Stage, ev.Outcome) {
 		b, err := r.cfg.Board.Story(ctx, item)
 		if err != nil {
-			return s, fmt.Errorf("pipeline: re-reading the board for %s: %w", item, err)
+			return s, false, fmt.Errorf("pipeline: re-reading the board for %s: %w", item, err)
 		}
 		ev.Board = &b
 	}
@@ -207,18 +227,19 @@ func (r *Runtime) Handle(ctx context.Context, item foreman.ItemID, ev Event) (St
 	// save also records the effects done since the last one.
 	next, pending, err := r.cfg.Flow.AppendStep(rec.Pending, s, ev, r.clk.Now())
 	if err != nil {
-		return s, err
+		return s, false, err
 	}
-	r.count(s, next, ev)
 	if next.Steps == s.Steps && next.Stale == s.Stale {
-		return s, nil // nothing changed (an expected idle, an unneeded reply)
+		r.count(s, next, ev)
+		return s, false, nil // nothing changed (an expected idle, an unneeded reply)
 	}
 	rec.State = next
 	rec.Pending = pending
 	if err := r.save(ctx, &rec, &ver); err != nil {
-		return s, err
+		return s, remembered && errors.Is(err, store.ErrConflict), err
 	}
-	return rec.State, r.drain(ctx, &rec, &ver)
+	r.count(s, next, ev)
+	return rec.State, false, r.drain(ctx, &rec, &ver)
 }
 
 func (r *Runtime) count(s, next State, ev Event) {
@@ -258,6 +279,7 @@ func (r *Runtime) Settle(ctx context.Context, item foreman.ItemID) (State, error
 	if err != nil {
 		return State{}, err
 	}
+	r.remember(rec, ver)
 	r.skipDone(&rec, ver)
 	if err := r.drain(ctx, &rec, &ver); err != nil {
 		return rec.State, err
@@ -280,51 +302,81 @@ func (r *Runtime) Pending(ctx context.Context, item foreman.ItemID) ([]Effect, e
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	m, ok := r.done[item]
-	r.mu.Unlock()
-	if ok && m.version == ver && m.n <= len(rec.Pending) {
-		return rec.Pending[m.n:], nil
-	}
+	r.skipDone(&rec, ver)
 	return rec.Pending, nil
+}
+
+// loadForEvent returns the record this runtime last wrote for item, when
+// useWritten is set and it remembers one (remembered), else the stored one.
+func (r *Runtime) loadForEvent(ctx context.Context, item foreman.ItemID, useWritten bool) (rec record, ver int64, remembered bool, err error) {
+	if useWritten {
+		r.mu.Lock()
+		w := r.items[item]
+		if w != nil {
+			rec, ver = w.rec, w.version
+			// Step copies State before changing it; the pending list is
+			// appended to, so it gets its own array.
+			rec.Pending = slices.Clone(w.rec.Pending)
+		}
+		r.mu.Unlock()
+		if w != nil {
+			return rec, ver, true, nil
+		}
+	}
+	rec, ver, err = r.load(ctx, item)
+	if err == nil {
+		r.remember(rec, ver)
+	}
+	return rec, ver, false, err
+}
+
+// forget drops what this runtime remembers of item.
+func (r *Runtime) forget(item foreman.ItemID) {
+	r.mu.Lock()
+	delete(r.items, item)
+	r.mu.Unlock()
 }
 
 // skipDone drops from rec the pending effects this runtime carried out
 // when rec was at version ver; the next save records them done. A record
 // written since (by another runtime) keeps all of its pending effects.
 func (r *Runtime) skipDone(rec *record, ver int64) {
-	item := rec.State.Item
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	m, ok := r.done[item]
-	if !ok {
-		return
+	if w := r.items[rec.State.Item]; w != nil && w.version == ver && w.done <= len(rec.Pending) {
+		rec.Pending = rec.Pending[w.done:]
 	}
-	if m.version == ver && m.n <= len(rec.Pending) {
-		rec.Pending = rec.Pending[m.n:]
-		return
-	}
-	delete(r.done, item)
 }
 
-// markDone notes one more effect carried out of the record at ver.
+// remember notes rec, just read from the store at ver, as the record its
+// pending effects are counted against, unless this runtime already counts
+// against that version. A record with nothing pending needs no entry.
+func (r *Runtime) remember(rec record, ver int64) {
+	if len(rec.Pending) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w := r.items[rec.State.Item]; w == nil || w.version != ver {
+		r.items[rec.State.Item] = &written{version: ver, rec: rec}
+	}
+}
+
+// markDone notes one more effect carried out of item's record at ver.
 func (r *Runtime) markDone(item foreman.ItemID, ver int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	m := r.done[item]
-	if m.version != ver {
-		m = doneMark{version: ver}
+	if w := r.items[item]; w != nil && w.version == ver {
+		w.done++
 	}
-	m.n++
-	r.done[item] = m
 }
 
 // unrecorded says whether item's record at ver lists effects already done.
 func (r *Runtime) unrecorded(item foreman.ItemID, ver int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	m, ok := r.done[item]
-	return ok && m.version == ver && m.n > 0
+	w := r.items[item]
+	return w != nil && w.version == ver && w.done > 0
 }
 
 func (r *Runtime) load(ctx context.Context, item foreman.ItemID) (record, int64, error) {
@@ -361,7 +413,11 @@ func (r *Runtime) save(ctx context.Context, rec *record, ver *int64) error {
 	*ver = out[0].Version
 	r.stats.transitions.Add(1)
 	r.mu.Lock()
-	delete(r.done, rec.State.Item) // the record lists only what is left to do
+	if stopped := rec.State.Status == StatusDone || rec.State.Status == StatusPaused; stopped && len(rec.Pending) == 0 {
+		delete(r.items, rec.State.Item) // a stopped item's next event is rare: read it then
+	} else {
+		r.items[rec.State.Item] = &written{version: *ver, rec: *rec}
+	}
 	r.mu.Unlock()
 	return nil
 }
