@@ -306,8 +306,8 @@ func (r *Runtime) finish(rn *run, out execResult) {
 	switch {
 	case out.err == nil && !res.Success && res.RateLimit != nil:
 		m.Kind, m.ResetsAt, m.Reason = MsgRateLimited, res.RateLimit.ResetsAt, orDefault(res.RateLimit.Message, reason)
-	case out.err == nil && waitingForPerson(res) != "":
-		m.Kind, m.Question = MsgNeedsPerson, waitingForPerson(res)
+	case out.err == nil && WaitingForPerson(res) != "":
+		m.Kind, m.Question = MsgNeedsPerson, WaitingForPerson(res)
 	case out.err != nil || !res.Success || out.gateErr != "":
 		m.Kind, m.Reason = MsgFailed, reason
 	case a.RequireReview:
@@ -366,11 +366,12 @@ func (r *Runtime) Close(ctx context.Context) error {
 	return errs.ErrorOrNil()
 }
 
-// waitingForPerson says what an agent's result leaves for a person: the
+// WaitingForPerson says what an agent's result leaves for a person: the
 // questions it asked and got no answer to, and, when the run did not
 // succeed, the permissions it was refused (an agent that succeeded
-// anyway found another way). Empty when nothing waits for a person.
-func waitingForPerson(res phases.AgentResult) string {
+// anyway found another way). Empty when nothing waits for a person. The
+// Runtime escalates a non-empty one as NEEDS_PERSON.
+func WaitingForPerson(res phases.AgentResult) string {
 	var lines []string
 	for _, q := range res.Questions {
 		lines = append(lines, q.Text)

@@ -8,6 +8,7 @@ import (
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/message"
+	"github.com/agentforeman/foreman/worker"
 )
 
 // This file is the team's deterministic core: what a stage's evidence
@@ -409,4 +410,32 @@ func graphMoveFor(st pipeline.State) graphMove {
 		return graphPark
 	}
 	return graphNothing
+}
+
+// heldByPool reports whether an agent's result is the worker pool's to
+// act on rather than the stage's to report: a rate-limited agent (the pool
+// backs off until the reset the provider named and runs the stage again,
+// without counting a crash).
+func heldByPool(res phases.AgentResult) bool { return res.RateLimit != nil && !res.Success }
+
+// personLine is the ERROR report of a stage whose agent waits for a
+// person (a question, a permission refused), or "" when it does not. The
+// story then pauses with the question for the person to answer; nothing
+// answers it for them.
+func personLine(item foreman.ItemID, stage int, res phases.AgentResult) string {
+	q := worker.WaitingForPerson(res)
+	if q == "" {
+		return ""
+	}
+	return errorLine(item, stage, "the agent waits for a person: "+q)
+}
+
+// paceFor is the worker pool's bound while limited stages back off from a
+// rate limit: one agent fewer for each, at least one; 0 (no bound) when
+// none is limited.
+func paceFor(workers, limited int) int {
+	if limited <= 0 {
+		return 0
+	}
+	return max(1, workers-limited)
 }

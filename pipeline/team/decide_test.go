@@ -222,3 +222,22 @@ func TestReviewVerdict(t *testing.T) {
 		})
 	}
 }
+
+func TestPaceFor(t *testing.T) {
+	assert.Equal(t, 0, paceFor(4, 0), "no bound without rate limits")
+	assert.Equal(t, 3, paceFor(4, 1))
+	assert.Equal(t, 1, paceFor(4, 3))
+	assert.Equal(t, 1, paceFor(4, 9), "at least one")
+}
+
+func TestHeldByPoolAndPersonLine(t *testing.T) {
+	limited := phases.AgentResult{RateLimit: &phases.AgentRateLimit{Message: "limit"}}
+	assert.True(t, heldByPool(limited))
+	limited.Success = true
+	assert.False(t, heldByPool(limited), "a run that succeeded anyway stands")
+	assert.Empty(t, personLine("US-1", 1, phases.AgentResult{Success: true}))
+	line := personLine("US-1", 1, phases.AgentResult{Questions: []phases.AgentQuestion{{Text: "Which database?"}}})
+	assert.Equal(t, "Stage 1 ERROR for US-1: the agent waits for a person: Which database?", line)
+	line = personLine("US-1", 2, phases.AgentResult{PermissionDenials: []phases.AgentPermissionDenial{{Tool: "Bash", Input: "rm -rf /"}}})
+	assert.Contains(t, line, "Permission refused: Bash rm -rf /")
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentforeman/foreman"
@@ -24,6 +25,9 @@ type runState struct {
 	ctx     context.Context
 	wakeups chan taskgraph.WakeUp
 	wg      sync.WaitGroup
+
+	// paced: the worker pool runs fewer agents because of rate limits.
+	paced atomic.Bool
 
 	mu       sync.Mutex
 	tasks    map[foreman.ItemID]*taskRun
@@ -345,6 +349,10 @@ func (t *Team) role(stage int) string {
 // which a crash escalation then carries. It runs on the pool's effect
 // goroutine, so the write is handed to the Run's goroutines.
 func (t *Team) onWorkerEvent(rs *runState, ev worker.Event) {
+	switch ev.Kind {
+	case worker.EventRateLimited, worker.EventAssigned, worker.EventCompleted:
+		t.paceForRateLimits(rs)
+	}
 	what := workerTrouble(ev)
 	if what == "" {
 		return
@@ -369,6 +377,32 @@ func (t *Team) onWorkerEvent(rs *runState, ev worker.Event) {
 		m.WorkerCause = what
 		if err := putJSON(rs.ctx, t.db, kindMemory, string(item), m); err != nil {
 			t.log.Warn("team: recording a worker's cause", "story", item, "err", err)
+		}
+	}()
+}
+
+// paceForRateLimits runs fewer agents at once while some are backing off
+// from a provider's rate limit (one fewer per rate-limited stage, at least
+// one), and all of them again once none is.
+func (t *Team) paceForRateLimits(rs *runState) {
+	d := t.Dispatcher()
+	if d == nil {
+		return
+	}
+	limited := d.RateLimited().Items
+	if limited == 0 && !rs.paced.Load() {
+		return
+	}
+	rs.wg.Add(1)
+	go func() { // not on the pool's effect goroutine, which SetMaxActive waits for
+		defer rs.wg.Done()
+		n := paceFor(t.cfg.Workers, limited)
+		if err := d.SetMaxActive(rs.ctx, n); err != nil {
+			return
+		}
+		rs.paced.Store(n > 0)
+		if n > 0 {
+			t.log.Info("team: rate-limited; running fewer agents at once", "rate_limited", limited, "max_active", n)
 		}
 	}()
 }

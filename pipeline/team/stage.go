@@ -47,11 +47,22 @@ func (r stageRunner) Execute(ctx context.Context, req phases.AgentRequest, onEve
 		if ctx.Err() != nil {
 			return res, context.Cause(ctx)
 		}
+		if err == nil && heldByPool(res) {
+			return res, nil
+		}
 		ev := agentEvidence{Item: a.Item, Stage: a.Stage, Assignment: a.Assignment, Result: res, ExecErr: err, ResultPath: resultPath}
 		ev.File, ev.FileErr = readReport(resultPath)
 		line = agentStageLine(ev)
+		if err == nil {
+			if pl := personLine(a.Item, a.Stage, res); pl != "" {
+				line = pl
+			}
+		}
 	case StageBuild:
 		res, line = r.build(ctx, a, req, st, onEvent)
+		if line == "" { // held by the pool: a rate limit
+			return res, nil
+		}
 	case StageGate:
 		res, line = r.gate(ctx, a, req.WorkspacePath)
 	}
@@ -102,12 +113,28 @@ func (r stageRunner) build(ctx context.Context, a pipeline.AgentAssignment, req 
 		BeforeState: &before, SessionID: req.SessionID, Stream: onEvent,
 	})
 	res := phases.AgentResult{SessionID: run.SessionID, Tokens: run.Tokens, CostUSD: run.CostUSD, Duration: run.Duration}
+	var last *phases.AgentResult
 	if n := len(run.Iterations); n > 0 {
 		if b := run.Iterations[n-1].Result.Phases.Build; b != nil && b.AgentResult != nil {
-			res.Output, res.Stderr, res.ExitCode, res.Model = b.AgentResult.Output, b.AgentResult.Stderr, b.AgentResult.ExitCode, b.AgentResult.Model
+			last = b.AgentResult
+			res.Output, res.Stderr, res.ExitCode, res.Model = last.Output, last.Stderr, last.ExitCode, last.Model
 		}
 	}
+	if last != nil && !run.Succeeded() {
+		// Why the agent stopped is the worker pool's to act on (a rate
+		// limit) and the person's to read (a question). A build that
+		// passed its gates stands, whatever the agent asked on the way.
+		res.RateLimit, res.APIError, res.PermissionDenials, res.Questions = last.RateLimit, last.APIError, last.PermissionDenials, last.Questions
+	}
+	if last != nil && !run.Succeeded() && heldByPool(*last) {
+		return res, ""
+	}
 	line := buildStageLine(a.Item, a.Stage, run, err)
+	if last != nil && !run.Succeeded() {
+		if pl := personLine(a.Item, a.Stage, *last); pl != "" {
+			return res, pl
+		}
+	}
 	if !run.Succeeded() && err == nil {
 		// The agent's own word on why, when it wrote one, helps the person
 		// the pause escalates to.
