@@ -28,7 +28,7 @@ type CoreConfig struct {
 	// ready tasks, in creation order, only while fewer than MaxActive are
 	// in progress, and leaves the rest pending (Result.Held, "Ready to
 	// spawn" in the report) for the spawn-next after a completion. 0 (or
-	// less) means no limit: every ready task is spawned, as in the seed.
+	// less) means no limit: every ready task is spawned.
 	MaxActive int
 }
 
@@ -91,7 +91,7 @@ var (
 	ErrInvalidUpdate = errors.New("taskgraph: invalid task update")
 )
 
-// NewSession creates a session (the seed's dispatch): tasks validated as
+// NewSession creates a session (dispatches a pipeline): tasks validated as
 // a Graph (nil tasks: the mode's pipeline), every task pending, status
 // active. id is validated like an ItemID.
 func (c *Core) NewSession(id string, mode Mode, tasks []TaskSpec, at time.Time) (*Session, error) {
@@ -386,7 +386,7 @@ func (st *step) dispatch(w WakeUp) (*Session, Result, error) {
 
 // Update applies a TaskUpdate: the one status change, fenced by the
 // assignment, and nothing else (the coordinator acts on it at its next
-// wake-up, as in the seed). Releasing a parked task (To: Pending) also
+// wake-up). Releasing a parked task (To: Pending) also
 // drops its stale assignment and any worker still listed for it. An
 // invalid (status, event) pair is a *TransitionError and the session is
 // unchanged.

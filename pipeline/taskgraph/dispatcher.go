@@ -9,7 +9,7 @@ import (
 )
 
 // DispatcherSpawner spawns through a worker.Dispatcher (ModeFresh gives
-// the seed's fresh worker per task). Each spawn is submitted as an item
+// a fresh worker per task). Each spawn is submitted as an item
 // whose ID is the assignment id, so a re-issued spawn of a queued or
 // running assignment is recognised (worker.ErrItemActive) and is a no-op.
 // A spawn re-issued after its item already finished runs it again: the

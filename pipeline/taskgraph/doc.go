@@ -1,4 +1,4 @@
-// Package taskgraph is the coordinator of seed 003: a dependency graph of
+// Package taskgraph is the task-graph coordinator: a dependency graph of
 // tasks owned by worker roles, and the event-driven monitor that advances
 // it one wake-up at a time.
 //
@@ -7,7 +7,7 @@
 // A Graph holds tasks (subject, role, description, blockedBy, status,
 // current assignment). NewGraph and Graph.Add validate what they create:
 // subjects like an foreman.ItemID (at most MaxSubjectLen characters),
-// roles from a configurable set (DefaultRoles(), the seed's eleven), every
+// roles from a configurable set (DefaultRoles(): eleven by default), every
 // blocker an existing task, no duplicate subjects and no cycles; the
 // errors are typed (*CycleError names the cycle, *UnknownBlockerError,
 // *UnknownRoleError, *DuplicateTaskError). A task is ready when it is
@@ -16,19 +16,19 @@
 // failed, cancelled, parked) change only through the transition table of
 // NextStatus; an invalid (status, event) pair is a *TransitionError.
 //
-// Parked is the state the seed lacks: a task paused, waiting for a person
-// (a story stopped by a merge conflict, say). A host or person parks a
-// task with Runtime.Update (TaskUpdate{To: Parked}, fenced by the
-// assignment when one is given). Unlike a failed task, which the seed's
-// worker failure handling resets to pending and respawns, a parked task is
-// never reset or spawned: its worker is released when processed (a late
-// completion does not undo the parking), the pipeline is not complete
-// while it is parked (a stall names it), and the report shows it with its
-// own icon (||) and a "Parked, waiting for a person" line. A person
-// releases it (TaskUpdate{To: Pending}: a new assignment at the next
-// spawn), completes it (with its assignment) or cancels it.
+// Parked is Foreman's addition to the task list's statuses: a task paused,
+// waiting for a person (a story stopped by a merge conflict, say). A host or
+// person parks a task with Runtime.Update (TaskUpdate{To: Parked}, fenced by
+// the assignment when one is given). Unlike a failed task, which worker
+// failure handling resets to pending and respawns, a parked task is never
+// reset or spawned: its worker is released when processed (a late completion
+// does not undo the parking), the pipeline is not complete while it is parked
+// (a stall names it), and the report shows it with its own icon (||) and a
+// "Parked, waiting for a person" line. A person releases it (TaskUpdate{To:
+// Pending}: a new assignment at the next spawn), completes it (with its
+// assignment) or cancels it.
 //
-// PipelineTasks gives the seed's task chains per Mode (spec-only 12 tasks,
+// PipelineTasks gives the built-in task chains per Mode (spec-only 12 tasks,
 // impl-only 4, fe-only 3, fullstack 6, full-lifecycle 16,
 // full-lifecycle-fe 18).
 //
@@ -39,12 +39,12 @@
 // (time arrives in the WakeUp) and never modifies the session it is
 // given (it copies only what a step changes). Apply is the same step for
 // a caller that owns its session and wants it changed in place, without
-// the copies. Route picks the handler for a text with the seed's priorities
+// the copies. Route picks the handler for a text by these priorities
 // (a "[role]" tag of a known role, then "check"/"status", then
 // "resume"/"continue"/"next", else spawn-next), through the
 // pipeline/message router; RouteEnvelope does the same for a message that
 // arrived with its sender's assignment. The four handlers follow the
-// seed's trees (see their comments in handlers.go):
+// decision trees drawn in their comments in handlers.go:
 //
 //   - handleSpawnNext spawns every ready task (task → in_progress, a
 //     task_unblocked log, a spawn effect under a new assignment id, an
@@ -57,10 +57,9 @@
 //     and a stall otherwise, reported with each blocked task and why.
 //   - handleCallback fences the callback, then processes its worker:
 //     completed → released, checkpoint check, spawn next; in progress → a
-//     progress message and STOP; failed → the seed's worker failure
-//     handling (task reset to pending, error logged, "will retry on next
-//     resume"). Without a matching worker it scans all active workers for
-//     completed tasks.
+//     progress message and STOP; failed → worker failure handling (task reset
+//     to pending, error logged, "will retry on next resume"). Without a
+//     matching worker it scans all active workers for completed tasks.
 //   - handleResume releases a checkpoint pause, resets orphaned
 //     in-progress tasks, and checks every active worker: completed ones are
 //     processed, running ones reported, failed ones reset; then it spawns
@@ -68,10 +67,10 @@
 //   - handleCheck reports, changing nothing.
 //
 // Core.Update applies a TaskUpdate (a worker marking its task completed or
-// failed, a person cancelling it) and nothing else, as the seed's
-// TaskUpdate does. A checkpoint (DefaultCheckpoints(): DISCUSS-006 in the
-// full-lifecycle modes) pauses the session when its task completes:
-// nothing is spawned until a resume.
+// failed, a person cancelling it) and nothing else: the coordinator acts on
+// the change at its next wake-up. A checkpoint (DefaultCheckpoints():
+// DISCUSS-006 in the full-lifecycle modes) pauses the session when its task
+// completes: nothing is spawned until a resume.
 //
 // Fencing: every spawn gets an AssignmentID ("<subject>.<n>", unique in
 // the session). A callback or update carrying an assignment is applied
@@ -79,38 +78,39 @@
 // if named, match); a repeat of a processed completion is a Duplicate
 // (acknowledged again with an EffectAck, not reprocessed) and anything
 // else is Stale (logged, ignored); both are counted in Session.Counters.
-// A callback without an assignment is matched by role, as in the seed,
-// and cannot report an outcome.
+// A callback without an assignment is matched by role alone and cannot
+// report an outcome.
 //
-// After every step the seed's validation table runs (Core.Validate):
+// After every step a validation table runs (Core.Validate):
 // active_workers consistent with the task list, no orphaned in-progress
 // task, every expected task present, a completed session really complete,
 // known roles. Violations are reported and returned in the Result.
 //
 // # Status
 //
-// Core.Status builds a StatusReport (JSON-tagged); its Text is the seed's
+// Core.Status builds a StatusReport (JSON-tagged); its Text is the
 // "[coordinator] Pipeline Status" block: mode and progress, the execution
-// graph with the icons done, >>>, o and . (plus x for failed and - for
-// cancelled, which the seed has no icon for) and the BE/FE tree, active
-// workers with their elapsed time, ready tasks and the commands line.
-// The built-in modes' tasks are drawn as the seed draws them; the tasks of
-// a custom graph (subjects outside the seed's phases) are drawn under
-// "Tasks" by dependency level, one per line with their blockers
+// graph with the icons done, >>>, o and . (plus x for failed, - for cancelled
+// and || for parked) and the BE/FE tree, active workers with their elapsed
+// time, ready tasks and the commands line. The built-in modes' tasks are
+// drawn by phase (a spec chain, then PLAN forking into BE and FE branches);
+// the tasks of a custom graph (subjects outside those phases) are drawn
+// under "Tasks" by dependency level, one per line with their blockers
 // ("[o US-004] ← US-001"), so fan-outs and joins stay visible.
 //
 // # Runtime
 //
 // Runtime is the shell: each method loads the session from a
 // pipeline/store.Store (one record of RecordKind per session), first
-// re-issues effects a crashed invocation left pending, lets the core take
-// one step, saves the new session together with its pending effects
-// (persist before acting, with optimistic concurrency and retries), and
-// carries the effects out through a Spawner and a Reporter, then records
-// them done in one write (two writes per step, whatever its effects). Spawns are idempotent by assignment id (the Spawner contract);
-// reports and logs may be repeated after a crash and carry Effect.Key to
-// tell. A new Runtime per invocation is the seed's one-step-per-invocation
-// coordinator; Run is the long-running mode, fed by a channel (and
-// optionally by a periodic resume on the configured clock), over the same
-// steps. DispatcherSpawner and WakeUpFromEvent connect a worker.Dispatcher.
+// re-issues effects a crashed invocation left pending, lets the core take one
+// step, saves the new session together with its pending effects (persist
+// before acting, with optimistic concurrency and retries), and carries the
+// effects out through a Spawner and a Reporter, then records them done in one
+// write (two writes per step, whatever its effects). Spawns are idempotent by
+// assignment id (the Spawner contract); reports and logs may be repeated
+// after a crash and carry Effect.Key to tell. A new Runtime per invocation
+// makes a coordinator that takes one step per invocation; Run is the
+// long-running mode, fed by a channel (and optionally by a periodic resume on
+// the configured clock), over the same steps. DispatcherSpawner and
+// WakeUpFromEvent connect a worker.Dispatcher.
 package taskgraph

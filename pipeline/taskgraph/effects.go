@@ -17,8 +17,7 @@ const (
 	// EffectSpawn starts a worker for Task under Assignment. Spawning is
 	// keyed by the assignment: a repeat must be a no-op.
 	EffectSpawn
-	// EffectLog is an entry for the team's message log (the seed's
-	// team_msg); LogType gives its type.
+	// EffectLog is an entry for the team's message log; LogType gives its type.
 	EffectLog
 	// EffectAck acknowledges a worker's callback again: the answer to a
 	// duplicate.

@@ -13,12 +13,12 @@ import (
 // from it ("<subject>.<n>") stay valid ids.
 const MaxSubjectLen = 48
 
-// TaskSpec is a task to create: the seed's TaskCreate.
+// TaskSpec is a task to create.
 type TaskSpec struct {
 	// Subject names the task ("IMPL-001"). It is validated like an
 	// foreman.ItemID, at most MaxSubjectLen characters.
 	Subject string
-	// Role is the worker role that owns it (the seed's owner).
+	// Role is the worker role that owns it.
 	Role        string
 	Description string
 	// BlockedBy lists the subjects that must all be completed first.

@@ -2,7 +2,7 @@ package taskgraph
 
 import "fmt"
 
-// handleCallback is the seed's tree:
+// handleCallback follows this tree:
 //
 //	Receive callback from [<role>]
 //	  ├─ Find matching active worker by role (and assignment)
@@ -20,7 +20,7 @@ import "fmt"
 // active worker's is a duplicate when that assignment completed its task
 // (acknowledged again) and stale otherwise (ignored); both are counted.
 // In the NO branch a task that is failed (or otherwise not running) gets
-// the seed's worker failure handling instead of a progress message.
+// worker failure handling (workerFailure) instead of a progress message.
 func (st *step) handleCallback(w WakeUp) (*Session, Result, error) {
 	s := st.s
 	if w.Role == "" && w.Assignment == "" {
@@ -141,7 +141,7 @@ func (st *step) processCompleted() int {
 	return n
 }
 
-// workerFailure is the seed's Worker Failure Handling for a worker whose
+// workerFailure is the worker failure handling for a worker whose
 // task is neither completed nor in progress: reset the task to pending,
 // log an error, tell the person it is retried on the next resume. A
 // cancelled or parked task is not a failure: its worker is released and
@@ -178,14 +178,14 @@ func (st *step) workerFailure(wi int) {
 	st.report(Effect{Note: NoteWorkerFailed, Task: w.Task, Role: w.Role, Assignment: w.Assignment, Status: status})
 }
 
-// handleCheck is the seed's read-only status report.
+// handleCheck is the read-only status report.
 func (st *step) handleCheck() {
 	r := st.c.Status(st.s, st.at)
 	st.report(Effect{Note: NoteStatus, Details: &Details{Report: &r}})
 	st.res.Outcome = StepReported
 }
 
-// handleResume is the seed's tree:
+// handleResume follows this tree:
 //
 //	Load active_workers from session
 //	  ├─ No active workers → handleSpawnNext
@@ -250,7 +250,7 @@ func (st *step) handleResume() {
 	}
 }
 
-// handleSpawnNext is the seed's tree:
+// handleSpawnNext follows this tree:
 //
 //	readySubjects: pending + all blockedBy completed
 //	  ├─ NONE + work in progress → report waiting → STOP

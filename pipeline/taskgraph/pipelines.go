@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// DefaultRoles returns the seed's known worker roles: a callback is a
+// DefaultRoles returns the eleven known worker roles: a callback is a
 // "[role]" tag naming one of them, and every task is owned by one. Each
 // call returns a fresh slice, so a caller changing it changes no Core.
 func DefaultRoles() []string {
@@ -18,7 +18,7 @@ func DefaultRoles() []string {
 // Mode names a pipeline: which tasks a session is expected to hold.
 type Mode string
 
-// The seed's modes.
+// The built-in modes, each with its task chain (PipelineTasks).
 const (
 	ModeSpecOnly        Mode = "spec-only"
 	ModeImplOnly        Mode = "impl-only"
@@ -34,12 +34,12 @@ const (
 type Checkpoint struct {
 	Task  string
 	Modes []Mode
-	// Message is reported when the checkpoint is reached; empty means the
-	// seed's "SPEC PHASE COMPLETE" text.
+	// Message is reported when the checkpoint is reached; empty means
+	// "SPEC PHASE COMPLETE".
 	Message string
 }
 
-// DefaultCheckpoints returns the seed's one checkpoint: the spec phase's
+// DefaultCheckpoints returns the one built-in checkpoint: the spec phase's
 // final discussion in the full-lifecycle modes. Each call returns fresh
 // slices, so a caller changing them changes no Core.
 func DefaultCheckpoints() []Checkpoint {
@@ -119,7 +119,7 @@ func fullstackChain(after []string) []TaskSpec {
 	}
 }
 
-// PipelineTasks returns the task chain the seed dispatches for a mode
+// PipelineTasks returns the task chain a session of a built-in mode holds
 // (12 tasks for spec-only, 4 impl-only, 3 fe-only, 6 fullstack, 16
 // full-lifecycle, 18 full-lifecycle-fe; in the full-lifecycle modes
 // PLAN-001 is blocked by DISCUSS-006). ok is false for any other mode.
@@ -142,8 +142,9 @@ func PipelineTasks(mode Mode) (tasks []TaskSpec, ok bool) {
 	return nil, false
 }
 
-// phase groups a subject for the execution graph by its prefix, as the
-// seed's report does.
+// phase groups a subject for the execution graph by its prefix (RESEARCH,
+// DISCUSS, DRAFT, QUALITY: spec; PLAN; IMPL, TEST, REVIEW: BE; DEV-FE,
+// QA-FE: FE).
 type phase uint8
 
 const (

@@ -10,7 +10,7 @@ import (
 )
 
 // StatusReport is what handleCheck reports, as data; Text renders the
-// seed's "[coordinator] Pipeline Status" block from it.
+// "[coordinator] Pipeline Status" block from it.
 type StatusReport struct {
 	Session   string        `json:"session"`
 	Mode      Mode          `json:"mode"`
@@ -82,8 +82,8 @@ type WorkerView struct {
 
 const notCreated = "not_created"
 
-// Icons of the execution graph: the seed's four, plus three for the
-// statuses the seed does not have.
+// Icons of the execution graph: one per task status, and one for a task
+// the mode expects that does not exist yet.
 func icon(status string) string {
 	switch status {
 	case "completed":
@@ -179,7 +179,8 @@ func (c *Core) Status(s *Session, at time.Time) StatusReport {
 	return r
 }
 
-// elapsedText is the seed's timeSince: "<1m", "42m", "2h5m".
+// elapsedText is a worker's elapsed time as the report shows it: "<1m",
+// "42m", "2h5m".
 func elapsedText(d time.Duration) string {
 	mins := int(d / time.Minute)
 	switch {
@@ -191,7 +192,7 @@ func elapsedText(d time.Duration) string {
 	return fmt.Sprintf("%dh%dm", mins/60, mins%60)
 }
 
-// layout groups tasks as the seed's report does: a spec phase in one
+// layout groups tasks into the report's phases: a spec phase in one
 // chain; an impl phase that forks into BE and FE branches after PLAN when
 // it has both, and is one chain otherwise; anything else (a custom graph)
 // under "Tasks", by dependency level.
@@ -284,7 +285,7 @@ func chainText(tasks []TaskView) string {
 	return strings.Join(parts, " → ")
 }
 
-// Text renders the seed's report:
+// Text renders the report:
 //
 //	[coordinator] Pipeline Status
 //	[coordinator] Mode: <mode> | Progress: <completed>/<total> (<percent>%)

@@ -38,7 +38,7 @@ type SpawnerFunc func(ctx context.Context, req SpawnRequest) error
 // Spawn calls f.
 func (f SpawnerFunc) Spawn(ctx context.Context, req SpawnRequest) error { return f(ctx, req) }
 
-// SpawnRequest is one worker to start: the seed's background Task call.
+// SpawnRequest is one worker to start in the background for one task.
 type SpawnRequest struct {
 	Session     string
 	Team        string
@@ -82,10 +82,9 @@ func TextReporter(w io.Writer) Reporter {
 	})
 }
 
-// DefaultPrompt is the worker prompt of the seed's spawn template, in
-// Foreman's words: the role, the one task, the session, and the rules a
-// worker follows (its own tasks only, "[role]" tag on every message,
-// report to the coordinator with the assignment id).
+// DefaultPrompt is the default worker prompt: the role, the one task, the
+// session, and the rules a worker follows (its own tasks only, "[role]" tag
+// on every message, report to the coordinator with the assignment id).
 func DefaultPrompt(req SpawnRequest) string {
 	return fmt.Sprintf(`You are the %[1]s of team %[2]q.
 
@@ -130,14 +129,13 @@ var (
 	ErrSessionExists   = errors.New("taskgraph: session already exists")
 )
 
-// Runtime is the imperative shell around Core: it loads a session from
-// the Store, lets the core handle one wake-up, saves the new session with
-// its pending effects (persist before acting), and then carries the
-// effects out, removing them from the session in one write once done. Every method is
-// one such step, so a Runtime created per invocation over the same store
-// is the seed's one-step-per-invocation coordinator; Run is the
-// long-running mode over the same steps. Safe for concurrent use; it owns
-// no goroutines.
+// Runtime is the imperative shell around Core: it loads a session from the
+// Store, lets the core handle one wake-up, saves the new session with its
+// pending effects (persist before acting), and then carries the effects out,
+// removing them from the session in one write once done. Every method is one
+// such step, so a Runtime created per invocation over the same store is a
+// coordinator that takes one step per invocation; Run is the long-running
+// mode over the same steps. Safe for concurrent use; it owns no goroutines.
 type Runtime struct {
 	cfg   Config
 	core  *Core
@@ -175,7 +173,7 @@ func (r *Runtime) Core() *Core { return r.core }
 
 // Create dispatches a new session: its tasks (nil: the mode's pipeline)
 // are validated and stored, all pending. Nothing is spawned until the
-// first wake-up (a spawn-next, as in the seed).
+// first wake-up (normally a spawn-next).
 func (r *Runtime) Create(ctx context.Context, id, team string, mode Mode, tasks []TaskSpec) (*Session, error) {
 	s, err := r.core.NewSession(id, mode, tasks, r.clock.Now())
 	if err != nil {

@@ -41,9 +41,10 @@ type Counters struct {
 	Duplicate int64 `json:"duplicate"`
 }
 
-// Session is the coordinator's whole state, the seed's team-session.json
-// plus its task list, kept as one document so that a transition is one
-// atomic write. Treat a *Session as immutable: Core returns a new one.
+// Session is the coordinator's whole state, the team's session file
+// (team-session.json) plus its task list, kept as one document so that a
+// transition is one atomic write. Treat a *Session as immutable: Core returns
+// a new one.
 type Session struct {
 	ID        string
 	Team      string
@@ -67,7 +68,8 @@ type Session struct {
 	Pending []Effect
 }
 
-// sessionJSON is the stored form: the seed's session fields first.
+// sessionJSON is the stored form: the session file's fields first, in
+// its names.
 type sessionJSON struct {
 	ID             string         `json:"session_id"`
 	Team           string         `json:"team_name,omitempty"`

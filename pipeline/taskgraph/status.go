@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// Status is where a task stands. The names are the seed's task-list
-// statuses plus failed, cancelled and parked.
+// Status is where a task stands. The names are the task list's statuses
+// (pending, in_progress, completed) plus failed, cancelled and parked.
 type Status uint8
 
 const (
@@ -37,7 +37,7 @@ func (s Status) String() string {
 	return fmt.Sprintf("Status(%d)", uint8(s))
 }
 
-// MarshalText writes the seed's name ("in_progress", ...).
+// MarshalText writes the status's name ("in_progress", ...).
 func (s Status) MarshalText() ([]byte, error) {
 	if int(s) >= len(statusNames) {
 		return nil, fmt.Errorf("taskgraph: unknown status %d", uint8(s))
@@ -45,7 +45,7 @@ func (s Status) MarshalText() ([]byte, error) {
 	return []byte(statusNames[s]), nil
 }
 
-// UnmarshalText reads the seed's name.
+// UnmarshalText reads a status's name.
 func (s *Status) UnmarshalText(b []byte) error {
 	st, err := ParseStatus(string(b))
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Check names one row of the seed's validation table.
+// Check names one row of the coordinator's validation table.
 type Check string
 
 const (
@@ -52,7 +52,7 @@ func (c *Core) missing(s *Session) []string {
 	return out
 }
 
-// Validate runs the seed's validation table (Phase 4) over a session and
+// Validate runs the validation table over a session and
 // returns every violation; none means the session is consistent.
 func (c *Core) Validate(s *Session) []Violation {
 	out := c.validateState(s)

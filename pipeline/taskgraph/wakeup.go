@@ -8,7 +8,7 @@ import (
 )
 
 // Handler names the coordinator's handlers. The zero value is
-// HandleSpawnNext, so a zero WakeUp is the seed's initial spawn.
+// HandleSpawnNext, so a zero WakeUp is the initial spawn.
 type Handler uint8
 
 const (
@@ -34,8 +34,8 @@ type Outcome uint8
 
 const (
 	// OutcomeNone: the callback only wakes the coordinator; the task's
-	// status is whatever the task list says (the seed: the worker called
-	// TaskUpdate before SendMessage).
+	// status is whatever the task list says (a worker updates its task
+	// before it sends the callback).
 	OutcomeNone Outcome = iota
 	// OutcomeCompleted: the worker finished its task.
 	OutcomeCompleted
@@ -50,7 +50,7 @@ type WakeUp struct {
 	// Role is the callback's "[role]". Assignment, when set, fences it: it
 	// must be the current assignment of an active worker (of that role,
 	// if Role is set). A callback without an assignment is matched by role
-	// alone, as in the seed, and may not carry an Outcome.
+	// alone and may not carry an Outcome.
 	Role       string
 	Assignment foreman.AssignmentID
 	// Task is the subject the callback claims to be about, if it says;
@@ -69,10 +69,10 @@ func (w WakeUp) WithTime(at time.Time) WakeUp {
 	return w
 }
 
-// TaskUpdate changes one task's status from outside the coordinator: a
-// worker marking its task completed or failed (the seed's TaskUpdate), a
-// host or person parking a task for a person (Parked), a person releasing
-// a parked task (Pending) or cancelling a task.
+// TaskUpdate changes one task's status from outside the coordinator: a worker
+// marking its task completed or failed, a host or person parking a task for a
+// person (Parked), a person releasing a parked task (Pending) or cancelling a
+// task.
 type TaskUpdate struct {
 	Task string
 	// To is Completed, Failed, Cancelled, Parked or Pending (only from
@@ -85,15 +85,14 @@ type TaskUpdate struct {
 	At         time.Time
 }
 
-// Route decides the handler for a wake-up text with the seed's
-// priorities, through message.Router: a "[role]" tag of a known role (nil
-// roles: DefaultRoles()) is a callback; otherwise "check" or "status" ask
-// for the report; "resume", "continue" or "next" resume; anything else
-// spawns the next ready tasks. Matching is the message package's:
-// case-insensitive substrings, as in the seed. A canonical callback line
-// ("[tester] TEST-001 completed") names its task in WakeUp.Task; its
-// status becomes an Outcome only through RouteEnvelope, which knows the
-// assignment: a bare text cannot be fenced.
+// Route decides the handler for a wake-up text by priority, through
+// message.Router: a "[role]" tag of a known role (nil roles: DefaultRoles())
+// is a callback; otherwise "check" or "status" ask for the report; "resume",
+// "continue" or "next" resume; anything else spawns the next ready tasks.
+// Matching is the message package's: case-insensitive substrings. A canonical
+// callback line ("[tester] TEST-001 completed") names its task in
+// WakeUp.Task; its status becomes an Outcome only through RouteEnvelope,
+// which knows the assignment: a bare text cannot be fenced.
 func Route(text string, roles []string) WakeUp {
 	return route(text, "", time.Time{}, nil, roles)
 }
