@@ -16,9 +16,9 @@ import (
 
 // The line shapes. Ids are captured loosely and then checked with
 // foreman.ItemID.Validate, which is stricter than any capture here and
-// broader than the seed's [A-Z]+-\d+ (Foreman's ids are not all Jira keys).
-// The report separators are the seed's regexes: "\.\s*" after a COMPLETE id,
-// ":\s*" after an ERROR id.
+// broader than the message protocol's [A-Z]+-\d+ (Foreman's ids are not all
+// Jira keys). The report separators are the protocol's patterns: "\.\s*"
+// after a COMPLETE id, ":\s*" after an ERROR id.
 var (
 	completeRE = regexp.MustCompile(`^Stage (\d) COMPLETE for (\S+)\.\s*(.*)$`)
 	errorRE    = regexp.MustCompile(`^Stage (\d) ERROR for ([^\s:]+):\s*(.*)$`)
@@ -35,13 +35,13 @@ var (
 
 const agentsSep = ". Agents: "
 
-// Parse parses one canonical line into its typed message (the values of
-// this package's types, never pointers). Surrounding whitespace is ignored;
-// so is a missing final period where the seed's own regexes do not require
-// it (see the package documentation). A line that is not canonical, or that
-// holds an invalid id, an out-of-range number, more than one line, invalid
-// UTF-8 or a control character other than tab, is a *ParseError matching
-// ErrUnparseable.
+// Parse parses one canonical line into its typed message (the values of this
+// package's types, never pointers). Surrounding whitespace is ignored; so is
+// a missing final period where the message protocol's own patterns do not
+// require it (see the package documentation). A line that is not canonical,
+// or that holds an invalid id, an out-of-range number, more than one line,
+// invalid UTF-8 or a control character other than tab, is a *ParseError
+// matching ErrUnparseable.
 func Parse(line string) (Message, error) {
 	p := parser{line: line}
 	m := p.parse(strings.TrimSpace(line))
@@ -300,9 +300,9 @@ func (m Stage3Complete) format() string {
 	return s + formatTail("Issues", m.Issues, m.Agents)
 }
 
-// formatTail writes the seed's forms: "." alone; ". {field}: {text}" with no
-// final period (phase4_handlers.md); ". Agents: {agents}." always with one
-// (message_protocol.md).
+// formatTail writes the message protocol's forms: "." alone; ". {field}:
+// {text}" with no final period (phase4_handlers.md); ". Agents: {agents}."
+// always with one (message_protocol.md).
 func formatTail(field, text, agents string) string {
 	switch {
 	case text == "" && agents == "":

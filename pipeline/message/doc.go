@@ -11,9 +11,10 @@
 // WorkerID and the AssignmentID it works under, with the raw text; Open
 // builds one and parses it.
 //
-// The canonical lines, from seed 000 (ln-1000-pipeline-orchestrator:
-// phases/phase4_handlers.md, references/message_protocol.md,
-// worker_prompts.md, worker_health_contract.md). Worker to coordinator:
+// The canonical lines are the story flow's, from the pipeline orchestrator's
+// message protocol (ln-1000-pipeline-orchestrator: phases/phase4_handlers.md,
+// references/message_protocol.md, worker_prompts.md,
+// worker_health_contract.md). Worker to coordinator:
 //
 //	Stage 0 COMPLETE for {id}. {N} tasks created. Plan score: {score}/4.       Stage0Complete
 //	Stage 0 ERROR for {id}: {details}                                           Stage0Error
@@ -29,17 +30,17 @@
 //
 // The Stage 1 and Stage 3 reports may end with ". Agents: {agents_info}."
 // (message_protocol.md), after the Reason or Issues if there is one. Stage 1
-// and Stage 3 ERROR lines have no row in the seed's tables and no ON handler;
-// the seed's ERROR regex accepts them, so Parse does too and the coordinator
-// decides. Coordinator to worker:
+// and Stage 3 ERROR lines have no handler of their own in the message
+// protocol, but its ERROR pattern accepts them, so Parse does too and the
+// coordinator decides. Coordinator to worker:
 //
 //	ACK Stage {N} for {id}                                                      Ack
 //	Execute Stage {N} for {id}                                                  ExecuteStage
 //	Status check: are you still working on Stage {N} for {id}?                  StatusCheck
 //	Pipeline complete for {id}. Shutting down.                                  Shutdown
 //
-// And the worker callback of seed 003, whose only fixed part in the seed is
-// the "[role]" tag; the rest is Foreman's:
+// And the worker callback of the task graph, whose only fixed part in the
+// team lifecycle it comes from is the "[role]" tag; the rest is Foreman's:
 //
 //	[{role}] {subject} {completed|in_progress|failed}
 //	[{role}] {subject} {completed|in_progress|failed}: {text}                   Callback
@@ -47,24 +48,24 @@
 // # Parsing rules
 //
 // Parse takes one line: surrounding whitespace is ignored; an embedded line
-// break, invalid UTF-8 or a control character other than tab is
-// unparseable. Keywords are case-sensitive, as in the seed's
-// regexes. Ids are checked with foreman.ItemID.Validate (not the seed's
-// [A-Z]+-\d+), stages must be 0..3, the plan score 0..4, readiness 0..10
+// break, invalid UTF-8 or a control character other than tab is unparseable.
+// Keywords are case-sensitive, as in the message protocol's patterns. Ids are
+// checked with foreman.ItemID.Validate (not the protocol's [A-Z]+-\d+),
+// stages must be 0..3, the plan score 0..4, readiness 0..10
 // (worker_prompts.md: GO needs 5), the quality score 0..100, the task count
-// 0..9999. Tolerated, because the seed's regexes tolerate them: any
+// 0..9999. Tolerated, because the protocol's patterns tolerate them: any
 // whitespace (or none) after "COMPLETE for {id}." and after "ERROR for
 // {id}:"; the final period of the Stage 0, Stage 1, Stage 2 and Stage 3
 // reports and of the Agents field; leading zeros in numbers; any case in a
 // callback's role tag. Nothing else: any other deviation is a *ParseError
-// (matching ErrUnparseable), which the seed answers with a status probe and
-// then a pause. Status replies are parsed by health.ParseStatusReply, with
-// the stage range-checked here; its errors stay in the chain.
+// (matching ErrUnparseable), which the protocol answers with a status probe
+// and then a pause. Status replies are parsed by health.ParseStatusReply,
+// with the stage range-checked here; its errors stay in the chain.
 //
 // # Wake-up routing
 //
 // Route (or a Router with its own roles) picks the handler for a wake-up
-// text by seed 003's priorities: a "[role]" tag of a known role (analyst,
+// text by the task graph's priorities: a "[role]" tag of a known role (analyst,
 // writer, discussant, planner, executor, tester, reviewer, explorer,
 // architect, fe-developer, fe-qa) → callback; "check" or "status" → check;
 // "resume", "continue" or "next" → resume; anything else → spawn-next.

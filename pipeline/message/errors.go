@@ -8,10 +8,11 @@ import (
 // ErrUnparseable is matched (with errors.Is) by every *ParseError.
 var ErrUnparseable = errors.New("message: unparseable")
 
-// ParseError is a line that is not a canonical message. The seed's answer to
-// one is to log it, probe the sender with a StatusCheck, and pause the item
-// if the answer does not parse either (message_protocol.md, Unparseable
-// Message Handling); that decision is the coordinator's.
+// ParseError is a line that is not a canonical message. The message
+// protocol's answer to one is to log it, probe the sender with a StatusCheck,
+// and pause the item if the answer does not parse either
+// (message_protocol.md, Unparseable Message Handling); that decision is the
+// coordinator's.
 type ParseError struct {
 	Line   string // the text given to Parse, untrimmed
 	Reason string // what did not match

@@ -117,9 +117,10 @@ const (
 	MaxTasks = 9999
 )
 
-// AgentsNA is what the seed stores when a Stage 1 or Stage 3 report carries
-// no "Agents:" field (workers from older prompts). Parse leaves Agents
-// empty instead, so that Format reproduces the line; see AgentsOrNA.
+// AgentsNA is what the pipeline orchestrator stores when a Stage 1 or Stage 3
+// report carries no "Agents:" field (workers from older prompts). Parse
+// leaves Agents empty instead, so that Format reproduces the line; see
+// AgentsOrNA.
 const AgentsNA = "N/A"
 
 // Stage0Complete: "Stage 0 COMPLETE for {id}. {N} tasks created. Plan score: {score}/4."
@@ -153,9 +154,10 @@ type Stage1Complete struct {
 // AgentsOrNA returns Agents, or AgentsNA when the report had none.
 func (m Stage1Complete) AgentsOrNA() string { return agentsOrNA(m.Agents) }
 
-// Stage1Error: "Stage 1 ERROR for {id}: {details}". Not in the seed's tables
-// (validation failures are NO-GO verdicts) but its ERROR regex admits it,
-// and the health contract treats any "Stage N ERROR" as a failed stage.
+// Stage1Error: "Stage 1 ERROR for {id}: {details}". Without a handler of its
+// own in the message protocol (validation failures are NO-GO verdicts), but
+// its ERROR pattern admits it, and the health contract treats any "Stage N
+// ERROR" as a failed stage.
 type Stage1Error struct {
 	Item    foreman.ItemID
 	Details string
@@ -191,7 +193,7 @@ type Stage3Complete struct {
 func (m Stage3Complete) AgentsOrNA() string { return agentsOrNA(m.Agents) }
 
 // Stage3Error: "Stage 3 ERROR for {id}: {details}". Like Stage1Error, admitted
-// by the seed's ERROR regex without a handler of its own.
+// by the protocol's ERROR pattern without a handler of its own.
 type Stage3Error struct {
 	Item    foreman.ItemID
 	Details string

@@ -8,10 +8,10 @@ import (
 	"github.com/agentforeman/foreman"
 )
 
-// Role is a worker role of the team lifecycle (seed 003).
+// Role is a worker role of the team lifecycle (the task graph's roles).
 type Role string
 
-// The known worker roles of seed 003.
+// The known worker roles of the team lifecycle.
 const (
 	RoleAnalyst     Role = "analyst"
 	RoleWriter      Role = "writer"
@@ -26,7 +26,8 @@ const (
 	RoleFEQA        Role = "fe-qa"
 )
 
-// KnownRoles returns the known worker roles of seed 003, in its order.
+// KnownRoles returns the known worker roles of the team lifecycle, in the
+// order of the constants above.
 func KnownRoles() []Role {
 	return []Role{RoleAnalyst, RoleWriter, RoleDiscussant, RolePlanner, RoleExecutor,
 		RoleTester, RoleReviewer, RoleExplorer, RoleArchitect, RoleFEDeveloper, RoleFEQA}
@@ -53,11 +54,11 @@ type Callback struct {
 	Text    string // empty: absent
 }
 
-// WakeUpKind is the handler a wake-up is routed to (seed 003, Wake-up
-// Source Detection).
+// WakeUpKind is the handler a wake-up of the task-graph coordinator is
+// routed to.
 type WakeUpKind int
 
-// The handlers, in the seed's priority order.
+// The handlers, in priority order.
 const (
 	WakeCallback WakeUpKind = iota + 1
 	WakeCheck
@@ -73,8 +74,8 @@ type WakeUp struct {
 	// Callback is the parsed callback when Kind is WakeCallback and the
 	// text is a canonical callback line; the zero Callback otherwise.
 	Callback Callback
-	// UnknownRole is the tag of an unknown role found in the text (seed 003:
-	// "Worker callback from unknown role: log info"); routing ignores it.
+	// UnknownRole is the tag of an unknown role found in the text, for the
+	// coordinator to log; routing ignores it.
 	UnknownRole string
 }
 
@@ -89,16 +90,16 @@ func Route(text string) WakeUp { return Router{}.Route(text) }
 
 var roleTagRE = regexp.MustCompile(`\[([A-Za-z][A-Za-z0-9_-]*)\]`)
 
-// Route routes text by the seed's priorities, first match wins:
+// Route routes text by priority, first match wins:
 //
 //  1. it contains "[<role>]" for a known role → WakeCallback;
 //  2. it contains "check" or "status" → WakeCheck;
 //  3. it contains "resume", "continue" or "next" → WakeResume;
 //  4. otherwise → WakeSpawnNext (the initial spawn after dispatch).
 //
-// Matching is case-insensitive and, as in the seed, by substring: "checkpoint"
-// contains "check", "nextjs" contains "next". A tag of an unknown role does
-// not route (it is reported in UnknownRole).
+// Matching is case-insensitive and by substring: "checkpoint" contains
+// "check", "nextjs" contains "next". A tag of an unknown role does not route
+// (it is reported in UnknownRole).
 func (r Router) Route(text string) WakeUp {
 	roles := r.Roles
 	if roles == nil {
