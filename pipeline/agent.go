@@ -181,7 +181,7 @@ func report(ctx context.Context, inbox Inbox, log *slog.Logger, now time.Time, r
 	}
 }
 
-// DefaultPrompt is the seed's one command per worker, "Execute Stage {N}
+// DefaultPrompt is the one command each worker gets, "Execute Stage {N}
 // for {id}", with the readiness score and the previous round's feedback.
 func DefaultPrompt(r SpawnRequest) string {
 	var b strings.Builder

@@ -102,7 +102,7 @@ func (s *State) sender(ev *Event) sender {
 // Step applies ev to s at now and returns the new state and the effects to
 // carry out, in order. It does no I/O and reads no clock. s is not modified.
 //
-// Worker events pass two guards first (seed 000): sender validation (the
+// Worker events pass two guards before any handler: sender validation (the
 // sender must hold the item's current assignment, by worker name and
 // assignment id: anything else is stale, counted in State.Stale and ignored)
 // and the state guard (a report for a stage the item is not in, from its
@@ -345,7 +345,7 @@ func (s *State) pauseEffects(removeWorktree bool) int {
 	return n
 }
 
-// pause stops the item with an escalation, in the seed's order: (ACK,)
+// pause stops the item with an escalation, in this order: (ACK,)
 // remove the worktree, escalate, shut the worker down, report.
 func (t *transition) pause(reason PauseReason, msg, suggest string, removeWorktree bool, limit int, now time.Time) {
 	s := &t.s

@@ -21,8 +21,8 @@ type DispatcherSpawnerConfig struct {
 	// Worker configures the worker.Dispatcher the spawner creates and owns.
 	// Worker.Agent runs every stage (for example an agentcmd.Driver); it is
 	// wrapped so that the agent's report reaches the Inbox. Three fields are
-	// set by the spawner: Mode is ModeFresh (a fresh worker per stage, as
-	// the seed asks), and CrashBudget and StallBudget are 0, so that an
+	// set by the spawner: Mode is ModeFresh (a fresh worker for every
+	// stage), and CrashBudget and StallBudget are 0, so that an
 	// assignment whose worker fails, falls silent or stalls is parked at
 	// once and the pipeline's own crash protocol decides what follows (its
 	// crash budget, the story-{id}-s{N}-retry worker, the resume from the

@@ -1,4 +1,4 @@
-// Package pipeline is the coordinator of seed 000: items move through the
+// Package pipeline is the story-flow coordinator: items move through the
 // stages of a declarative Flow, worker messages pass sender and state guards,
 // and every transition is a pure function whose effects a runtime carries out
 // after it has persisted them.
@@ -11,16 +11,16 @@
 // earlier stage, up to a cycle limit), Pause (escalate), MergeDone (squash
 // merge, then DONE). A Rule may carry a BoardCheck (what the re-read board
 // must show before the report is believed) and the texts of the stage result
-// and the escalation. StoryFlow is seed 000 exactly: Stage 0 plan
+// and the escalation. StoryFlow is the story flow: Stage 0 plan
 // (COMPLETE needs tasks on the board; ERROR pauses), Stage 1 validate (GO
 // needs status Todo and keeps the readiness score for later stages; NO-GO is
 // retried once by story-{id}-s1-retry, then pauses), Stage 2 execute
 // (COMPLETE needs To Review; ERROR pauses), Stage 3 quality gate (PASS,
 // CONCERNS and WAIVED merge before DONE; FAIL reworks at Stage 2 by
 // story-{id}-s2-fix{n} while fewer than 2 cycles, then pauses). Stage 1 and 3
-// ERROR lines, which the seed's regex admits without a handler, pause too.
-// Limits come from StoryConfig with the seed's defaults (validation retries
-// 1, quality cycles 2, crash budget 1).
+// ERROR lines, which the message protocol admits without a handler of their
+// own, pause too. Limits come from StoryConfig with the story flow's
+// defaults (validation retries 1, quality cycles 2, crash budget 1).
 //
 // # The core
 //
@@ -38,7 +38,7 @@
 // nothing for effects, and the Runtime appends them to the item's pending
 // effects.
 //
-// Guards come first, as in the seed. Sender validation: a worker event
+// Guards come first, before any handler. Sender validation: a worker event
 // whose worker name and assignment id are not the item's current ones (an
 // event without an assignment id included, since names are reused) is
 // stale: ignored and counted (State.Stale). The state guard: a report for a

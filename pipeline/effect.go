@@ -16,7 +16,7 @@ const (
 	// EffectAck sends "ACK Stage {N} for {id}" to Worker. A second ACK is
 	// harmless.
 	EffectAck EffectKind = iota + 1
-	// EffectShutdown asks Worker to shut down (the seed's shutdown_request).
+	// EffectShutdown asks Worker to shut down (a shutdown request).
 	EffectShutdown
 	// EffectSpawn starts a fresh worker, named Worker, on Assignment at
 	// Stage. Idempotent by Assignment.
@@ -161,7 +161,7 @@ type Escalation struct {
 	Item   foreman.ItemID `json:"item"`
 	Stage  int            `json:"stage"`
 	Reason PauseReason    `json:"reason"`
-	// Message is the seed's escalation line.
+	// Message is the escalation line ("Story {id} ...").
 	Message         string               `json:"message"`
 	Worker          foreman.WorkerID     `json:"worker,omitempty"`
 	Assignment      foreman.AssignmentID `json:"assignment,omitempty"`

@@ -46,8 +46,8 @@ func (a Action) String() string {
 }
 
 // BoardCheck is what the board must show before a report is believed (the
-// seed's "Re-read kanban board; ASSERT ..."). A failed check pauses the item
-// with an escalation.
+// board is re-read and checked when a report arrives). A failed check pauses
+// the item with an escalation.
 type BoardCheck struct {
 	// TasksExist requires at least one task under the item.
 	TasksExist bool
@@ -228,8 +228,8 @@ func (f *Flow) NeedsBoard(stage int, o Outcome) bool {
 	return ok && !r.Check.IsZero()
 }
 
-// StoryConfig sets StoryFlow's limits. Zero values mean the seed's defaults;
-// a negative value means 0.
+// StoryConfig sets StoryFlow's limits. Zero values mean the story flow's
+// defaults; a negative value means 0.
 type StoryConfig struct {
 	// ValidationRetries: NO-GO verdicts that are retried with a fresh
 	// validator before the item pauses (default 1).
@@ -251,17 +251,18 @@ func orDefault(v, def int) int {
 	return v
 }
 
-// The board statuses StoryFlow checks and sets (the seed's kanban columns).
+// The board statuses StoryFlow checks and sets (the kanban board's columns).
 const (
 	BoardTodo     = "Todo"
 	BoardToReview = "To Review"
 	BoardDone     = "Done"
 )
 
-// StoryFlow is the flow of seed 000: Stage 0 plan, 1 validate, 2 execute,
-// 3 quality gate, then squash merge and DONE, with PAUSED reachable from
-// every stage. Two rows go beyond the seed, whose ERROR regex admits them
-// without a handler: Stage 1 ERROR and Stage 3 ERROR pause like the others.
+// StoryFlow is the story flow: Stage 0 plan, 1 validate, 2 execute, 3 quality
+// gate, then squash merge and DONE, with PAUSED reachable from every stage.
+// Two rows go beyond the message protocol, whose ERROR pattern admits them
+// without a handler of their own: Stage 1 ERROR and Stage 3 ERROR pause like
+// the others.
 func StoryFlow(cfg StoryConfig) *Flow {
 	const suggestErr = "read the worker's error, fix its cause, then resolve the item at this stage"
 	return &Flow{

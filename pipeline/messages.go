@@ -10,7 +10,8 @@ import (
 // envelope's sender and assignment for the guards. A body that did not parse
 // (Envelope.Body nil) is EventUnparseable with the raw text: the core probes
 // the worker, then pauses. It reports false for messages that are not a
-// worker's part of seed 000 (a coordinator command, a seed 003 callback).
+// worker's part of the story flow (a coordinator command, a task-graph
+// callback).
 func EventOf(env message.Envelope) (Event, bool) {
 	ev := Event{Worker: env.Sender, Assignment: env.Assignment}
 	switch m := env.Body.(type) {

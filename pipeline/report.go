@@ -23,7 +23,7 @@ type DiffStater interface {
 }
 
 // FileReporter appends each item's section to
-// <Root>/docs/tasks/reports/pipeline-{date}.md, as seed 000 does, with the
+// <Root>/docs/tasks/reports/pipeline-{date}.md, named with the
 // date of the item's start (so that a re-issued append after a restart finds
 // the same file). Each section carries its key in an HTML comment, and a
 // section whose key is already in the file is not appended again. The file
@@ -136,7 +136,7 @@ func stageDuration(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-// stageDetails names the counters of stage i the way the seed's report does:
+// stageDetails names the counters of stage i as the report shows them:
 // retries where the stage retries, rework cycles where a later stage reworks
 // to it, crashes on the last stage.
 func stageDetails(f *Flow, s State, i int) string {

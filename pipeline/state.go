@@ -17,8 +17,8 @@ const (
 	// StatusActive: a worker holds the item's current stage.
 	StatusActive
 	// StatusMerging: the quality gate passed; the squash merge is pending.
-	// DONE is set only after the merge landed (seed 000: "crash between merge
-	// and DONE = recoverable").
+	// DONE is set only after the merge landed, so that a crash between
+	// the merge and DONE is recoverable.
 	StatusMerging
 	// StatusDone: merged and finished. Terminal.
 	StatusDone
@@ -55,8 +55,8 @@ func (s *Status) UnmarshalText(b []byte) error {
 	return fmt.Errorf("pipeline: unknown status %q", b)
 }
 
-// StageRecord is what happened at one stage of an item: the seed's
-// stage_timestamps, story_results and the counters kept per stage.
+// StageRecord is what happened at one stage of an item: its start and end
+// times, its result line and its counter of failures.
 type StageRecord struct {
 	Start time.Time `json:"start,omitzero"`
 	End   time.Time `json:"end,omitzero"`
@@ -85,7 +85,7 @@ type State struct {
 	Status Status         `json:"status"`
 	// Stage is the current stage (the last one, once DONE or PAUSED).
 	Stage int `json:"stage"`
-	// Worker and Assignment hold the current stage (the seed's worker_map);
+	// Worker and Assignment hold the current stage (the item's worker map);
 	// they fence every worker message.
 	Worker     foreman.WorkerID     `json:"worker,omitempty"`
 	Assignment foreman.AssignmentID `json:"assignment,omitempty"`
@@ -103,7 +103,7 @@ type State struct {
 	// (a NO-GO reason, the quality gate's issues).
 	Feedback string `json:"feedback,omitempty"`
 	// Crash is the crash-detection protocol's state (health.Step); its
-	// Crashes counter is the seed's crash_count and survives resumes.
+	// Crashes counter (the crash count) survives resumes.
 	Crash health.State `json:"crash"`
 	// Unparsed counts unparseable messages from the current worker since
 	// its last parseable one: the first is probed, the second pauses.
@@ -140,7 +140,7 @@ const (
 	// EventStatusReply is a worker's parseable answer to a status probe.
 	EventStatusReply
 	// EventIdle: the worker went idle (or silent) without a report
-	// (the seed's TeammateIdle WITHOUT prior completion message).
+	// (idle with no completion message before it).
 	EventIdle
 	// EventProbeTimeout: the probe went unanswered for the probe timeout.
 	EventProbeTimeout
