@@ -55,3 +55,19 @@ func (d *Driver) WithLeaseDir(dir string) *Driver {
 // LeaseDir returns the driver's Config.LeaseDir ("" when the orphan reaper
 // is off).
 func (d *Driver) LeaseDir() string { return d.cfg.LeaseDir }
+
+// WithOnReap returns a new Driver with d's configuration whose
+// Config.OnReap calls d's own OnReap, if any, and then fn: a host adds
+// what it must do after an orphaned agent was killed in a workspace (such
+// as clearing the git lock files the killed group left there).
+func (d *Driver) WithOnReap(fn func(Reaped)) *Driver {
+	cfg := d.cfg
+	prev := cfg.OnReap
+	cfg.OnReap = func(r Reaped) {
+		if prev != nil {
+			prev(r)
+		}
+		fn(r)
+	}
+	return New(cfg)
+}

@@ -152,7 +152,17 @@ func TestKilledHostFinishesThePlanOnRerun(t *testing.T) {
 	for _, p := range strings.Fields(string(pids)) {
 		pid, err := strconv.Atoi(p)
 		require.NoError(t, err)
-		assert.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "agent %d is still running", pid)
+		if running(pid) {
+			env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+			var fm []string
+			for _, kv := range strings.Split(string(env), "\x00") {
+				if strings.HasPrefix(kv, "FOREMAN_") {
+					fm = append(fm, kv)
+				}
+			}
+			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			t.Errorf("agent %d is still running: %q %v", pid, strings.ReplaceAll(string(cmd), "\x00", " ")[:min(80, len(cmd))], fm)
+		}
 	}
 }
 
@@ -186,4 +196,20 @@ func runHost(t *testing.T, repo, agent string, killAfter int, delay time.Duratio
 	}
 	require.NoError(t, err, "host failed: %s", stderr.String())
 	return events, true
+}
+
+// running reports whether pid is a live process: not gone, and not a
+// zombie (an orphan that exited after its host died waits for init to
+// reap it, which some sandboxes' init does late).
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) == syscall.ESRCH {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// "pid (comm) state ...": the state follows the last ')'.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }

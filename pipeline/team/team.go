@@ -68,12 +68,16 @@ func New(ctx context.Context, cfg Config) (*Team, error) {
 	if err != nil {
 		return nil, err
 	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	for i := range cfg.Stages {
 		st := &cfg.Stages[i]
 		if st.Agent == nil {
 			continue
 		}
-		if st.Agent, err = prepareAgent(st.Agent, cfg.StateDir, "the "+st.Role+" stage's agent"); err != nil {
+		if st.Agent, err = prepareAgent(st.Agent, cfg.StateDir, "the "+st.Role+" stage's agent", log); err != nil {
 			return nil, err
 		}
 	}
@@ -81,14 +85,11 @@ func New(ctx context.Context, cfg Config) (*Team, error) {
 		// The reviewer works in the same worktree as the builder, after it:
 		// a lease of its own (a directory of its own) keeps the two drivers
 		// from taking each other for an orphan.
-		if cfg.Reviewer, err = prepareAgent(cfg.Reviewer, filepath.Join(cfg.StateDir, "review"), "the reviewer"); err != nil {
+		if cfg.Reviewer, err = prepareAgent(cfg.Reviewer, filepath.Join(cfg.StateDir, "review"), "the reviewer", log); err != nil {
 			return nil, err
 		}
 	}
-	t := &Team{cfg: cfg, clk: clock.OrReal(cfg.Clock), log: cfg.Logger, stories: map[foreman.ItemID]Story{}}
-	if t.log == nil {
-		t.log = slog.New(slog.DiscardHandler)
-	}
+	t := &Team{cfg: cfg, clk: clock.OrReal(cfg.Clock), log: log, stories: map[foreman.ItemID]Story{}}
 	t.events = newEventLog(cfg.OnEvent)
 	if err := t.open(ctx); err != nil {
 		t.closeStore()
@@ -98,10 +99,14 @@ func New(ctx context.Context, cfg Config) (*Team, error) {
 }
 
 // prepareAgent turns the orphan reaper on for an *agentcmd.Driver (leases
-// under stateDir/leases) and checks that the agent can start.
-func prepareAgent(a phases.AgentDriver, stateDir, who string) (phases.AgentDriver, error) {
-	if d, ok := a.(*agentcmd.Driver); ok && d.LeaseDir() == "" {
-		a = d.WithLeaseDir(filepath.Join(stateDir, "leases"))
+// under stateDir/leases, and the git locks a reaped agent left cleared) and
+// checks that the agent can start.
+func prepareAgent(a phases.AgentDriver, stateDir, who string, log *slog.Logger) (phases.AgentDriver, error) {
+	if d, ok := a.(*agentcmd.Driver); ok {
+		if d.LeaseDir() == "" {
+			d = d.WithLeaseDir(filepath.Join(stateDir, "leases"))
+		}
+		a = d.WithOnReap(func(r agentcmd.Reaped) { clearReapedLocks(log, r) })
 	}
 	if c, ok := a.(interface{ Check() error }); ok {
 		if err := c.Check(); err != nil {

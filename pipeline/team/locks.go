@@ -1,0 +1,62 @@
+package team
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentforeman/foreman/phases/agentcmd"
+)
+
+// clearReapedLocks removes the git lock files an orphaned agent, killed by
+// the lease reaper in a story's worktree, may have left in the middle of a
+// git command (index.lock, HEAD.lock and its branch's ref lock): its whole
+// process group is gone, so nobody holds them, and the next agent's `git
+// commit` would fail on them ("Another git process seems to be running").
+func clearReapedLocks(log *slog.Logger, r agentcmd.Reaped) {
+	gitdir, common, ok := worktreeGitDirs(r.Lease.Workspace)
+	if !ok {
+		return
+	}
+	locks := []string{filepath.Join(gitdir, "index.lock"), filepath.Join(gitdir, "HEAD.lock")}
+	if head, err := os.ReadFile(filepath.Join(gitdir, "HEAD")); err == nil {
+		if ref, found := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: "); found && filepath.IsLocal(ref) {
+			locks = append(locks, filepath.Join(common, filepath.FromSlash(ref)+".lock"))
+		}
+	}
+	for _, l := range locks {
+		if err := os.Remove(l); err == nil {
+			log.Info("team: removed a git lock left by a killed agent", "lock", l, "workspace", r.Lease.Workspace)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			log.Warn("team: removing a git lock left by a killed agent", "lock", l, "err", err)
+		}
+	}
+}
+
+// worktreeGitDirs finds a linked worktree's own git directory and the
+// repository's common one from its .git file ("gitdir: ..."), without
+// running git.
+func worktreeGitDirs(workspace string) (gitdir, common string, ok bool) {
+	data, err := os.ReadFile(filepath.Join(workspace, ".git"))
+	if err != nil {
+		return "", "", false // not a linked worktree (or no .git file)
+	}
+	dir, found := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	if !found {
+		return "", "", false
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(workspace, dir)
+	}
+	common = filepath.Join(dir, "..", "..") // <common>/worktrees/<name>
+	if c, err := os.ReadFile(filepath.Join(dir, "commondir")); err == nil {
+		cd := strings.TrimSpace(string(c))
+		if !filepath.IsAbs(cd) {
+			cd = filepath.Join(dir, cd)
+		}
+		common = cd
+	}
+	return filepath.Clean(dir), filepath.Clean(common), true
+}
