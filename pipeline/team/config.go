@@ -199,7 +199,11 @@ func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig 
 
 // withDefaults checks cfg and fills its defaults (except the services that
 // need I/O, which New makes).
-func (cfg Config) withDefaults() (Config, error) {
+func (cfg Config) withDefaults() (Config, error) { return cfg.defaults(true) }
+
+// defaults checks cfg and fills its defaults; without work (a status
+// reader) it requires no agent and no gate plan.
+func (cfg Config) defaults(work bool) (Config, error) {
 	if cfg.Repo == "" {
 		return cfg, &ConfigError{Field: "Repo", Reason: "required"}
 	}
@@ -241,7 +245,7 @@ func (cfg Config) withDefaults() (Config, error) {
 			if st.Agent == nil {
 				st.Agent = cfg.Agent
 			}
-			if st.Agent == nil {
+			if st.Agent == nil && work {
 				return cfg, &ConfigError{Field: "Agent", Reason: fmt.Sprintf("required: stage %d (%s) runs an agent", i, st.Role)}
 			}
 		case StageGate:
@@ -250,7 +254,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		}
 		needsGates = needsGates || st.Kind != StageAgent
 	}
-	if needsGates && checkCount(cfg.Gates) == 0 {
+	if work && needsGates && checkCount(cfg.Gates) == 0 {
 		return cfg, &ConfigError{Field: "Gates", Reason: "the gate plan has no checks; every story's work must pass at least one"}
 	}
 	if cfg.StateDir == "" {

@@ -1,0 +1,91 @@
+package team
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/clock"
+	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/sqlitestore"
+	"github.com/agentforeman/foreman/pipeline/taskgraph"
+)
+
+// ErrNoState is matched by ReadStatus when the repository has no team
+// state (no team ever ran there, or Config points elsewhere).
+var ErrNoState = errors.New("team: no team state")
+
+// ReadStatus reports the status of the team whose state cfg names,
+// without an agent, without running anything and without writing: what a
+// status command or a dashboard in another process calls while a host
+// runs the team. Only Repo (and StateDir, Store, Flow and Stages when the
+// host set them) matter; the default SQLite store is opened read-only.
+// Status.Running is false: whether a host is running the team is not in
+// its state (a story in StoryRunning is being worked on, or was when its
+// host stopped).
+func ReadStatus(ctx context.Context, cfg Config) (Status, error) {
+	cfg, err := cfg.defaults(false)
+	if err != nil {
+		return Status{}, err
+	}
+	t := &Team{cfg: cfg, clk: clock.OrReal(cfg.Clock), log: slog.New(slog.DiscardHandler),
+		stories: map[foreman.ItemID]Story{}, events: newEventLog(nil)}
+	t.db = cfg.Store
+	if t.db == nil {
+		path := filepath.Join(cfg.StateDir, "foreman.db")
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return Status{}, fmt.Errorf("%w at %s", ErrNoState, path)
+		}
+		db, err := sqlitestore.Open(ctx, path, sqlitestore.Options{ReadOnly: true, SkipQuickCheck: true})
+		if err != nil {
+			return Status{}, err
+		}
+		defer db.Close()
+		t.db = db
+	}
+	t.spawns.t = t
+	t.pipe, err = pipeline.NewRuntime(pipeline.RuntimeConfig{
+		Flow: cfg.Flow, Store: t.db, Spawner: &t.spawns, Messenger: &t.spawns, Worktrees: readOnlyRepo{}, Merger: readOnlyRepo{},
+		Board: storeBoard{db: t.db}, Clock: cfg.Clock,
+	})
+	if err != nil {
+		return Status{}, err
+	}
+	t.graph, err = taskgraph.NewRuntime(taskgraph.Config{Store: t.db, Spawner: graphSpawner{t}, Clock: cfg.Clock,
+		Core: taskgraph.CoreConfig{Roles: []string{storyRole}, NoCheckpoints: true, MaxActive: cfg.Workers}})
+	if err != nil {
+		return Status{}, err
+	}
+	sess, _, err := t.graph.Load(ctx, graphSession)
+	if errors.Is(err, taskgraph.ErrSessionNotFound) {
+		return Status{}, fmt.Errorf("%w in this store", ErrNoState)
+	}
+	if err != nil {
+		return Status{}, err
+	}
+	for _, task := range sess.Graph.Tasks() {
+		var sr storyRecord
+		if _, found, err := getJSON(ctx, t.db, kindStory, task.Subject, &sr); err != nil {
+			return Status{}, err
+		} else if found {
+			t.stories[sr.ID] = sr.Story
+			t.order = append(t.order, sr.ID)
+		}
+	}
+	return t.Status(ctx)
+}
+
+// readOnlyRepo stands in for the repository where nothing may change.
+type readOnlyRepo struct{}
+
+var errReadOnly = errors.New("team: reading status only")
+
+func (readOnlyRepo) CreateWorktree(context.Context, foreman.ItemID) error { return errReadOnly }
+func (readOnlyRepo) RemoveWorktree(context.Context, foreman.ItemID) error { return errReadOnly }
+func (readOnlyRepo) Merge(context.Context, pipeline.MergeRequest) (pipeline.MergeOutcome, error) {
+	return pipeline.MergeOutcome{}, errReadOnly
+}
