@@ -68,7 +68,7 @@ func (localWorktrees) Merge(_ context.Context, r pipeline.MergeRequest) (pipelin
 
 // The runtime: every transition is persisted with its effects before they
 // run. Workers here are functions that update the board when spawned; the
-// messages they send are delivered as the canonical lines of seed 000.
+// messages they send are delivered as the story flow's canonical lines.
 func ExampleRuntime() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "pipeline-example")

@@ -61,8 +61,8 @@ func ExampleNewGraph_cycle() {
 	// taskgraph: dependency cycle: PLAN-001 -> REVIEW-001 -> IMPL-001 -> PLAN-001
 }
 
-// One step per invocation, as the seed's coordinator runs: each wake-up
-// is handled by a fresh Runtime over the same store.
+// One step per invocation: each wake-up is handled by a fresh Runtime over
+// the same store.
 func ExampleRuntime_StepText() {
 	ctx := context.Background()
 	st := store.NewMemory(store.MemoryOptions{})
@@ -96,7 +96,8 @@ func ExampleRuntime_StepText() {
 	// [coordinator] Type 'check' to see status, 'resume' to advance after completion.
 }
 
-// Route applies the seed's priorities to a wake-up text.
+// Route picks a handler for a wake-up text by priority: a known role's tag,
+// then "check"/"status", then "resume"/"continue"/"next", else spawn-next.
 func ExampleRoute() {
 	for _, text := range []string{"[tester] TEST-001 completed", "status", "resume", "go"} {
 		fmt.Printf("%q → %s\n", text, taskgraph.Route(text, nil).Handler)
