@@ -2,11 +2,17 @@ package team
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/store"
 )
 
 // EventKind is what happened.
@@ -41,7 +47,8 @@ const (
 )
 
 // Event is one thing that happened to the team. Seq numbers events from
-// 1 in the order they were recorded, within one Team value.
+// 1 in the order they were recorded, on across restarts of the host (the
+// events are kept in the team's store).
 type Event struct {
 	Seq        uint64               `json:"seq"`
 	Kind       EventKind            `json:"kind"`
@@ -62,23 +69,67 @@ type Event struct {
 	Escalation *pipeline.Escalation `json:"escalation,omitempty"`
 }
 
-// eventLog keeps the events in memory and wakes subscribers. Appending
-// never blocks: each subscriber reads from its own cursor on its own
-// goroutine, so a slow one only falls behind.
+// eventLog records the events: in the store first (when it has one), so
+// that numbering goes on across restarts and a subscriber that comes back
+// with the last sequence number it saw misses nothing, then in memory for
+// this process's subscribers. Appending never waits for a subscriber:
+// each reads from its own cursor on its own goroutine, so a slow one only
+// falls behind.
 type eventLog struct {
 	hook func(Event)
-	mu   sync.Mutex
-	evs  []Event
-	wake chan struct{} // closed and replaced on every append
+	db   store.Store // nil: memory only
+	log  *slog.Logger
+
+	mu sync.Mutex
+	// base is the last sequence number recorded before this process; evs
+	// holds the ones since, evs[i].Seq == base+i+1.
+	base    uint64
+	counter int64 // the sequence counter record's version
+	evs     []Event
+	wake    chan struct{} // closed and replaced on every append
 }
 
-func newEventLog(hook func(Event)) *eventLog {
-	return &eventLog{hook: hook, wake: make(chan struct{})}
+// Store kinds of the event stream: one record per event, its id the
+// sequence number zero-padded (so that List returns them in order), and
+// one counter record holding the last number.
+const (
+	kindEvent      = "team.event"
+	kindEventSeq   = "team.eventseq"
+	eventSeqRecord = "last"
+)
+
+func eventID(seq uint64) string { return fmt.Sprintf("%020d", seq) }
+
+// newEventLog opens the event stream kept in db (nil: in memory only).
+func newEventLog(ctx context.Context, db store.Store, hook func(Event), log *slog.Logger) (*eventLog, error) {
+	l := &eventLog{hook: hook, db: db, log: log, wake: make(chan struct{})}
+	if db == nil {
+		return l, nil
+	}
+	rec, err := db.Get(ctx, kindEventSeq, eventSeqRecord)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		n, perr := strconv.ParseUint(string(rec.Data), 10, 64)
+		if perr != nil {
+			return nil, fmt.Errorf("team: corrupt event counter %q: %w", rec.Data, perr)
+		}
+		l.base, l.counter = n, rec.Version
+	}
+	return l, nil
 }
 
 func (l *eventLog) add(e Event) Event {
 	l.mu.Lock()
-	e.Seq = uint64(len(l.evs)) + 1
+	e.Seq = l.base + uint64(len(l.evs)) + 1
+	if l.db != nil {
+		if err := l.persist(e); err != nil {
+			// The team goes on; the event is only this process's.
+			l.log.Warn("team: recording an event", "seq", e.Seq, "kind", e.Kind, "err", err)
+		}
+	}
 	l.evs = append(l.evs, e)
 	close(l.wake)
 	l.wake = make(chan struct{})
@@ -89,28 +140,78 @@ func (l *eventLog) add(e Event) Event {
 	return e
 }
 
+// persist writes the event and the counter in one Apply.
+func (l *eventLog) persist(e Event) error {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	recs, err := l.db.Apply(context.Background(),
+		store.Op{Kind: kindEvent, ID: eventID(e.Seq), Data: data},
+		store.Op{Kind: kindEventSeq, ID: eventSeqRecord, ExpectVersion: l.counter, Data: strconv.AppendUint(nil, e.Seq, 10)})
+	if err != nil {
+		return err
+	}
+	l.counter = recs[1].Version
+	return nil
+}
+
 // since returns the events with Seq > after and a channel closed on the
-// next append.
+// next append. Events from before this process are read from the store.
 func (l *eventLog) since(after uint64) ([]Event, <-chan struct{}) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if after >= uint64(len(l.evs)) {
-		return nil, l.wake
+	base, wake := l.base, l.wake
+	var mem []Event
+	if n := base + uint64(len(l.evs)); after < n {
+		from := uint64(0)
+		if after > base {
+			from = after - base
+		}
+		mem = append([]Event(nil), l.evs[from:]...)
 	}
-	return append([]Event(nil), l.evs[after:]...), l.wake
+	l.mu.Unlock()
+	if after >= base || l.db == nil {
+		return mem, wake
+	}
+	old, err := l.stored(after, base)
+	if err != nil {
+		l.log.Warn("team: reading recorded events", "after", after, "err", err)
+	}
+	return append(old, mem...), wake
+}
+
+// stored reads the recorded events with after < Seq <= upTo.
+func (l *eventLog) stored(after, upTo uint64) ([]Event, error) {
+	recs, err := l.db.List(context.Background(), kindEvent)
+	if err != nil {
+		return nil, err
+	}
+	var out []Event
+	for _, r := range recs {
+		var e Event
+		if err := json.Unmarshal(r.Data, &e); err != nil {
+			return out, fmt.Errorf("team: corrupt event %s: %w", r.ID, err)
+		}
+		if e.Seq > after && e.Seq <= upTo {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }
 
 // Events returns the events recorded after sequence number after (0: all
-// of them).
+// of them), those of earlier runs of the team included: events are kept
+// in the team's store and numbered on across restarts.
 func (t *Team) Events(after uint64) []Event {
 	evs, _ := t.events.since(after)
 	return evs
 }
 
-// Subscribe delivers the events recorded after sequence number after, and
-// every later one, on the returned channel, in order, until ctx ends (then
-// the channel is closed). A subscriber that does not keep up falls behind
-// without holding up the team.
+// Subscribe delivers the events recorded after sequence number after
+// (from earlier runs of the team too), and every later one, on the
+// returned channel, in order, until ctx ends (then the channel is closed).
+// A subscriber that does not keep up falls behind without holding up the
+// team. A client that reconnects with the last Seq it saw misses nothing.
 func (t *Team) Subscribe(ctx context.Context, after uint64) <-chan Event {
 	ch := make(chan Event)
 	go func() {

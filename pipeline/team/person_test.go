@@ -199,3 +199,40 @@ func TestConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestEventsAreKeptAndNumberedOnAcrossRestarts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	first := f.newTeam(t)
+	require.NoError(t, first.Add(ctx, team.Story{ID: "A", Title: "a"}))
+	run(t, first)
+	before := first.Events(0)
+	require.NotEmpty(t, before)
+	require.NoError(t, first.Close())
+
+	// A new host on the same repository sees the earlier events and
+	// numbers on.
+	second := f.newTeam(t)
+	assert.JSONEq(t, mustJSON(t, before), mustJSON(t, second.Events(0)))
+	require.NoError(t, second.Add(ctx, team.Story{ID: "B", Title: "b"}))
+	all := second.Events(0)
+	require.Greater(t, len(all), len(before))
+	for i, e := range all {
+		assert.Equal(t, uint64(i+1), e.Seq)
+	}
+	// A subscriber that saw up to the third event of the first host
+	// gets the rest, stored and live, in order.
+	sub := second.Subscribe(ctx, 3)
+	for want := uint64(4); want <= uint64(len(all)); want++ {
+		assert.Equal(t, want, (<-sub).Seq)
+	}
+	assert.Equal(t, all[len(all)-1].Seq, second.Events(uint64(len(all)-1))[0].Seq)
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	data, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(data)
+}

@@ -33,7 +33,7 @@ func ReadStatus(ctx context.Context, cfg Config) (Status, error) {
 		return Status{}, err
 	}
 	t := &Team{cfg: cfg, clk: clock.OrReal(cfg.Clock), log: slog.New(slog.DiscardHandler),
-		stories: map[foreman.ItemID]Story{}, events: newEventLog(nil)}
+		stories: map[foreman.ItemID]Story{}}
 	t.db = cfg.Store
 	if t.db == nil {
 		path := filepath.Join(cfg.StateDir, "foreman.db")

@@ -90,7 +90,6 @@ func New(ctx context.Context, cfg Config) (*Team, error) {
 		}
 	}
 	t := &Team{cfg: cfg, clk: clock.OrReal(cfg.Clock), log: log, stories: map[foreman.ItemID]Story{}}
-	t.events = newEventLog(cfg.OnEvent)
 	if err := t.open(ctx); err != nil {
 		t.closeStore()
 		return nil, err
@@ -148,6 +147,9 @@ func (t *Team) open(ctx context.Context) error {
 			return err
 		}
 		t.db, t.ownsDB = db, true
+	}
+	if t.events, err = newEventLog(ctx, t.db, cfg.OnEvent, t.log); err != nil {
+		return err
 	}
 	t.snap, t.verifier, t.feedback = cfg.Snapshotter, cfg.Verifier, cfg.Feedback
 	if t.snap == nil {
