@@ -227,7 +227,7 @@ func TestEventsAreKeptAndNumberedOnAcrossRestarts(t *testing.T) {
 	for want := uint64(4); want <= uint64(len(all)); want++ {
 		assert.Equal(t, want, (<-sub).Seq)
 	}
-	assert.Equal(t, all[len(all)-1].Seq, second.Events(uint64(len(all)-1))[0].Seq)
+	assert.Equal(t, all[len(all)-1].Seq, second.Events(uint64(len(all) - 1))[0].Seq)
 }
 
 func mustJSON(t *testing.T, v any) string {
