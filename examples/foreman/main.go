@@ -1,0 +1,179 @@
+// Command foreman runs a team of coding agents through a plan of stories on
+// your repository: each story is planned, validated, built in a git
+// worktree of its own, checked against your gates and squash-merged onto
+// main, one commit per story, in dependency order.
+//
+//	foreman -repo . -plan stories.yaml -format claude -gate 'go test ./...'
+//	foreman -repo . -plan stories.yaml -agent 'my-agent --prompt {prompt}' -workers 2
+//	foreman -repo . -status                      # how it stands (also while it runs)
+//	foreman -repo . -resolve US-002=retry -note 'the flaky test is fixed on main'
+//
+// The team keeps its state in <repo>/.foreman: stop it with Ctrl-C (or
+// kill it) and run the same command again to go on where it stopped. A
+// story that needs a person pauses with the reason; -resolve says what to
+// do about it. foreman -h shows a complete stories file.
+//
+// The exit status says how the plan stands: 0 every story merged (or
+// skipped by a person), 3 stories wait for a person (paused, abandoned or
+// blocked behind one), 1 a system fault (git, the store, an agent that
+// cannot start), 2 bad usage or a bad stories file, 130 interrupted.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/agentforeman/foreman/phases/agentcmd"
+	"github.com/agentforeman/foreman/pipeline/team"
+)
+
+// Exit statuses.
+const (
+	exitMerged      = 0   // every story merged or skipped
+	exitFault       = 1   // a system fault
+	exitUsage       = 2   // bad flags or a bad stories file
+	exitNeedsPerson = 3   // stories wait for a person
+	exitInterrupted = 130 // Ctrl-C or SIGTERM
+)
+
+// options are the command line.
+type options struct {
+	repo    string
+	plan    string
+	agent   string
+	format  agentcmd.Format
+	workers int
+	gates   []string
+	author  string
+	verbose bool
+
+	status  bool
+	json    bool
+	resolve string
+	note    string
+}
+
+func main() {
+	ctx, cancel := context.WithCancel(context.Background())
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-signals
+		fmt.Fprintln(os.Stderr, "\nforeman: stopping: the agents get SIGTERM; run the same command again to go on (Ctrl-C again exits at once)")
+		cancel()
+		<-signals
+		fmt.Fprintln(os.Stderr, "foreman: exiting at once; run the same command again to go on")
+		os.Exit(exitInterrupted)
+	}()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the whole command, for main and the tests: it returns the exit
+// status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if err == flag.ErrHelp {
+		return exitMerged
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "foreman:", err)
+		return exitUsage
+	}
+	switch {
+	case o.status:
+		return showStatus(ctx, o, stdout, stderr)
+	case o.resolve != "":
+		return resolve(ctx, o, stdout, stderr)
+	}
+	return runTeam(ctx, o, stdout, stderr)
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	o := options{}
+	fs := flag.NewFlagSet("foreman", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { usage(fs) }
+	fs.StringVar(&o.repo, "repo", ".", "the git repository to work on (its main worktree); stories merge onto its main branch")
+	fs.StringVar(&o.plan, "plan", "", "the stories file (YAML; -h shows one); required to run")
+	fs.StringVar(&o.agent, "agent", "", "the agent command, split like a shell would; {prompt} is replaced by the stage's prompt\n(default for -format claude or codex: that CLI's own non-interactive command)")
+	fs.Func("format", "the agent's output format: text, claude or codex (default text)", func(s string) error {
+		f, err := agentcmd.ParseFormat(s)
+		o.format = f
+		return err
+	})
+	fs.IntVar(&o.workers, "workers", 0, "stories in flight at once (default: the stories file's workers, else 4)")
+	fs.Func("gate", "a check every story's work must pass, run in its worktree, e.g. 'go test ./...' (repeatable;\nreplaces the stories file's gates)", func(s string) error {
+		o.gates = append(o.gates, s)
+		return nil
+	})
+	fs.StringVar(&o.author, "author", "", "author of the squash commits, 'Name <email>' (default Foreman <foreman@localhost>)")
+	fs.BoolVar(&o.verbose, "v", false, "log the library's warnings to stderr")
+	fs.BoolVar(&o.status, "status", false, "print how the plan stands and exit (works while another foreman runs the team)")
+	fs.BoolVar(&o.json, "json", false, "with -status: print the status as JSON")
+	fs.StringVar(&o.resolve, "resolve", "", "decide about a paused story: ID=retry|resume|skip|abandon")
+	fs.StringVar(&o.note, "note", "", "with -resolve: a note the story's next agent reads")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q (flags only; -h for help)", fs.Arg(0))
+	}
+	if o.status && o.resolve != "" {
+		return o, fmt.Errorf("-status and -resolve: one at a time")
+	}
+	if o.note != "" && o.resolve == "" {
+		return o, fmt.Errorf("-note goes with -resolve")
+	}
+	if o.json && !o.status {
+		return o, fmt.Errorf("-json goes with -status")
+	}
+	if !o.status && o.resolve == "" && o.plan == "" {
+		return o, fmt.Errorf("-plan is required (a stories file; foreman -h shows one)")
+	}
+	if o.workers < 0 {
+		return o, fmt.Errorf("-workers %d: at least 1", o.workers)
+	}
+	return o, nil
+}
+
+func usage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprint(w, `foreman runs a team of coding agents through a plan of stories on a git
+repository: each story is planned, validated, built in a worktree of its own,
+checked against the gates and squash-merged onto main, one commit per story,
+in dependency order. State lives in <repo>/.foreman: after Ctrl-C or a crash,
+run the same command again to go on.
+
+  foreman -repo DIR -plan stories.yaml -format claude -gate 'go test ./...'
+  foreman -repo DIR -plan stories.yaml -agent 'my-agent {prompt}' -workers 2
+  foreman -repo DIR -status [-json]
+  foreman -repo DIR -resolve US-002=retry|resume|skip|abandon [-note 'what changed']
+
+The agent reports each stage by writing JSON to the file named by
+$FOREMAN_RESULT, with the assignment id from $FOREMAN_ASSIGNMENT (the prompt
+says how); $FOREMAN_ITEM is the story and $FOREMAN_STAGE the stage number.
+
+Exit status: 0 every story merged (or skipped), 3 stories wait for a person,
+1 a system fault, 2 bad usage or stories file, 130 interrupted.
+
+Flags:
+`)
+	fs.PrintDefaults()
+	fmt.Fprint(w, "\nA complete stories file:\n\n"+indent(team.PlanExample, "  "))
+}
+
+func indent(s, prefix string) string {
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "")
+}

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/mail"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/agentforeman/foreman/merge"
+	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/phases/agentcmd"
+	"github.com/agentforeman/foreman/pipeline/team"
+)
+
+// runTeam loads the plan, opens the team in the repository (continuing it
+// when it has state there), adds the plan's stories and runs until every
+// story is merged or waits for a person, printing what happens.
+func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
+	plan, err := team.LoadPlan(o.plan)
+	if err != nil {
+		fmt.Fprintln(stderr, "foreman:", err)
+		if errors.Is(err, team.ErrInvalidPlan) || errors.Is(err, os.ErrNotExist) {
+			return exitUsage
+		}
+		return exitFault
+	}
+	cfg, err := teamConfig(o, plan, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "foreman:", err)
+		return exitUsage
+	}
+	lock, err := acquireRun(cfg.Repo)
+	if err != nil {
+		fmt.Fprintln(stderr, "foreman:", err)
+		if errors.Is(err, errBusy) {
+			fmt.Fprintln(stderr, "foreman: watch it with -status, or stop it first")
+		}
+		return exitFault
+	}
+	defer lock.release()
+
+	out := &printer{w: stdout}
+	tm, err := team.New(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "foreman:", err)
+		if errors.Is(err, team.ErrInvalidConfig) {
+			return exitUsage
+		}
+		return exitFault
+	}
+	defer tm.Close()
+
+	if err := tm.Add(ctx, plan.Stories...); err != nil {
+		fmt.Fprintln(stderr, "foreman:", err)
+		if errors.Is(err, team.ErrStoryExists) {
+			fmt.Fprintf(stderr, "foreman: a story's definition cannot change once the team has it (it may be half built);\n"+
+				"give the changed story a new id, or start the plan over by removing %s\n", filepath.Join(cfg.Repo, team.StateDirName))
+			return exitUsage
+		}
+		if errors.Is(err, team.ErrInvalidStory) {
+			return exitUsage
+		}
+		return exitFault
+	}
+	if extra := storiesNotInPlan(tm.Stories(), plan.Stories); len(extra) > 0 {
+		fmt.Fprintf(stdout, "note: %d stories from earlier runs are not in %s; the team still works on them: %s\n",
+			len(extra), o.plan, strings.Join(extra, ", "))
+	}
+
+	// The event stream is printed as it comes; the status table after each
+	// story-level change. The subscription ends once Run has returned and
+	// every event it recorded is printed.
+	subCtx, stopSub := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSub()
+	events := tm.Subscribe(subCtx, 0)
+	var printed sync.WaitGroup
+	lastSeq := make(chan uint64, 1)
+	printed.Add(1)
+	go func() {
+		defer printed.Done()
+		watch(subCtx, tm, events, lastSeq, out)
+	}()
+
+	res, runErr := tm.Run(ctx)
+	var last uint64
+	if evs := tm.Events(0); len(evs) > 0 {
+		last = evs[len(evs)-1].Seq
+	}
+	lastSeq <- last
+	printed.Wait()
+
+	if st, err := tm.Status(context.WithoutCancel(ctx)); err == nil {
+		st.Graph = ""
+		out.block(st.Text())
+	}
+	out.printf("%s\n", res.String())
+	switch {
+	case runErr != nil && ctx.Err() != nil:
+		fmt.Fprintln(stderr, "foreman: stopped; run the same command again to go on")
+		return exitInterrupted
+	case runErr != nil:
+		fmt.Fprintln(stderr, "foreman:", runErr)
+		return exitFault
+	case res.Merged+res.Skipped == len(res.Stories):
+		return exitMerged
+	}
+	fmt.Fprintf(stderr, "foreman: %d of %d stories merged; the others wait for a person: see the escalations above, then\n"+
+		"  foreman -repo %s -resolve ID=retry|resume|skip|abandon [-note ...]   and run again\n",
+		res.Merged, len(res.Stories), shellQuote(o.repo))
+	return exitNeedsPerson
+}
+
+// teamConfig builds the team's Config from the flags and the plan.
+func teamConfig(o options, plan team.Plan, stderr io.Writer) (team.Config, error) {
+	var argv []string
+	if o.agent != "" {
+		var err error
+		if argv, err = splitWords(o.agent); err != nil {
+			return team.Config{}, fmt.Errorf("-agent: %w", err)
+		}
+		if len(argv) == 0 {
+			return team.Config{}, errors.New("-agent is empty")
+		}
+	} else if o.format == "" || o.format == agentcmd.FormatText {
+		return team.Config{}, errors.New("-agent is required (with -format text); e.g. -agent 'my-agent {prompt}'")
+	}
+	gates := plan.Gates
+	if len(o.gates) > 0 {
+		gates = phases.GatePlan{}
+		var checks []phases.GateCheck
+		for _, g := range o.gates {
+			words, err := splitWords(g)
+			if err != nil || len(words) == 0 {
+				return team.Config{}, fmt.Errorf("-gate %q: %v", g, orEmpty(err))
+			}
+			checks = append(checks, phases.GateCheck{Name: g, Argv: words})
+		}
+		gates.Levels = []phases.GateLevel{{Level: phases.L1Tests, Checks: checks}}
+	}
+	if len(gates.Levels) == 0 {
+		return team.Config{}, errors.New("no gates: every story's work must pass at least one check; give -gate 'go test ./...' or gates: in the stories file")
+	}
+	workers := o.workers
+	if workers == 0 {
+		workers = plan.Workers
+	}
+	log := slog.New(slog.DiscardHandler)
+	if o.verbose {
+		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	repo, err := filepath.Abs(o.repo)
+	if err != nil {
+		return team.Config{}, err
+	}
+	mc := merge.Config{}
+	if o.author != "" {
+		a, err := mail.ParseAddress(o.author)
+		if err != nil {
+			return team.Config{}, fmt.Errorf("-author %q: want 'Name <email>': %w", o.author, err)
+		}
+		mc.Author = merge.Identity{Name: a.Name, Email: a.Address}
+	}
+	return team.Config{
+		Repo:    repo,
+		Agent:   agentcmd.New(agentcmd.Config{Argv: argv, Format: o.format, Logger: log}),
+		Gates:   gates,
+		Workers: workers,
+		Merge:   mc,
+		Logger:  log,
+	}, nil
+}
+
+func orEmpty(err error) error {
+	if err == nil {
+		return errors.New("empty command")
+	}
+	return err
+}
+
+// storiesNotInPlan lists the team's stories the plan file does not hold.
+func storiesNotInPlan(have, plan []team.Story) []string {
+	in := map[string]bool{}
+	for _, s := range plan {
+		in[string(s.ID)] = true
+	}
+	var out []string
+	for _, s := range have {
+		if !in[string(s.ID)] {
+			out = append(out, string(s.ID))
+		}
+	}
+	return out
+}
+
+// shellQuote makes s one shell word, for the commands the output suggests.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
