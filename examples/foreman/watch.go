@@ -83,6 +83,8 @@ func eventLine(e team.Event) string {
 	case team.EventStoryPaused:
 		return fmt.Sprintf("%s  %-10s PAUSED at %s: %s\n          resolve with -resolve %s=retry|resume|skip|abandon",
 			at, e.Story, stage, oneLine(e.Detail, 300), e.Story)
+	case team.EventWorker:
+		return fmt.Sprintf("%s  %-10s %s, worker %s: %s", at, e.Story, stage, e.Worker, oneLine(e.Detail, 300))
 	case team.EventStoryResolved:
 		line := fmt.Sprintf("%s  %-10s resolved: %s", at, e.Story, e.Action)
 		if e.Detail != "" {
