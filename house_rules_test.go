@@ -5,7 +5,9 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -56,4 +58,38 @@ func TestNoExportedPackageVariablesButSentinelErrors(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Greater(t, checked, 50, "the walk must have found the module's source files")
+}
+
+// House rule: the docs speak the user's language. Foreman was specified
+// from four design documents of earlier orchestrators; code and docs name
+// the concept (story flow, task graph, worker pool, crash protocol), never
+// "seed 000" or "the seed", which mean nothing to a user reading go doc.
+func TestLibraryCodeNamesConceptsNotDesignDocuments(t *testing.T) {
+	seedRef := regexp.MustCompile(`(?i)\bseed 00[0-4]\b|\bthe seeds?\b|\bseed's\b`)
+	checked := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != "." && (strings.HasPrefix(name, ".") || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		checked++
+		for i, line := range strings.Split(string(data), "\n") {
+			assert.False(t, seedRef.MatchString(line), "%s:%d speaks of the design documents: %s", path, i+1, strings.TrimSpace(line))
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Greater(t, checked, 50)
 }
