@@ -224,19 +224,60 @@ func TestRunMergesThePlanOneSquashCommitPerStory(t *testing.T) {
 	}
 }
 
-func TestAnInterruptedRunGoesOnWhereItStopped(t *testing.T) {
-	f := newFixture(t)
+// holdInBuild starts a run of the fixture's plan and returns once US-002's
+// build has committed and holds (US-001 has merged: US-002 comes after
+// it), with the agent's pid. The agent holds until the run stops or the
+// test writes to its release FIFO; cleanup kills its process group if it is
+// still there.
+func (f *fixture) holdInBuild(t *testing.T) (cmd *exec.Cmd, stdout, stderr *bytes.Buffer, agentPid int) {
+	t.Helper()
 	started, release := filepath.Join(f.ctl, "US-002.started"), filepath.Join(f.ctl, "US-002.release")
 	require.NoError(t, syscall.Mkfifo(started, 0o644))
 	require.NoError(t, syscall.Mkfifo(release, 0o644))
-
-	cmd, stdout, stderr := f.command(t, f.runArgs()...)
+	cmd, stdout, stderr = f.command(t, f.runArgs()...)
 	require.NoError(t, cmd.Start())
-	// US-002's build has committed and holds: US-001 has merged (US-002
-	// comes after it), and US-002 is in the middle of its build stage.
-	data, err := os.ReadFile(started)
+	data, err := os.ReadFile(started) // blocks until the agent writes
 	require.NoError(t, err)
 	require.Equal(t, "started\n", string(data))
+	for _, l := range strings.Split(readFile(t, filepath.Join(f.ctl, "log")), "\n") {
+		if strings.HasPrefix(l, "US-002 2 ") {
+			_, err := fmt.Sscanf(strings.Fields(l)[3], "%d", &agentPid)
+			require.NoError(t, err)
+		}
+	}
+	require.NotZero(t, agentPid)
+	t.Cleanup(func() {
+		if alive(agentPid) {
+			_ = syscall.Kill(-agentPid, syscall.SIGKILL) // agentcmd runs it in a group of its own
+		}
+	})
+	return cmd, stdout, stderr, agentPid
+}
+
+// finishAfterStop runs the plan again without the hold: every story merges
+// exactly once, and of the stages that had finished none runs again.
+func (f *fixture) finishAfterStop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, os.Remove(filepath.Join(f.ctl, "US-002.started")))
+	require.NoError(t, os.Remove(filepath.Join(f.ctl, "US-002.release")))
+	code, out, errOut := f.foreman(t, f.runArgs()...)
+	require.Equal(t, exitMerged, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	got := f.merged(t)
+	assert.ElementsMatch(t, []string{"US-001", "US-002", "US-003"}, got, "each story merged exactly once")
+	assert.Less(t, indexOf(got, "US-001"), indexOf(got, "US-002"))
+	runs := f.executions(t)
+	assert.Equal(t, 2, runs["US-002 2"], "the interrupted build ran again")
+	for _, k := range []string{"US-001 0", "US-001 1", "US-001 2", "US-002 0", "US-002 1"} {
+		assert.Equal(t, 1, runs[k], "%s finished before the stop and is not redone", k)
+	}
+	code, status, _ := f.foreman(t, "-repo", f.repo, "-status")
+	assert.Equal(t, exitMerged, code)
+	assert.NotContains(t, status, "is running the team")
+}
+
+func TestAnInterruptedRunGoesOnWhereItStopped(t *testing.T) {
+	f := newFixture(t)
+	cmd, stdout, stderr, agentPid := f.holdInBuild(t)
 
 	// A person watching from another terminal while the team runs.
 	code, status, errOut := f.foreman(t, "-repo", f.repo, "-status")
@@ -252,37 +293,27 @@ func TestAnInterruptedRunGoesOnWhereItStopped(t *testing.T) {
 	assert.Contains(t, errOut, "stop the run")
 
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
-	err = cmd.Wait()
+	err := cmd.Wait()
 	require.Equal(t, exitInterrupted, exitCode(t, err), "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	assert.Contains(t, stderr.String(), "run the same command again to go on")
 	assert.NotContains(t, f.merged(t), "US-002")
-	var agentPid int
-	for _, l := range strings.Split(readFile(t, filepath.Join(f.ctl, "log")), "\n") {
-		if strings.HasPrefix(l, "US-002 2 ") {
-			_, err := fmt.Sscanf(strings.Fields(l)[3], "%d", &agentPid)
-			require.NoError(t, err)
-		}
-	}
-	require.NotZero(t, agentPid)
 	assert.False(t, alive(agentPid), "the interrupted build's agent was stopped with the run")
 
-	// Run again, without the hold: every story merges exactly once, and only
-	// the interrupted stage runs again.
-	require.NoError(t, os.Remove(started))
-	require.NoError(t, os.Remove(release))
-	code, out, errOut := f.foreman(t, f.runArgs()...)
-	require.Equal(t, exitMerged, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	got := f.merged(t)
-	assert.ElementsMatch(t, []string{"US-001", "US-002", "US-003"}, got, "each story merged exactly once")
-	assert.Less(t, indexOf(got, "US-001"), indexOf(got, "US-002"))
-	runs := f.executions(t)
-	assert.Equal(t, 2, runs["US-002 2"], "the interrupted build ran again")
-	for _, k := range []string{"US-001 0", "US-001 1", "US-001 2", "US-002 0", "US-002 1"} {
-		assert.Equal(t, 1, runs[k], "%s finished before the interrupt and is not redone", k)
-	}
-	code, status, _ = f.foreman(t, "-repo", f.repo, "-status")
-	assert.Equal(t, exitMerged, code)
-	assert.NotContains(t, status, "is running the team")
+	f.finishAfterStop(t)
+}
+
+// A run killed outright (kill -9, a crash) leaves its agent running; the
+// next run stops that agent (agentcmd's lease reaper) before it builds the
+// story again, and finishes the plan.
+func TestAKilledRunGoesOnWhereItStopped(t *testing.T) {
+	f := newFixture(t)
+	cmd, _, _, agentPid := f.holdInBuild(t)
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	require.True(t, alive(agentPid), "the killed run's agent outlives it (it holds on its FIFO)")
+
+	f.finishAfterStop(t)
+	assert.False(t, alive(agentPid), "the next run stopped the orphaned agent")
 }
 
 func TestAPausedStoryWaitsForAPersonAndIsResolved(t *testing.T) {
