@@ -63,7 +63,9 @@ func TestGroupCommitCarriesQueuedAppliesWithTheirOwnOutcomes(t *testing.T) {
 		err  error
 	}
 	applies := []func() ([]store.Record, error){
-		func() ([]store.Record, error) { return s.Apply(t.Context(), store.Op{Kind: "item", ID: "ok-1", Data: []byte("1")}) },
+		func() ([]store.Record, error) {
+			return s.Apply(t.Context(), store.Op{Kind: "item", ID: "ok-1", Data: []byte("1")})
+		},
 		func() ([]store.Record, error) {
 			return s.Apply(t.Context(), store.Op{Kind: "item", ID: "half"}, store.Op{Kind: "item", ID: "fixed", ExpectVersion: 3})
 		},
