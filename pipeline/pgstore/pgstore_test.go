@@ -13,6 +13,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	databaseURL(t) // skip once, not once per case
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return openStore(t, pgstore.Options{})
 	})
@@ -21,6 +22,7 @@ func TestConformance(t *testing.T) {
 // Every Apply alone, one at a time: the path a store without group commit
 // takes must keep the contract too.
 func TestConformanceWithoutGroupCommit(t *testing.T) {
+	databaseURL(t) // skip once, not once per case
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return openStore(t, pgstore.Options{MaxBatch: 1, Writers: 1})
 	})
@@ -28,6 +30,7 @@ func TestConformanceWithoutGroupCommit(t *testing.T) {
 
 // A leader's fenced view is a whole store as long as its term is current.
 func TestConformanceFencedView(t *testing.T) {
+	databaseURL(t) // skip once, not once per case
 	storetest.Run(t, func(t *testing.T) store.Store {
 		s := openStore(t, pgstore.Options{})
 		// A fake clock that never moves: the leader neither renews nor
