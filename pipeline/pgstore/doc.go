@@ -61,12 +61,15 @@
 // Noticing a loss is not what keeps an old leader from doing harm, since a
 // paused process notices nothing. Leader.Store (or Store.Fenced for hosts
 // with their own election) returns a view of the store whose every Apply
-// carries its term: inside the transaction that writes, apply_batch locks
-// the lease row FOR SHARE and writes only if the term is still current,
-// else the Apply fails with a *FencedError (errors.Is ErrFenced) and writes
-// nothing. A takeover updates that row, so it waits for fenced writes in
-// flight, and every fenced write after it sees the new term: once a new
-// leader holds the lease, no write of an older term lands. Give the fenced
+// carries its term: inside the transaction that writes, apply_batch takes
+// the lease's advisory lock shared, reads the term and writes only if it is
+// still current, else the Apply fails with a *FencedError (errors.Is
+// ErrFenced) and writes nothing. A takeover takes that lock exclusively
+// before it raises the term, so it waits for fenced writes in flight, and
+// every fenced write after it reads the new term: once a new leader holds
+// the lease, no write of an older term lands. PostgreSQL queues lock
+// requests fairly, so a stream of writes cannot hold a takeover off, and
+// renewals do not take the lock, so writes never delay them. Give the fenced
 // view to everything that writes coordinator state (pipeline.Runtime and
 // the team persist before they act, so an act follows a write that the
 // fence checked). A leader whose lease ran out but which nobody replaced

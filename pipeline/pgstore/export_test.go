@@ -31,3 +31,10 @@ func (l *Leader) Abandon() {
 	l.stopOnce.Do(func() { close(l.stop) })
 	<-l.exited
 }
+
+// Writing is how many writer slots are taken: 0 once every Apply returned.
+func (s *Store) Writing() int {
+	s.group.mu.Lock()
+	defer s.group.mu.Unlock()
+	return s.group.running
+}

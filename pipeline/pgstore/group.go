@@ -57,29 +57,31 @@ func (s *Store) submit(ctx context.Context, req *request) ([]store.Record, error
 
 	select {
 	case <-req.done:
-		return req.recs, req.err
 	case <-req.turn:
 	case <-ctx.Done():
 		g.mu.Lock()
-		if !req.promoted {
-			if i := slices.Index(g.queue, req); i >= 0 {
-				g.queue = slices.Delete(g.queue, i, i+1)
-				g.mu.Unlock()
-				return nil, ctx.Err()
-			}
+		if i := slices.Index(g.queue, req); i >= 0 && !req.promoted {
+			g.queue = slices.Delete(g.queue, i, i+1)
 			g.mu.Unlock()
-			<-req.done // already in a group commit under way
-			return req.recs, req.err
+			return nil, ctx.Err()
 		}
 		g.mu.Unlock()
-		// Promoted: the turn is ours and must be taken, or the queue stalls.
+		// Already in a group commit under way, or promoted.
 	}
-	// Our turn: write the next group commit. It holds req unless a writer
-	// that had a free slot took req into its own one meanwhile.
+	// A promoted request holds a writer slot and must use it, even when
+	// another writer (with a free slot) has carried req meanwhile: else the
+	// slot is lost and the queue stalls. Only queue[0] is ever promoted, so
+	// a request that is done without being promoted never will be.
 	g.mu.Lock()
-	batch := g.takeLocked()
+	promoted := req.promoted
+	var batch []*request
+	if promoted {
+		batch = g.takeLocked()
+	}
 	g.mu.Unlock()
-	s.commitAndHandOff(batch)
+	if promoted {
+		s.commitAndHandOff(batch)
+	}
 	<-req.done
 	return req.recs, req.err
 }

@@ -210,3 +210,52 @@ func TestManyConcurrentAppliesShareGroupCommits(t *testing.T) {
 	assert.Less(t, st.GroupCommits, st.Applies, "some Applies shared a group commit")
 	t.Logf("%d applies in %d group commits (largest %d)", st.Applies, st.GroupCommits, st.LargestGroup)
 }
+
+// Many writers, several group commits in flight, small groups (so the
+// queue often outgrows one), and callers that give up at random moments:
+// nothing stalls, every Apply that returned without error is written, and
+// every one that returned its context's error is not.
+func TestGroupCommitUnderChurnNeverStallsOrLies(t *testing.T) {
+	const writers, each = 24, 25
+	s := openStore(t, pgstore.Options{Writers: 3, MaxBatch: 4})
+	type result struct {
+		id  string
+		err error
+	}
+	results := make(chan result, writers*each)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				id := fmt.Sprintf("w%02d-%02d", w, i)
+				ctx, cancel := context.WithCancel(t.Context())
+				if i%3 == 0 {
+					go cancel() // races the Apply: queued, in flight or done
+				}
+				_, err := s.Apply(ctx, store.Op{Kind: "item", ID: id})
+				cancel()
+				results <- result{id, err}
+			}
+		})
+	}
+	wg.Wait()
+	close(results)
+	written, withdrawn := 0, 0
+	for r := range results {
+		_, getErr := s.Get(t.Context(), "item", r.id)
+		switch {
+		case r.err == nil:
+			written++
+			assert.NoError(t, getErr, "%s was acknowledged", r.id)
+		case errors.Is(r.err, context.Canceled):
+			withdrawn++
+			assert.ErrorIs(t, getErr, store.ErrNotFound, "%s was withdrawn, yet written", r.id)
+		default:
+			t.Errorf("%s: %v", r.id, r.err)
+		}
+	}
+	assert.Equal(t, writers*each, written+withdrawn)
+	assert.Equal(t, 0, s.Queued())
+	assert.Equal(t, 0, s.Writing(), "every writer slot was given back")
+	t.Logf("%d written, %d withdrawn, %+v", written, withdrawn, s.Stats())
+}

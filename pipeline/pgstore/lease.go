@@ -54,12 +54,15 @@ const (
 )
 
 // The lease row: a holder, a term that grows by one with every
-// acquisition, and an expiry. Acquiring is one statement that inserts the
-// row or takes over an expired one; it waits for fenced writes in flight,
-// which hold the row FOR SHARE (see apply_batch). $3 is the contender's
-// clock reading, or NULL for the database's own.
+// acquisition, and an expiry. $3 (or $2) is the contender's clock reading,
+// or NULL for the database's own. Taking the lease over is one statement
+// that inserts the row or takes over an expired one, in a transaction that
+// first takes the lease's advisory lock exclusively: it waits for the
+// fenced writes in flight (apply_batch holds the lock shared), and no
+// fenced write can read the old term after it commits.
 const (
-	tryLeadSQL = `WITH now AS (SELECT coalesce($3::timestamptz, clock_timestamp()) AS t)
+	takeLeaseLockSQL = `SELECT pg_advisory_xact_lock(@leaselock($1::text))`
+	tryLeadSQL       = `WITH now AS (SELECT coalesce($3::timestamptz, clock_timestamp()) AS t)
 		INSERT INTO @.leases AS l (name, holder, term, expires_at, acquired_at)
 		SELECT $1, $2, 1, now.t + $4::bigint * interval '1 microsecond', now.t FROM now
 		ON CONFLICT (name) DO UPDATE
@@ -73,7 +76,8 @@ const (
 	// this term's, and no one else can have written under it.
 	renewLeaseSQL = `UPDATE @.leases SET expires_at = coalesce($4::timestamptz, clock_timestamp()) + $5::bigint * interval '1 microsecond'
 		WHERE name = $1 AND holder = $2 AND term = $3`
-	dropLeaseSQL = `UPDATE @.leases SET expires_at = '-infinity' WHERE name = $1 AND holder = $2 AND term = $3`
+	// Released: expired since it was taken, by any clock reading later.
+	dropLeaseSQL = `UPDATE @.leases SET expires_at = acquired_at WHERE name = $1 AND holder = $2 AND term = $3`
 )
 
 func (o LeaseOptions) resolve() (LeaseOptions, error) {
@@ -152,12 +156,22 @@ func (s *Store) tryLead(ctx context.Context, o LeaseOptions) (*Leader, error) {
 		return nil, err
 	}
 	defer leave()
+	// A cheap look first, so that contenders waiting for a live lease never
+	// take the lock that holds up the leader's writes.
+	if err := s.heldBy(ctx, o); err != nil {
+		var held *LeaseHeldError
+		if !errors.As(err, &held) || held.Remaining > 0 {
+			return nil, err
+		}
+	}
 	c := clock.OrReal(o.Clock)
 	start := c.Now()
-	var term int64
-	err = s.pool.QueryRow(ctx, s.sql.tryLead, o.Name, o.Holder, leaseNow(o.Clock), o.TTL.Microseconds()).Scan(&term)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, s.heldBy(ctx, o)
+	term, err := s.takeLease(ctx, o)
+	if errors.Is(err, pgx.ErrNoRows) { // another contender was quicker
+		if err := s.heldBy(ctx, o); err != nil {
+			return nil, err
+		}
+		return nil, &LeaseHeldError{Lease: o.Name} // and gone again: try again
 	}
 	if err != nil {
 		return nil, s.fail("take lease "+o.Name, err)
@@ -172,13 +186,33 @@ func (s *Store) tryLead(ctx context.Context, o LeaseOptions) (*Leader, error) {
 	return l, nil
 }
 
-// heldBy reads who holds the lease that could not be taken.
+// takeLease inserts or takes over the lease row under the lease's lock;
+// pgx.ErrNoRows means it was live.
+func (s *Store) takeLease(ctx context.Context, o LeaseOptions) (int64, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, s.sql.takeLock, o.Name); err != nil {
+		return 0, err
+	}
+	var term int64
+	if err := tx.QueryRow(ctx, s.sql.tryLead, o.Name, o.Holder, leaseNow(o.Clock), o.TTL.Microseconds()).Scan(&term); err != nil {
+		return 0, err
+	}
+	return term, tx.Commit(ctx)
+}
+
+// heldBy reads who holds the lease. It returns a *LeaseHeldError, whose
+// Remaining is zero or less when the lease has run out, or nil when there
+// is no lease row at all.
 func (s *Store) heldBy(ctx context.Context, o LeaseOptions) error {
 	held := &LeaseHeldError{Lease: o.Name}
 	var micros int64
 	err := s.pool.QueryRow(ctx, s.sql.readLease, o.Name, leaseNow(o.Clock)).Scan(&held.Holder, &held.Term, &held.ExpiresAt, &micros)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return held // released between the two statements: Remaining 0, try again
+		return nil
 	}
 	if err != nil {
 		return s.fail("read lease "+o.Name, err)

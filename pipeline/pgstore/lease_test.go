@@ -119,22 +119,28 @@ func TestFailoverWhenTheLeaderDies(t *testing.T) {
 	}()
 	var b *pgstore.Leader
 	for b == nil {
+		// Advance only once the campaign waits on the clock, and stop as soon
+		// as it returns (its renewals arm timers too).
+		blockCtx, cancel := context.WithCancel(t.Context())
+		blocked := make(chan error, 1)
+		go func() { blocked <- c.BlockUntil(blockCtx, 1) }()
 		select {
 		case r := <-won:
+			cancel()
 			require.NoError(t, r.err)
 			b = r.l
-			continue
-		default:
-		}
-		require.NoError(t, c.BlockUntil(t.Context(), 1))
-		select {
-		case r := <-won:
-			require.NoError(t, r.err)
-			b = r.l
-		default:
-			next, ok := c.NextDeadline()
-			require.True(t, ok)
-			c.Set(next)
+		case err := <-blocked:
+			cancel()
+			require.NoError(t, err)
+			select {
+			case r := <-won:
+				require.NoError(t, r.err)
+				b = r.l
+			default:
+				next, ok := c.NextDeadline()
+				require.True(t, ok)
+				c.Set(next)
+			}
 		}
 	}
 	t.Cleanup(func() { _ = b.Resign(context.Background()) })

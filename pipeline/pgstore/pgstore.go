@@ -77,8 +77,8 @@ var _ store.Store = (*Store)(nil)
 
 // statements are the store's SQL with the schema filled in.
 type statements struct {
-	get, list, apply, purge                   string
-	tryLead, readLease, renewLease, dropLease string
+	get, list, apply, purge                             string
+	takeLock, tryLead, readLease, renewLease, dropLease string
 }
 
 // Open connects to the database at connString (a postgres:// URL or
@@ -148,6 +148,7 @@ func open(ctx context.Context, pool *pgxpool.Pool, owns bool, opts Options) (*St
 		list:       sqlFor(s.schema, `SELECT id, version, data, updated_at FROM @.records WHERE kind = $1 ORDER BY id`),
 		apply:      sqlFor(s.schema, `SELECT batch, outcome, versions, conflict_op, actual, current_term FROM @.apply_batch($1, $2, $3, $4, $5, $6, $7, $8, $9)`),
 		purge:      sqlFor(s.schema, `DELETE FROM @.tombstones WHERE deleted_at < $1`),
+		takeLock:   sqlFor(s.schema, takeLeaseLockSQL),
 		tryLead:    sqlFor(s.schema, tryLeadSQL),
 		readLease:  sqlFor(s.schema, readLeaseSQL),
 		renewLease: sqlFor(s.schema, renewLeaseSQL),

@@ -56,10 +56,18 @@ func migrations() []string {
 // single round trip and, in autocommit, one WAL flush). Batch a is the ops
 // whose p_batch entry is a (ascending, contiguous). Each batch runs in its
 // own exception block, a subtransaction: a conflict rolls back that batch
-// only and is reported as a row; the others commit. A fenced batch first
-// locks its lease row FOR SHARE and checks the term: a leader taking the
-// lease over (an UPDATE of that row) waits for every fenced write in
-// flight, and every fenced write that starts after it sees the new term.
+// only and is reported as a row; the others commit.
+//
+// Fencing: before anything else the call takes, for each lease its batches
+// are fenced by, a shared transaction-level advisory lock on that lease,
+// and each fenced batch then reads the lease's term in a statement of its
+// own, so after the lock. A takeover takes the same lock exclusively before
+// it raises the term (see tryLead), so it waits for every fenced write in
+// flight, and every fenced write that gets the lock after it reads the new
+// term. PostgreSQL queues lock requests fairly, so a stream of writes
+// cannot starve a takeover, and renewals, which do not take the lock,
+// never wait for writes. Taking the locks first, before any row lock,
+// keeps a takeover out of lock cycles with row locks.
 //
 // Under READ COMMITTED every statement reads the latest committed data, so
 // a create re-reads the tombstone in a statement of its own after its
@@ -79,12 +87,14 @@ DECLARE
 	v bigint;
 	tv bigint;
 BEGIN
+	PERFORM pg_advisory_xact_lock_shared(@leaselock(f.lease))
+		FROM (SELECT DISTINCT unnest(p_fence_lease) AS lease ORDER BY 1) f WHERE f.lease <> '';
 	FOR a IN 1 .. n_batches LOOP
 		batch := a; outcome := 'ok'; versions := '{}'; conflict_op := NULL; actual := NULL; current_term := NULL;
 		j := first;
 		BEGIN
 			IF p_fence_lease[a] <> '' THEN
-				SELECT l.term INTO current_term FROM @.leases l WHERE l.name = p_fence_lease[a] FOR SHARE;
+				SELECT l.term INTO current_term FROM @.leases l WHERE l.name = p_fence_lease[a];
 				current_term := coalesce(current_term, 0);
 				IF current_term <> p_fence_term[a] THEN
 					outcome := 'fenced';
@@ -153,8 +163,13 @@ $fn$`
 
 const schemaTable = "foreman_schema"
 
-// sqlFor replaces "@." in a statement with the store's quoted schema name.
+// sqlFor fills in a statement: "@." becomes the store's quoted schema name
+// and a dot, and "@leaselock(x)" the advisory lock key of lease x in this
+// schema (two int4 halves: PostgreSQL keeps those apart from the one-int8
+// keys of the migration lock).
 func sqlFor(schema, statement string) string {
+	literal := "'" + strings.ReplaceAll(schema, "'", "''") + "'"
+	statement = strings.ReplaceAll(statement, "@leaselock(", "hashtext("+literal+"), hashtext(")
 	return strings.ReplaceAll(statement, "@.", pgx.Identifier{schema}.Sanitize()+".")
 }
 
