@@ -84,6 +84,7 @@ func TestExamplesBuildInAFreshModule(t *testing.T) {
 	for _, p := range examples(t, root) {
 		name := filepath.Base(p.Dir)
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			dir := filepath.Join(t.TempDir(), name)
 			rel, err := filepath.Rel(root, dir)
 			require.NoError(t, err)

@@ -61,7 +61,7 @@ func main() {
 		return err
 	})
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's directory (repository, the team's state in repo/.foreman, the agent script)")
-	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "wall-clock limit of the whole run")
+	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "wall-clock limit of the whole run")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -77,7 +77,7 @@ func usage() {
 scripted agents work through them: real git worktrees, real gates (go vet,
 go test), real squash merges, the team's status as it changes and a summary.
 
-  go run ./examples/quickstart             the demo (about 20-30 s)
+  go run ./examples/quickstart             the demo (about a minute)
   go run ./examples/quickstart -keep       keep the repository to look at its git log
   go run ./examples/quickstart -agent 'my-agent {prompt}'
                                            a real agent CLI does the work

@@ -63,6 +63,8 @@ func (p *printer) watch(ctx context.Context, tm *team.Team) []team.Event {
 			p.line(e.Story, fmt.Sprintf("%-12s %s starts", e.Role, e.Worker))
 		case team.EventStageFinished:
 			p.line(e.Story, fmt.Sprintf("%-12s %s", e.Role, e.Line))
+		case team.EventWorker: // a stalled, failed or rate-limited agent, say
+			p.line(e.Story, fmt.Sprintf("%-12s worker %s: %s", e.Role, e.Worker, e.Detail))
 		case team.EventStoryMerged, team.EventStoryPaused:
 			what := "merged as " + short(e.Commit)
 			if e.Kind == team.EventStoryPaused {
