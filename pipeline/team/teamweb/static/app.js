@@ -1,0 +1,287 @@
+// Foreman's team page: renders GET api/status, follows api/stream (server-sent
+// events) and re-reads the status when something happens; the action buttons
+// POST api/resolve with the token. No framework, no other origin.
+"use strict";
+
+(() => {
+  const STATES = ["pending", "running", "merged", "paused", "skipped", "abandoned", "blocked"];
+  const NODE_W = 190, NODE_H = 58, GAP_X = 56, GAP_Y = 16, PAD = 8;
+  const SVG = "http://www.w3.org/2000/svg";
+  const MAX_EVENTS = 200;
+
+  const $ = (sel) => document.querySelector(sel);
+  let status = null;      // the last status read
+  let clockSkew = 0;      // server time - local time, in ms
+  let lastSeq = 0;        // the last event seen (the stream's position)
+  let source = null;      // the EventSource
+  let fetching = false, stale = false;
+
+  // The token arrives in the URL's fragment (never sent to a server) and is
+  // kept for this tab only.
+  function initToken() {
+    const m = /(?:^|[#&])token=([^&]*)/.exec(location.hash);
+    if (m) {
+      sessionStorage.setItem("foreman-token", decodeURIComponent(m[1]));
+      history.replaceState(null, "", location.pathname + location.search);
+    }
+    const input = $("#token");
+    input.value = sessionStorage.getItem("foreman-token") || "";
+    input.addEventListener("change", () => sessionStorage.setItem("foreman-token", input.value.trim()));
+  }
+
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v !== undefined && v !== null) e.setAttribute(k, v);
+    }
+    for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c ?? "")));
+    return e;
+  }
+  function svg(tag, attrs, text) {
+    const e = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  const stateBadge = (s) => el("span", { class: "state " + s }, s);
+  const stageText = (s) => (s.role ? s.stage + " " + s.role : "");
+  const short = (c) => (c ? c.slice(0, 10) : "");
+
+  function elapsed(since) {
+    if (!since) return "";
+    let s = Math.max(0, Math.round((Date.now() + clockSkew - Date.parse(since)) / 1000));
+    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60);
+    s %= 60;
+    return h ? `${h}h${String(m).padStart(2, "0")}m` : m ? `${m}m${String(s).padStart(2, "0")}s` : `${s}s`;
+  }
+  function tickElapsed() {
+    for (const e of document.querySelectorAll("[data-since]")) e.textContent = elapsed(e.dataset.since);
+  }
+
+  function notice(text, isError) {
+    const n = $("#notice");
+    n.textContent = text;
+    n.className = isError ? "error" : "";
+    n.hidden = !text;
+  }
+
+  // ---- status ------------------------------------------------------------
+
+  async function refresh() {
+    if (fetching) { stale = true; return; }
+    fetching = true;
+    try {
+      do {
+        stale = false;
+        const r = await fetch("api/status", { cache: "no-store" });
+        const body = await r.json();
+        if (!r.ok) throw new Error(body.error || r.statusText);
+        clockSkew = Date.parse(body.at) - Date.now();
+        status = body;
+        if (!source) { await recentEvents(body.seq); follow(body.seq); }
+        render();
+      } while (stale);
+    } catch (err) {
+      notice("Reading the status failed: " + err.message, true);
+    } finally {
+      fetching = false;
+    }
+  }
+
+  function render() {
+    const stories = status.stories || [];
+    $("#running").textContent = status.running ? "running" : "idle";
+    $("#running").className = "badge" + (status.running ? " on" : "");
+    const counts = {};
+    for (const s of stories) counts[s.state] = (counts[s.state] || 0) + 1;
+    $("#counts").replaceChildren(...STATES.filter((s) => counts[s]).map((s) => el("span", {}, stateBadge(s), " " + counts[s])));
+    renderGraph(stories);
+    renderEscalations(status.escalations || [], stories, status.actions || []);
+    renderWorkers(stories);
+    renderStories(stories);
+    document.body.dataset.seq = String(status.seq);
+  }
+
+  // Stories in columns by depth (a story is one column right of the deepest
+  // story it comes after), edges from each dependency to its dependent.
+  function renderGraph(stories) {
+    const byID = new Map(stories.map((s) => [s.id, s]));
+    const depth = new Map();
+    const depthOf = (s, seen) => {
+      if (depth.has(s.id)) return depth.get(s.id);
+      if (seen.has(s.id)) return 0; // a cycle cannot be added; be safe anyway
+      seen.add(s.id);
+      let d = 0;
+      for (const a of s.after || []) if (byID.has(a)) d = Math.max(d, depthOf(byID.get(a), seen) + 1);
+      depth.set(s.id, d);
+      return d;
+    };
+    const cols = [];
+    for (const s of stories) {
+      const d = depthOf(s, new Set());
+      (cols[d] = cols[d] || []).push(s);
+    }
+    const pos = new Map();
+    cols.forEach((col, c) => col.forEach((s, r) => pos.set(s.id, { x: PAD + c * (NODE_W + GAP_X), y: PAD + r * (NODE_H + GAP_Y) })));
+    const rows = Math.max(1, ...cols.map((c) => c.length));
+    const g = $("#graph");
+    g.setAttribute("width", PAD * 2 + Math.max(1, cols.length) * (NODE_W + GAP_X) - GAP_X);
+    g.setAttribute("height", PAD * 2 + rows * (NODE_H + GAP_Y) - GAP_Y);
+    const parts = [];
+    for (const s of stories) {
+      for (const a of s.after || []) {
+        const from = pos.get(a), to = pos.get(s.id);
+        if (!from || !to) continue;
+        const x1 = from.x + NODE_W, y1 = from.y + NODE_H / 2, x2 = to.x, y2 = to.y + NODE_H / 2, mx = (x1 + x2) / 2;
+        parts.push(svg("path", { class: "edge", d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2 - 4},${y2}`, "marker-end": "url(#arrow)" }));
+      }
+    }
+    for (const s of stories) {
+      const p = pos.get(s.id);
+      const node = svg("g", { class: "node state-" + s.state, transform: `translate(${p.x},${p.y})`, "data-story": s.id, "data-state": s.state, "data-stage": s.stage });
+      node.append(svg("title", {}, `${s.id}: ${s.title}\n${s.state}${s.last ? "\nlast: " + s.last : ""}`));
+      node.append(svg("rect", { width: NODE_W, height: NODE_H }));
+      node.append(svg("text", { class: "id", x: 9, y: 17 }, s.id));
+      node.append(svg("text", { class: "sub", x: 9 + Math.min(80, s.id.length * 8 + 8), y: 17 }, clip(s.title, 22 - Math.min(10, s.id.length))));
+      let line2 = s.state;
+      if (s.role) line2 += " · " + s.stage + " " + s.role;
+      node.append(svg("text", { x: 9, y: 34 }, line2));
+      const line3 = svg("text", { class: "sub", x: 9, y: 50 });
+      if (s.state === "running" && s.worker) {
+        line3.append(svg("tspan", {}, s.worker + " "));
+        line3.append(svg("tspan", { "data-since": s.since || "" }, elapsed(s.since)));
+      } else if (s.state === "merged") {
+        line3.textContent = "merged " + short(s.commit);
+      } else if (s.state === "blocked") {
+        line3.textContent = "after " + (s.blockedBy || []).join(", ");
+      } else if (s.attempts) {
+        line3.textContent = s.attempts + (s.attempts === 1 ? " attempt" : " attempts");
+      }
+      node.append(line3);
+      parts.push(node);
+    }
+    const defs = svg("defs");
+    const marker = svg("marker", { id: "arrow", viewBox: "0 0 8 8", refX: 7, refY: 4, markerWidth: 7, markerHeight: 7, orient: "auto" });
+    marker.append(svg("path", { d: "M0,0 L8,4 L0,8 z", fill: "#8790a3" }));
+    defs.append(marker);
+    g.replaceChildren(defs, ...parts);
+  }
+  const clip = (s, n) => (s.length > n ? s.slice(0, n - 1) + "…" : s);
+
+  function renderEscalations(escs, stories, actions) {
+    $("#esc-count").textContent = escs.length ? `(${escs.length})` : "";
+    const box = $("#escalations");
+    if (!escs.length) { box.replaceChildren(el("p", { class: "empty" }, "Nothing waits for a decision.")); return; }
+    const keep = new Map();
+    for (const card of box.querySelectorAll(".escalation")) keep.set(card.dataset.key, card);
+    box.replaceChildren(...escs.map((e) => keep.get(e.key) || escalationCard(e, stories.find((s) => s.id === e.item), actions)));
+  }
+
+  function escalationCard(e, story, actions) {
+    const note = el("input", { type: "text", placeholder: "note for the next worker (optional)", "aria-label": "note" });
+    const buttons = actions.map((a) => el("button", { type: "button", "data-action": a, "data-story": e.item }, a));
+    const card = el("div", { class: "escalation", "data-story": e.item, "data-key": e.key },
+      el("h3", {}, e.item, story ? " — " + story.title : ""),
+      el("p", {}, `stage ${e.stage}${story && story.role ? " " + story.role : ""} · ${e.reason}`),
+      el("p", { class: "msg" }, e.message));
+    if (e.suggestedAction) card.append(el("p", { class: "what" }, "what to do: " + e.suggestedAction));
+    if (story && story.workerCause) card.append(el("p", { class: "what" }, "cause: " + story.workerCause));
+    if (e.files && e.files.length) card.append(el("p", { class: "what mono" }, "files: " + e.files.join(", ")));
+    card.append(el("div", { class: "actions" }, note, ...buttons));
+    for (const b of buttons) {
+      b.addEventListener("click", () => resolve(e, b.dataset.action, note.value, buttons));
+    }
+    return card;
+  }
+
+  async function resolve(e, action, note, buttons) {
+    const token = ($("#token").value || "").trim();
+    if (!token) { notice("Enter the token (printed by the host) to act.", true); $("#token").focus(); return; }
+    for (const b of buttons) b.disabled = true; // a double click decides once
+    try {
+      const r = await fetch("api/resolve", {
+        method: "POST",
+        headers: { "X-Foreman-Token": token, "Content-Type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ story: e.item, action, note, escalation: e.key }),
+      });
+      const body = await r.json();
+      if (!r.ok) throw new Error(body.error || r.statusText);
+      notice(`${e.item}: ${action}${body.already ? " (already decided)" : ""}, now ${body.state}.`);
+      refresh();
+    } catch (err) {
+      notice(`${e.item}: ${action} failed: ${err.message}`, true);
+      for (const b of buttons) b.disabled = false;
+    }
+  }
+
+  function renderWorkers(stories) {
+    const running = stories.filter((s) => s.state === "running" && s.worker);
+    $("#workers-count").textContent = `(${running.length} of ${status.workers})`;
+    $("#workers tbody").replaceChildren(...(running.length ? running.map((s) => el("tr", { "data-story": s.id },
+      el("td", { class: "mono" }, s.worker), el("td", {}, s.id), el("td", {}, stageText(s)),
+      el("td", { "data-since": s.since || "" }, elapsed(s.since)), el("td", {}, s.attempts))) :
+      [el("tr", {}, el("td", { colspan: 5, class: "empty" }, "No worker is busy."))]));
+  }
+
+  function renderStories(stories) {
+    $("#stories tbody").replaceChildren(...stories.map((s) => el("tr", { "data-story": s.id, "data-state": s.state },
+      el("td", { class: "mono" }, s.id), el("td", {}, s.title), el("td", {}, stateBadge(s.state)),
+      el("td", {}, stageText(s)), el("td", {}, (s.after || []).join(", ")), el("td", {}, s.attempts),
+      el("td", { class: "last", title: s.last || "" }, s.last || ""), el("td", { class: "mono" }, short(s.commit)))));
+  }
+
+  // ---- events ------------------------------------------------------------
+
+  function follow(after) {
+    lastSeq = after;
+    source = new EventSource("api/stream?after=" + after);
+    const live = $("#live");
+    source.onopen = () => { live.textContent = "live"; live.className = "badge live-open"; };
+    source.onmessage = (m) => {
+      const e = JSON.parse(m.data);
+      lastSeq = e.seq;
+      addEvent(e);
+      refresh();
+    };
+    source.onerror = () => {
+      if (source.readyState === EventSource.CLOSED) {
+        // Refused (a replay the server cannot serve, say after its host
+        // restarted): start over from a fresh status.
+        live.textContent = "reloading"; live.className = "badge live-closed";
+        source = null;
+        setTimeout(refresh, 2000);
+      } else {
+        live.textContent = "reconnecting"; live.className = "badge live-connecting";
+      }
+    };
+  }
+
+  // The last events before the page opened, for context.
+  async function recentEvents(seq) {
+    const r = await fetch("api/events?after=" + Math.max(0, seq - 40) + "&limit=40", { cache: "no-store" });
+    if (!r.ok) return;
+    const body = await r.json();
+    $("#events").replaceChildren();
+    for (const e of body.events) if (e.seq <= seq) addEvent(e);
+  }
+
+  function addEvent(e) {
+    const list = $("#events");
+    const t = new Date(e.at).toLocaleTimeString();
+    let what = [e.story, e.role ? `stage ${e.stage} ${e.role}` : "", e.outcome, e.action, e.commit ? short(e.commit) : ""].filter(Boolean).join(" · ");
+    const detail = e.escalation ? e.escalation.message : e.detail;
+    if (detail) what += " — " + clip(detail, 140);
+    list.prepend(el("li", { value: e.seq, "data-seq": e.seq }, el("span", { class: "mono" }, t + " "), el("span", { class: "kind" }, e.kind), " " + what));
+    while (list.children.length > MAX_EVENTS) list.lastChild.remove();
+  }
+
+  function legend() {
+    $("#legend").replaceChildren(...STATES.map((s) => el("span", {}, el("i", { class: "state " + s }), s)));
+  }
+
+  window.foremanLoadedAt = Date.now(); // a test checks the page never reloads
+  initToken();
+  legend();
+  refresh();
+  setInterval(tickElapsed, 1000);
+})();
