@@ -287,7 +287,7 @@ func TestAnInterruptedRunGoesOnWhereItStopped(t *testing.T) {
 	assert.Regexp(t, `US-002\s+running\s+2 execute`, status)
 	code, _, errOut = f.foreman(t, "-repo", f.repo, "-plan", f.plan, "-agent", "true", "-gate", "true")
 	assert.Equal(t, exitFault, code, "a second run on the same repository is refused")
-	assert.Contains(t, errOut, "another foreman process is running the team on this repository")
+	assert.Contains(t, errOut, "another process is running this team")
 	code, _, errOut = f.foreman(t, "-repo", f.repo, "-resolve", "US-002=retry")
 	assert.Equal(t, exitFault, code, "decisions wait until the run stops")
 	assert.Contains(t, errOut, "stop the run")

@@ -11,43 +11,25 @@ import (
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/phases"
-	"github.com/agentforeman/foreman/pipeline/sqlitestore"
 	"github.com/agentforeman/foreman/pipeline/team"
 )
 
-// showStatus prints how the plan stands. It opens the team's database
-// read-only, so it works while another foreman process runs the team.
+// showStatus prints how the plan stands. team.ReadStatus opens the
+// team's database read-only and needs no agent, so it works while another
+// foreman process runs the team.
 func showStatus(ctx context.Context, o options, stdout, stderr io.Writer) int {
-	repo, err := filepath.Abs(o.repo)
-	if err != nil {
-		fmt.Fprintln(stderr, "foreman:", err)
+	st, err := team.ReadStatus(ctx, team.Config{Repo: o.repo})
+	switch {
+	case errors.Is(err, team.ErrNoState):
+		fmt.Fprintf(stderr, "foreman: no team in %s yet (%v): run foreman -plan first\n", o.repo, err)
 		return exitUsage
-	}
-	dbPath := filepath.Join(repo, team.StateDirName, "foreman.db")
-	if _, err := os.Stat(dbPath); err != nil {
-		fmt.Fprintf(stderr, "foreman: no team in %s yet (no %s): run foreman -plan first\n", repo, dbPath)
+	case errors.Is(err, team.ErrInvalidConfig):
+		fmt.Fprintf(stderr, "foreman: no team in %s: %v\n", o.repo, err)
 		return exitUsage
-	}
-	db, err := sqlitestore.Open(ctx, dbPath, sqlitestore.Options{ReadOnly: true, SkipQuickCheck: true})
-	if err != nil {
+	case err != nil:
 		fmt.Fprintln(stderr, "foreman:", err)
 		return exitFault
 	}
-	defer db.Close()
-	tm, err := team.New(ctx, personConfig(repo, db))
-	if err != nil {
-		fmt.Fprintln(stderr, "foreman:", err)
-		return exitFault
-	}
-	defer tm.Close()
-	st, err := tm.Status(ctx)
-	if err != nil {
-		fmt.Fprintln(stderr, "foreman:", err)
-		return exitFault
-	}
-	running, pid := runningPid(repo)
-	st.Running = running // Status knows only about a Run of its own Team value
-	st.Graph = withoutCommands(st.Graph)
 	if o.json {
 		data, err := st.JSON()
 		if err != nil {
@@ -56,25 +38,12 @@ func showStatus(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "%s\n", data)
 	} else {
-		if running {
-			fmt.Fprintf(stdout, "A foreman process (pid %s) is running the team.\n\n", pid)
+		if st.Host != nil {
+			fmt.Fprintf(stdout, "A foreman process (pid %d) is running the team.\n\n", st.Host.PID)
 		}
 		fmt.Fprint(stdout, st.Text())
 	}
 	return statusExit(st)
-}
-
-// withoutCommands drops the graph report's line of commands, which are the
-// task graph's coordinator's ('resume', 'check'), not foreman's.
-func withoutCommands(graph string) string {
-	lines := strings.SplitAfter(graph, "\n")
-	out := lines[:0]
-	for _, l := range lines {
-		if !strings.Contains(l, "] Commands: ") {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "")
 }
 
 // statusExit gives -status the exit status a run ending now would have.
@@ -108,18 +77,14 @@ func resolve(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "foreman: no team in %s yet: nothing to resolve\n", repo)
 		return exitUsage
 	}
-	// Only one process changes the team's state at a time: the decision of
-	// a person is recorded while no run holds the repository.
-	lock, err := acquireRun(repo)
-	if err != nil {
-		fmt.Fprintln(stderr, "foreman:", err)
-		if errors.Is(err, errBusy) {
-			fmt.Fprintln(stderr, "foreman: stop the run (Ctrl-C), resolve, then run the same command again")
-		}
+	// A person's decision is recorded while no run coordinates the team,
+	// so that the run that acts on it is the next one.
+	if st, err := team.ReadStatus(ctx, team.Config{Repo: repo}); err == nil && st.Running {
+		fmt.Fprintf(stderr, "foreman: %v (pid %d)\n", team.ErrBusy, st.Host.PID)
+		fmt.Fprintln(stderr, "foreman: stop the run (Ctrl-C), resolve, then run the same command again")
 		return exitFault
 	}
-	defer lock.release()
-	tm, err := team.New(ctx, personConfig(repo, nil))
+	tm, err := team.New(ctx, personConfig(repo))
 	if err != nil {
 		fmt.Fprintln(stderr, "foreman:", err)
 		return exitFault
@@ -146,19 +111,15 @@ func actionNames() string {
 	return strings.Join(names, ", ")
 }
 
-// personConfig opens the team for reading its status or recording a
-// decision: no agent runs and no gate is checked, but New wants both.
-func personConfig(repo string, db *sqlitestore.Store) team.Config {
-	cfg := team.Config{
+// personConfig opens the team for recording a decision: no agent runs and
+// no gate is checked, but New wants both.
+func personConfig(repo string) team.Config {
+	return team.Config{
 		Repo:  repo,
 		Agent: noAgent{},
 		Gates: phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L1Tests,
 			Checks: []phases.GateCheck{{Name: "unused", Argv: []string{"false"}}}}}},
 	}
-	if db != nil {
-		cfg.Store = db
-	}
-	return cfg
 }
 
 // noAgent stands in for the agent when the team is opened only to read or

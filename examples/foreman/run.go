@@ -35,15 +35,12 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "foreman:", err)
 		return exitUsage
 	}
-	lock, err := acquireRun(cfg.Repo)
-	if err != nil {
-		fmt.Fprintln(stderr, "foreman:", err)
-		if errors.Is(err, errBusy) {
-			fmt.Fprintln(stderr, "foreman: watch it with -status, or stop it first")
-		}
+	// One process runs a team at a time (team.Run holds a lock and fails
+	// with team.ErrBusy); saying so before opening the team is friendlier.
+	if st, err := team.ReadStatus(ctx, team.Config{Repo: cfg.Repo}); err == nil && st.Running {
+		fmt.Fprintf(stderr, "foreman: %v (pid %d); watch it with -status, or stop it first\n", team.ErrBusy, st.Host.PID)
 		return exitFault
 	}
-	defer lock.release()
 
 	out := &printer{w: stdout}
 	tm, err := team.New(ctx, cfg)
@@ -104,6 +101,10 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	case runErr != nil && ctx.Err() != nil:
 		fmt.Fprintln(stderr, "foreman: stopped; run the same command again to go on")
 		return exitInterrupted
+	case errors.Is(runErr, team.ErrBusy):
+		fmt.Fprintln(stderr, "foreman:", runErr)
+		fmt.Fprintln(stderr, "foreman: watch it with -status, or stop it first")
+		return exitFault
 	case runErr != nil:
 		fmt.Fprintln(stderr, "foreman:", runErr)
 		return exitFault

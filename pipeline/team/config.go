@@ -24,8 +24,9 @@ const StateDirName = ".foreman"
 // Config configures a Team. Repo, Agent and Gates are required; the zero
 // value of every other field means its documented default.
 type Config struct {
-	// Repo is the git repository the team works on (any path inside its
-	// main worktree). Stories are built in worktrees under
+	// Repo is the git repository the team works on: any path inside it
+	// (a subdirectory, a linked worktree); the team works from its main
+	// worktree. Stories are built in worktrees under
 	// <Repo>/.worktrees and squash-merged onto Merge.TargetBranch
 	// (default main).
 	Repo string
@@ -256,9 +257,6 @@ func (cfg Config) defaults(work bool) (Config, error) {
 	}
 	if work && needsGates && checkCount(cfg.Gates) == 0 {
 		return cfg, &ConfigError{Field: "Gates", Reason: "the gate plan has no checks; every story's work must pass at least one"}
-	}
-	if cfg.StateDir == "" {
-		cfg.StateDir = filepath.Join(cfg.Repo, StateDirName)
 	}
 	if cfg.Prompt == nil {
 		cfg.Prompt = DefaultPrompt

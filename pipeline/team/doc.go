@@ -32,9 +32,14 @@
 //     story back to the build stage with the gates' output, within the
 //     flow's quality cycles.
 //
-// A story that passes is squash-merged onto the target branch with a
-// Foreman-Item trailer (package merge), exactly once, and its worktree is
-// removed.
+// With Config.Reviewer set, a reviewer agent judges every build before it
+// completes; a rejection goes back to a fresh builder with the review in
+// its prompt (the worker pool's review limit applies). A story that passes
+// is squash-merged onto the target branch with a Foreman-Item trailer
+// (package merge), exactly once, and its worktree is removed.
+//
+// A plan can be written as a stories file (YAML, see PlanExample) and read
+// with LoadPlan or ParsePlan.
 //
 // # Completion needs evidence
 //
@@ -57,19 +62,33 @@
 // same Config finishes the plan: Run carries out what was decided but not
 // done, gives the stages that were in flight a worker again (an agent the
 // dead host left running in a worktree is stopped first, through
-// agentcmd's leases, kept in <Repo>/.foreman/leases), never redoes a
-// finished stage and never merges a story twice. A plan already merged
-// finishes at once.
+// agentcmd's leases, kept in <Repo>/.foreman/leases, and the git locks it
+// left are cleared), never redoes a finished stage and never merges a
+// story twice. A plan already merged finishes at once. A stage that was in
+// flight runs again from its start, so its agent may find its own earlier
+// work already committed in the worktree (the build still counts it: its
+// starting point is recorded). One host runs a team at a time: Run holds a
+// lock in the state directory, and a second one fails with ErrBusy.
 //
 // # A person in the loop
 //
 // Status reports every story (state, stage, worker and how long it has
-// worked, the last result, the escalation of a paused one) and the
-// dependency graph, as text (Status.Text) or JSON; it reads the store only,
-// so another process can call it on the same repository. Events and
-// Subscribe give the typed event stream, numbered by Seq. Resolve takes a
+// worked, the last result, the escalation of a paused one and the worker
+// pool's cause) and the dependency graph, as text (Status.Text) or JSON.
+// ReadStatus gives the same from another process, without an agent and
+// without writing. Events and Subscribe give the typed event stream,
+// numbered by Seq and kept in the store, so a reader that comes back with
+// the last Seq it saw misses nothing, across restarts too. Resolve takes a
 // person's decision about a paused story: Retry its stage, Resume after a
 // manual fix, Skip it, or Abandon it.
+//
+// # Agents as they behave
+//
+// An agent that hits its provider's rate limit is not a failure: the
+// worker pool backs off until the reset and runs the stage again, and the
+// team runs fewer agents at once while limits persist. An agent that asks
+// a question or is refused a permission pauses its story with the
+// question; nothing answers it for the person.
 //
 // # Errors
 //

@@ -3,6 +3,8 @@ package team_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -235,4 +237,22 @@ func mustJSON(t *testing.T, v any) string {
 	data, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(data)
+}
+
+func TestRepoMayBeAnyPathInsideTheRepository(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sub := filepath.Join(f.repo, "sub", "dir")
+	require.NoError(t, os.MkdirAll(sub, 0o755))
+	f.cfg.Repo = sub
+	tm := f.newTeam(t)
+	assert.Equal(t, f.repo, tm.Repo())
+	assert.DirExists(t, filepath.Join(f.repo, team.StateDirName))
+	assert.NoDirExists(t, filepath.Join(sub, team.StateDirName))
+
+	f.cfg.Repo = t.TempDir() // not a repository
+	_, err := team.New(context.Background(), f.cfg)
+	var ce *team.ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "Repo", ce.Field)
 }

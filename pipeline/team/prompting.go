@@ -72,3 +72,32 @@ func excludeFromGit(ctx context.Context, repo, dir, gitBin string, env []string)
 	}
 	return f.Close()
 }
+
+// mainWorktree returns the main worktree of the repository holding path
+// (a subdirectory or a linked worktree resolve to it), so that every host
+// pointed anywhere into one repository shares one state directory.
+func mainWorktree(ctx context.Context, path, gitBin string, env []string) (string, error) {
+	g := gitexec.Runner{Git: gitBin, Env: env}
+	common, err := g.Run(ctx, path, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return "", &ConfigError{Field: "Repo", Reason: "not in a git repository: " + err.Error()}
+	}
+	common = strings.TrimSpace(common)
+	if filepath.Base(common) != ".git" {
+		return "", &ConfigError{Field: "Repo", Reason: common + " is a bare repository; the team needs a working tree"}
+	}
+	return filepath.Dir(common), nil
+}
+
+// resolveRepo makes cfg.Repo the main worktree and fills StateDir's default.
+func resolveRepo(ctx context.Context, cfg *Config) error {
+	repo, err := mainWorktree(ctx, cfg.Repo, cfg.Merge.Git, cfg.Merge.GitEnv)
+	if err != nil {
+		return err
+	}
+	cfg.Repo = repo
+	if cfg.StateDir == "" {
+		cfg.StateDir = filepath.Join(repo, StateDirName)
+	}
+	return nil
+}

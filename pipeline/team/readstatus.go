@@ -24,12 +24,14 @@ var ErrNoState = errors.New("team: no team state")
 // status command or a dashboard in another process calls while a host
 // runs the team. Only Repo (and StateDir, Store, Flow and Stages when the
 // host set them) matter; the default SQLite store is opened read-only.
-// Status.Running is false: whether a host is running the team is not in
-// its state (a story in StoryRunning is being worked on, or was when its
-// host stopped).
+// Status.Running says whether a host holds the team's run lock (a Run is
+// in progress in some process), and Status.Host which one.
 func ReadStatus(ctx context.Context, cfg Config) (Status, error) {
 	cfg, err := cfg.defaults(false)
 	if err != nil {
+		return Status{}, err
+	}
+	if err := resolveRepo(ctx, &cfg); err != nil {
 		return Status{}, err
 	}
 	t := &Team{cfg: cfg, clk: clock.OrReal(cfg.Clock), log: slog.New(slog.DiscardHandler),
@@ -76,7 +78,18 @@ func ReadStatus(ctx context.Context, cfg Config) (Status, error) {
 			t.order = append(t.order, sr.ID)
 		}
 	}
-	return t.Status(ctx)
+	st, err := t.Status(ctx)
+	if err != nil {
+		return st, err
+	}
+	if info, running := runningElsewhere(cfg.StateDir); running {
+		st.Running = true
+		st.Host = &RunHost{PID: info.PID, Host: info.Host, Started: info.Started}
+		if info.Workers > 0 {
+			st.Workers = info.Workers
+		}
+	}
+	return st, nil
 }
 
 // readOnlyRepo stands in for the repository where nothing may change.

@@ -2,6 +2,7 @@ package team_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,6 +31,16 @@ func TestReadStatusWithoutAnAgentWhileTheTeamRuns(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, st.Stories, 2)
 			assert.Contains(t, []team.StoryState{team.StoryRunning, team.StoryMerged}, st.Stories[0].State)
+			assert.True(t, st.Running, "the run lock is held")
+			require.NotNil(t, st.Host)
+			assert.Equal(t, os.Getpid(), st.Host.PID)
+			assert.Contains(t, st.Text(), "running in pid")
+			// A second coordinator of the same team is refused.
+			other, err := team.New(ctx, f.cfg)
+			require.NoError(t, err)
+			_, err = other.Run(ctx)
+			assert.ErrorIs(t, err, team.ErrBusy)
+			require.NoError(t, other.Close())
 			break
 		}
 	}
@@ -40,5 +51,6 @@ func TestReadStatusWithoutAnAgentWhileTheTeamRuns(t *testing.T) {
 	for _, s := range st.Stories {
 		assert.Equal(t, team.StoryMerged, s.State)
 	}
+	assert.False(t, st.Running, "the lock is released when Run returns")
 	assert.Contains(t, st.Text(), "merged as")
 }

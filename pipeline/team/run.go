@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,6 +76,9 @@ func (rs *runState) finish() { rs.doneOnce.Do(func() { close(rs.done) }) }
 // one that is), or when ctx ends. The returned error is a system fault
 // (store, git, context); stories that pause are part of the Result.
 //
+// One Run at a time coordinates a team: a second one, in this process or
+// another, fails with ErrRunning or ErrBusy.
+//
 // Run is resumable: after a crash or a cancelled Run, calling Run again
 // (in this process or a new one, with the same Config) carries out what
 // was decided but not done, restarts the stages that were in flight, and
@@ -89,6 +93,13 @@ func (t *Team) Run(ctx context.Context) (Result, error) {
 		t.mu.Unlock()
 		return Result{}, ErrRunning
 	}
+	host, _ := os.Hostname()
+	lock, err := acquireRunLock(t.cfg.StateDir, runInfo{PID: os.Getpid(), Host: host, Workers: t.cfg.Workers, Started: time.Now()})
+	if err != nil {
+		t.mu.Unlock()
+		return Result{}, err
+	}
+	defer lock.release()
 	runCtx, cancel := context.WithCancelCause(ctx)
 	rs := &runState{ctx: runCtx, cancel: cancel, wakeups: make(chan taskgraph.WakeUp),
 		tasks: map[foreman.ItemID]*taskRun{}, done: make(chan struct{})}
@@ -97,7 +108,7 @@ func (t *Team) Run(ctx context.Context) (Result, error) {
 	defer cancel(nil)
 
 	t.events.add(Event{Kind: EventRunStarted, At: t.clk.Now()})
-	err := t.runUntilDone(runCtx, rs)
+	err = t.runUntilDone(runCtx, rs)
 	t.mu.Lock()
 	t.run = nil
 	t.mu.Unlock()

@@ -67,8 +67,11 @@ type StoryStatus struct {
 
 // Status is the team as a person watching it sees it.
 type Status struct {
-	At      time.Time     `json:"at"`
+	At time.Time `json:"at"`
+	// Running: a Run is in progress (ReadStatus: in any process; Host
+	// says which). Workers is the running team's (else the Config's).
 	Running bool          `json:"running"`
+	Host    *RunHost      `json:"host,omitempty"`
 	Workers int           `json:"workers"`
 	Stories []StoryStatus `json:"stories"`
 	// Escalations are the paused stories' escalations, waiting for a
@@ -77,6 +80,13 @@ type Status struct {
 	Actions     []Action              `json:"actions"`
 	// Graph is the dependency graph's status report, as text.
 	Graph string `json:"graph"`
+}
+
+// RunHost is the process running a team, as ReadStatus finds it.
+type RunHost struct {
+	PID     int       `json:"pid"`
+	Host    string    `json:"host,omitempty"`
+	Started time.Time `json:"started"`
 }
 
 // Result is how a Run left the plan.
@@ -127,7 +137,7 @@ func (t *Team) Status(ctx context.Context) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	s := Status{At: now, Running: running, Workers: t.cfg.Workers, Stories: stories, Actions: Actions(), Graph: rep.Text()}
+	s := Status{At: now, Running: running, Workers: t.cfg.Workers, Stories: stories, Actions: Actions(), Graph: graphText(rep)}
 	for _, st := range stories {
 		if st.State == StoryPaused && st.Pause != nil {
 			s.Escalations = append(s.Escalations, *st.Pause)
@@ -253,7 +263,10 @@ func (t *Team) result(ctx context.Context) (Result, error) {
 func (s Status) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Stories (%d workers", s.Workers)
-	if s.Running {
+	switch {
+	case s.Host != nil:
+		fmt.Fprintf(&b, ", running in pid %d on %s since %s", s.Host.PID, s.Host.Host, s.Host.Started.Format(time.TimeOnly))
+	case s.Running:
 		b.WriteString(", running")
 	}
 	b.WriteString(")\n")
@@ -356,4 +369,18 @@ func causeOf(stories []StoryStatus, id foreman.ItemID) string {
 		}
 	}
 	return ""
+}
+
+// graphText is the dependency graph's report without its line of
+// commands, which are the task graph coordinator's ("resume", "check"),
+// not the team's.
+func graphText(rep taskgraph.StatusReport) string {
+	lines := strings.SplitAfter(rep.Text(), "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		if !strings.Contains(l, "] Commands: ") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "")
 }

@@ -42,7 +42,7 @@ var ErrUnknownStory = errors.New("team: unknown story")
 type StoryError struct {
 	ID     foreman.ItemID
 	Reason string
-	Err    error // ErrInvalidStory or ErrStoryExists
+	Err    error // ErrInvalidStory (joined with the cause, e.g. foreman.ErrInvalidID) or ErrStoryExists
 }
 
 func (e *StoryError) Error() string {
@@ -58,7 +58,7 @@ func (s Story) validate() error {
 		return &StoryError{ID: s.ID, Reason: fmt.Sprintf(format, args...), Err: ErrInvalidStory}
 	}
 	if err := s.ID.Validate(); err != nil {
-		return bad("%v", err)
+		return &StoryError{ID: s.ID, Reason: err.Error(), Err: errors.Join(ErrInvalidStory, err)}
 	}
 	if len(s.ID) > taskgraph.MaxSubjectLen {
 		return bad("id is %d characters; at most %d", len(s.ID), taskgraph.MaxSubjectLen)

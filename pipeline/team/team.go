@@ -68,6 +68,9 @@ func New(ctx context.Context, cfg Config) (*Team, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := resolveRepo(ctx, &cfg); err != nil {
+		return nil, err
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -250,8 +253,7 @@ func (t *Team) closeStore() error {
 	return nil
 }
 
-// Repo returns the repository's main worktree; Worktree a story's
-// worktree path.
+// Repo returns the repository's main worktree.
 func (t *Team) Repo() string { return t.cfg.Repo }
 
 // Worktree returns the path of story's worktree (it exists while the story

@@ -123,7 +123,7 @@ func TestAddRefusesBadPlansAndWritesNothing(t *testing.T) {
 		stories []team.Story
 		want    error
 	}{
-		"invalid id":       {[]team.Story{{ID: "../x", Title: "x"}}, team.ErrInvalidStory},
+		"invalid id":       {[]team.Story{{ID: "../x", Title: "x"}}, foreman.ErrInvalidID},
 		"empty title":      {[]team.Story{{ID: "B", Title: " "}}, team.ErrInvalidStory},
 		"unknown after":    {[]team.Story{{ID: "B", Title: "b", After: []foreman.ItemID{"Z"}}}, team.ErrInvalidStory},
 		"cycle":            {[]team.Story{{ID: "B", Title: "b", After: []foreman.ItemID{"C"}}, {ID: "C", Title: "c", After: []foreman.ItemID{"B"}}}, team.ErrInvalidStory},

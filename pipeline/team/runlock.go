@@ -1,0 +1,86 @@
+package team
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// ErrBusy is matched by Run when another process (or another Team value)
+// is running the team on the same state: two coordinators of one plan
+// would hand out the same stories.
+var ErrBusy = errors.New("team: another process is running this team")
+
+// runInfo is what the running host writes into its run lock, for status
+// readers in other processes.
+type runInfo struct {
+	PID     int       `json:"pid"`
+	Host    string    `json:"host,omitempty"`
+	Workers int       `json:"workers"`
+	Started time.Time `json:"started"`
+}
+
+// runLock is an exclusive flock on StateDir/run.lock, held while Run runs.
+// The kernel drops it when its holder dies, however it dies, so a crashed
+// host never leaves the team locked.
+type runLock struct{ f *os.File }
+
+func runLockPath(stateDir string) string { return filepath.Join(stateDir, "run.lock") }
+
+func acquireRunLock(stateDir string, info runInfo) (*runLock, error) {
+	path := runLockPath(stateDir)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			if held, ok := readRunInfo(path); ok {
+				return nil, fmt.Errorf("%w (pid %d on %s, since %s)", ErrBusy, held.PID, held.Host, held.Started.Format(time.RFC3339))
+			}
+			return nil, ErrBusy
+		}
+		return nil, fmt.Errorf("team: locking %s: %w", path, err)
+	}
+	if data, err := json.Marshal(info); err == nil && f.Truncate(0) == nil {
+		_, _ = f.WriteAt(append(data, '\n'), 0)
+	}
+	return &runLock{f: f}, nil
+}
+
+func (l *runLock) release() {
+	_ = l.f.Truncate(0)
+	_ = l.f.Close() // closing drops the flock
+}
+
+// runningElsewhere reports whether a host holds the run lock, and what it
+// wrote there. It tries the lock shared, so that status readers do not see
+// each other.
+func runningElsewhere(stateDir string) (runInfo, bool) {
+	path := runLockPath(stateDir)
+	f, err := os.Open(path)
+	if err != nil {
+		return runInfo{}, false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return runInfo{}, false
+	}
+	info, _ := readRunInfo(path)
+	return info, true
+}
+
+func readRunInfo(path string) (runInfo, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return runInfo{}, false
+	}
+	var info runInfo
+	return info, json.Unmarshal(data, &info) == nil
+}
