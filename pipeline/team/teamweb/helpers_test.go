@@ -130,6 +130,35 @@ func (f *fixture) run(t testing.TB) team.Result {
 	return res
 }
 
+// keepRunning is what a host serving the page does: Run, and when the
+// plan waits for a person, Run again once a person decided. It stops at
+// the test's end.
+func (f *fixture) keepRunning(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			start := lastSeq(f.team)
+			if _, err := f.team.Run(ctx); err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("Run: %v", err)
+				}
+				return
+			}
+			waitCtx, stop := context.WithCancel(ctx)
+			for e := range f.team.Subscribe(waitCtx, start) {
+				if e.Kind == team.EventStoryResolved {
+					break
+				}
+			}
+			stop()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
 func lastSeq(tm *team.Team) uint64 {
 	evs := tm.Events(0)
 	if len(evs) == 0 {

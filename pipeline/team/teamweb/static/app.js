@@ -90,7 +90,7 @@
 
   function render() {
     const stories = status.stories || [];
-    $("#running").textContent = status.running ? "running" : "idle";
+    $("#running").textContent = status.running ? "team running" : "team idle";
     $("#running").className = "badge" + (status.running ? " on" : "");
     const counts = {};
     for (const s of stories) counts[s.state] = (counts[s.state] || 0) + 1;

@@ -1,0 +1,145 @@
+package teamweb_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/pipeline/team"
+	"github.com/agentforeman/foreman/pipeline/team/teamweb"
+)
+
+// EnvArtifacts names the directory the browser test writes its
+// screenshots to (default: the test's temporary directory).
+const envArtifacts = "FOREMAN_TEST_ARTIFACTS"
+
+// chromium finds a Chromium or Chrome binary. Without one the test skips
+// with one line, except in CI (CI=true), where .ci/run installs Debian's
+// chromium and a skip would hide that the page was never tested.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("CI=true but no Chromium found: .ci/run installs Debian's chromium; the browser test must run in CI")
+	}
+	t.Skip("no Chromium (apt-get install chromium): the page is not tested in a browser")
+	return ""
+}
+
+func screenshot(t *testing.T, ctx context.Context, name string) string {
+	t.Helper()
+	dir := os.Getenv(envArtifacts)
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(path, png, 0o644))
+	t.Logf("screenshot: %s", path)
+	return path
+}
+
+// The page in a real browser, served by the handler for a real team of
+// scripted agents: it shows the graph, follows the team as stories advance
+// without a reload, and a click on "retry" resumes a paused story.
+func TestThePageInABrowser(t *testing.T) {
+	t.Parallel()
+	browser := chromium(t)
+	f := newFixture(t)
+	f.touch(t, "A.fail-stage-1") // A pauses at its validation
+	f.touch(t, "C.wait")         // C builds until the test lets it go
+	f.add(t, team.Story{ID: "A", Title: "Parse the config"},
+		team.Story{ID: "B", Title: "Validate it", After: []foreman.ItemID{"A"}},
+		team.Story{ID: "C", Title: "Write the docs"})
+	_, srv := serve(t, f, teamweb.Config{})
+	f.keepRunning(t)
+
+	// The browser starts while the team works.
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1400, 900))...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(alloc)
+	defer cancelBrowser()
+	ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
+	defer cancel()
+	node := func(id, state string) chromedp.CSS {
+		return chromedp.CSS(`#graph g.node[data-story="` + id + `"][data-state="` + state + `"]`)
+	}
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/#token="+testToken)))
+	loadedAt, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`window.foremanLoadedAt`))
+	require.NoError(t, err)
+	waitFor(t, f.team, 0, func(e team.Event) bool { return e.Kind == team.EventStoryPaused && e.Story == "A" })
+	waitFor(t, f.team, 0, func(e team.Event) bool {
+		return e.Kind == team.EventStageStarted && e.Story == "C" && e.Stage == 2
+	})
+
+	// The page draws the graph as the team stands: A paused with its
+	// escalation, B blocked behind it, C building.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.WaitVisible(chromedp.CSS(`#live.live-open`)),
+		chromedp.WaitReady(node("A", "paused")),
+		chromedp.WaitReady(node("B", "blocked")),
+		chromedp.WaitReady(node("C", "running")),
+		chromedp.WaitVisible(chromedp.CSS(`.escalation[data-story="A"] button[data-action="retry"]`)),
+	))
+	edges, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#graph path.edge").length`))
+	require.NoError(t, err)
+	assert.Equal(t, 1, edges, "A→B")
+	url, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	assert.NotContains(t, url, testToken, "the token leaves the address bar")
+	worker, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#workers tr[data-story="C"]`)))
+	require.NoError(t, err)
+	assert.Contains(t, worker, "2 execute", "C's worker, at its build stage")
+	esc, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.escalation[data-story="A"]`)))
+	require.NoError(t, err)
+	assert.Contains(t, esc, "boom 1", "the cause")
+	for _, a := range team.Actions() {
+		assert.Contains(t, esc, string(a))
+	}
+	screenshot(t, ctx, "teamweb-mid-run.png")
+
+	// C finishes: the page changes without a reload.
+	f.touch(t, "C.go")
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitReady(node("C", "merged"))))
+
+	// A person fixes the cause and clicks retry: A resumes (its
+	// escalation goes, it runs again) and merges; B starts after it.
+	f.remove(t, "A.fail-stage-1")
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`.escalation[data-story="A"] button[data-action="retry"]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`.escalation`)),
+		chromedp.WaitReady(node("A", "merged")),
+		chromedp.WaitReady(chromedp.CSS(`#graph g.node[data-story="B"]:not([data-state="blocked"])`)),
+	))
+	notice, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#notice`)))
+	require.NoError(t, err)
+	assert.Contains(t, notice, "A: retry")
+	after, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`window.foremanLoadedAt`))
+	require.NoError(t, err)
+	assert.Equal(t, loadedAt, after, "the page was never reloaded")
+	screenshot(t, ctx, "teamweb-done.png")
+
+	resolved := resolvedEvents(f.team)
+	require.Len(t, resolved, 1, "one click, one decision")
+	assert.Equal(t, team.Retry, resolved[0].Action)
+	log := git(t, f.repo, "log", "--format=%s", "main")
+	for _, s := range []string{"Parse the config", "Write the docs"} {
+		assert.Equal(t, 1, strings.Count(log, s), "%q merged once", s)
+	}
+}
