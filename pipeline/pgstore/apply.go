@@ -51,10 +51,13 @@ func (s *Store) apply(ctx context.Context, f fence, ops []store.Op) ([]store.Rec
 }
 
 // runBatch writes one group commit and fills in every request's outcome.
-// A batch that fails as a whole (not a conflict: a broken connection, a
-// deadlock with another process's writes, a statement the server refused)
-// is retried once request by request, so that one bad request cannot fail
-// the others and each gets its own error.
+// A batch that the server refused as a whole (not a conflict: a statement
+// it rejected, a deadlock that outlasted the retries) wrote nothing and is
+// retried request by request, so that one bad request cannot fail the
+// others and each gets its own error. A batch whose outcome is unknown (the
+// connection broke after it was sent) is not retried: every request of it
+// gets the error, since retrying could report a conflict for a write that
+// landed.
 func (s *Store) runBatch(batch []*request) {
 	if s.beforeWrite != nil {
 		s.beforeWrite(len(batch))
@@ -66,7 +69,7 @@ func (s *Store) runBatch(batch []*request) {
 	if err == nil {
 		return
 	}
-	if len(batch) == 1 || ctx.Err() != nil {
+	if len(batch) == 1 || ctx.Err() != nil || !rolledBack(err) {
 		for _, r := range batch {
 			r.recs, r.err = nil, s.fail("apply", err)
 		}
@@ -182,6 +185,13 @@ func records(ops []store.Op, versions []int64, at time.Time) []store.Record {
 		}
 	}
 	return out
+}
+
+// rolledBack: the server answered with an error, so the statement's
+// transaction wrote nothing; or pgx never sent it.
+func rolledBack(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) || pgconn.SafeToRetry(err)
 }
 
 // retryable: PostgreSQL aborted the whole transaction because of other

@@ -73,7 +73,12 @@
 // view to everything that writes coordinator state (pipeline.Runtime and
 // the team persist before they act, so an act follows a write that the
 // fence checked). A leader whose lease ran out but which nobody replaced
-// can still write; that is harmless, since no other leader exists.
+// can still write; that is harmless, since no other leader exists. The
+// fence covers the store only: an act the old leader had already decided
+// on when it was paused (an effect persisted before the pause) may still
+// be carried out once when it wakes, before its next write fails; such
+// acts must be idempotent, as the pipeline's effects are, and act-side
+// fencing (workers that check the term) is the transport's job.
 //
 // # Time
 //
