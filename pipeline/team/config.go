@@ -43,6 +43,11 @@ type Config struct {
 	// stage after each iteration, and again in the quality-gate stage. It
 	// must have at least one check.
 	Gates phases.GatePlan
+	// QualityGates is the quality-gate stage's plan. Default: Gates, which
+	// the stage then does not run again on a change the build stage has
+	// already verified with them (same content, measured from the same
+	// base); it runs them on anything else.
+	QualityGates phases.GatePlan
 	// Workers is how many stories are in flight at once (default
 	// DefaultWorkers); each runs one stage at a time.
 	Workers int
@@ -149,8 +154,10 @@ func (k StageKind) String() string {
 type Stage struct {
 	Kind StageKind
 	// Role is the host's word for who performs the stage ("planner",
-	// "engineer", "reviewer"), used in prompts and the status; default the
-	// flow's stage name.
+	// "engineer", "reviewer"), used in prompts, the status, events and the
+	// agent's FOREMAN_ROLE; default "planner", "validator", "builder" and
+	// "quality gate" for the stages named plan, validate, execute and
+	// quality, else the flow's stage name.
 	Role string
 	// Agent performs the stage (StageAgent, StageBuild); default
 	// Config.Agent.
@@ -159,6 +166,10 @@ type Stage struct {
 	// DefaultInstructions for the stage.
 	Instructions string
 }
+
+// defaultRoles name who performs the stages of the flows pipeline ships,
+// as an agent's prompt says it: "You are the planner for story ...".
+var defaultRoles = map[string]string{"plan": "planner", "validate": "validator", "execute": "builder", "quality": "quality gate"}
 
 // DefaultStages returns how the team performs flow's stages: for the story
 // flow, plan and validate are agent stages, execute is the build stage and
@@ -175,6 +186,9 @@ func DefaultStages(flow *pipeline.Flow) []Stage {
 			out[i].Kind = StageGate
 		case flow.Name != "story" && i == len(flow.Stages)-1:
 			out[i].Kind = StageBuild
+		}
+		if r, ok := defaultRoles[s.Name]; ok {
+			out[i].Role = r
 		}
 	}
 	return out

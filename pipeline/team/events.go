@@ -26,6 +26,10 @@ const (
 	// EventStageFinished: a stage's worker reported; Outcome and Detail
 	// say what, Line is the report.
 	EventStageFinished EventKind = "stage_finished"
+	// EventGates: the gate plan ran on a story's change (after each of the
+	// build stage's iterations, and in the quality-gate stage); Outcome is
+	// PASS or FAIL, Detail the failing checks.
+	EventGates EventKind = "gates"
 	// EventReviewed: the reviewer judged a build stage's work; Outcome is
 	// APPROVED or REJECTED, Detail the feedback.
 	EventReviewed EventKind = "reviewed"

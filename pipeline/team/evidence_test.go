@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentforeman/foreman/internal/demo"
+	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/team"
 )
@@ -31,6 +33,16 @@ func TestAGateFailureIsReworkedWithTheGatesOutput(t *testing.T) {
 	log, err := os.ReadFile(filepath.Join(f.ctl, "log"))
 	require.NoError(t, err)
 	assert.Equal(t, 2, strings.Count(string(log), "US-001 stage 2 "), "two build iterations:\n%s", log)
+	var gates []string
+	for _, e := range tm.Events(0) {
+		if e.Kind == team.EventGates {
+			gates = append(gates, string(e.Outcome))
+			if e.Outcome == "FAIL" {
+				assert.Contains(t, e.Detail, "BAD content")
+			}
+		}
+	}
+	assert.Equal(t, []string{"FAIL", "PASS"}, gates, "each build iteration's gates; the quality gate did not run them again")
 }
 
 func TestCompletionNeedsEvidence(t *testing.T) {
@@ -69,6 +81,35 @@ func TestCompletionNeedsEvidence(t *testing.T) {
 			t.Log(s.Pause.Message)
 			assert.Contains(t, s.Pause.Message, c.pauseText)
 			assert.Empty(t, trailers(t, f.repo))
+		})
+	}
+}
+
+// The quality gate does not run the gate plan again on a change the build
+// verified with it; given a plan of its own, it runs that.
+func TestTheQualityGateDoesNotRerunWhatTheBuildVerified(t *testing.T) {
+	t.Parallel()
+	for name, own := range map[string]bool{"same plan": false, "own plan": true} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			counted := gatePlan()
+			counted.Levels[0].Checks = append(counted.Levels[0].Checks, phases.GateCheck{Name: "count",
+				Argv: []string{"sh", "-c", "echo run >> " + demo.ShellQuote(filepath.Join(f.ctl, "gates"))}})
+			f.cfg.Gates = counted
+			if own {
+				f.cfg.QualityGates = counted
+			}
+			tm := f.newTeam(t)
+			require.NoError(t, tm.Add(context.Background(), team.Story{ID: "A", Title: "a"}))
+			res := run(t, tm)
+			require.Equal(t, 1, res.Merged, res.String())
+			runs, err := os.ReadFile(filepath.Join(f.ctl, "gates"))
+			require.NoError(t, err)
+			want := 1 // the build's one iteration
+			if own {
+				want = 2
+			}
+			assert.Equal(t, want, strings.Count(string(runs), "run"))
 		})
 	}
 }

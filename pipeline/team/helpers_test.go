@@ -39,7 +39,7 @@ id=$FOREMAN_ITEM
 stage=$FOREMAN_STAGE
 echo "$id stage $stage $FOREMAN_ASSIGNMENT" >> "$ctl/log"
 if [ -e "$ctl/$id.fail-stage-$stage" ]; then echo "boom $stage" >&2; exit 3; fi
-if [ -e "$ctl/$id.hang" ] && [ "$FOREMAN_ROLE" = plan ]; then
+if [ -e "$ctl/$id.hang" ] && [ "$FOREMAN_ROLE" = planner ]; then
   n=$(ls "$ctl" | grep -c "^$id.started-" || true)
   : > "$ctl/$id.started-$n"
   exec sleep 600
@@ -51,10 +51,10 @@ report() { # outcome [extra json]
   printf '{"assignment":"%s","outcome":"%s"%s}\n' "$a" "$1" "${2:-}" > "$FOREMAN_RESULT"
 }
 case "$FOREMAN_ROLE" in
-plan) report complete ',"tasks":2,"score":4'
+planner) report complete ',"tasks":2,"score":4'
    [ -e "$ctl/$id.line" ] && echo "Stage 0 COMPLETE for $id. 2 tasks created. Plan score: 4/4."
    ;;
-validate) if [ -e "$ctl/$id.nogo" ]; then report no-go ',"score":2,"summary":"the story is unclear"'; else report go ',"score":9'; fi
+validator) if [ -e "$ctl/$id.nogo" ]; then report no-go ',"score":2,"summary":"the story is unclear"'; else report go ',"score":9'; fi
    [ -e "$ctl/$id.line" ] && echo "Stage 1 COMPLETE for $id. Verdict: GO. Readiness: 9."
    ;;
 *) if [ -e "$ctl/$id.nochange" ]; then report complete ',"summary":"all done (not really)"'; exit 0; fi

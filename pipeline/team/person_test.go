@@ -141,7 +141,7 @@ func TestTaskFlowIsOneBuildStage(t *testing.T) {
 	for _, e := range tm.Events(0) {
 		if e.Kind == team.EventStageFinished {
 			stages = append(stages, e.Stage)
-			assert.Equal(t, "execute", e.Role)
+			assert.Equal(t, "builder", e.Role)
 		}
 	}
 	assert.Equal(t, []int{0}, stages)

@@ -28,7 +28,7 @@ func TestARateLimitedAgentIsRetriedAfterTheBackoff(t *testing.T) {
 	require.NoError(t, err)
 	bin := filepath.Join(filepath.Dir(f.ctl), "bin")
 	script, err := demo.WriteScript(bin, "claude-like.sh", `#!/bin/sh
-if [ "$FOREMAN_ROLE" = plan ] && [ ! -e `+demo.ShellQuote(filepath.Join(f.ctl, "limited"))+` ]; then
+if [ "$FOREMAN_ROLE" = planner ] && [ ! -e `+demo.ShellQuote(filepath.Join(f.ctl, "limited"))+` ]; then
   : > `+demo.ShellQuote(filepath.Join(f.ctl, "limited"))+`
   cat `+demo.ShellQuote(fixture)+`
   exit 1

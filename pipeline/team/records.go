@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/store"
 )
@@ -42,6 +43,15 @@ type memory struct {
 	// story's worker (stalled, dead, failed, rate-limited, waiting for a
 	// person), so that a crash escalation carries its cause.
 	WorkerCause string `json:"workerCause,omitempty"`
+	// Verified is the change the last passing build verified with the gate
+	// plan: measured from Base, its content was DiffHash.
+	Verified *verifiedChange `json:"verified,omitempty"`
+}
+
+// verifiedChange identifies a change the gate plan passed on.
+type verifiedChange struct {
+	Base     phases.BeforeState `json:"base"`
+	DiffHash string             `json:"diffHash"`
 }
 
 // getJSON reads one record into v; found is false when it does not exist.

@@ -102,7 +102,7 @@ func (r stageRunner) build(ctx context.Context, a pipeline.AgentAssignment, req 
 	}
 	loop := phases.NewRunLoop(phases.Config{
 		Services: phases.PhaseServices{
-			AgentDriver: envAgent{inner: st.Agent, env: req.Env}, Snapshotter: t.snap, Verifier: t.verifier,
+			AgentDriver: envAgent{inner: st.Agent, env: req.Env}, Snapshotter: t.snap, Verifier: gateEvents{t: t, a: a},
 			FeedbackGenerator: t.feedback, Clock: t.clk, Logger: t.log,
 		},
 		Limits: t.cfg.Limits,
@@ -130,6 +130,11 @@ func (r stageRunner) build(ctx context.Context, a pipeline.AgentAssignment, req 
 		return res, ""
 	}
 	line := buildStageLine(a.Item, a.Stage, run, err)
+	if run.Succeeded() {
+		if err := t.recordVerified(ctx, a.Item, before, run); err != nil {
+			return res, errorLine(a.Item, a.Stage, "recording the verified change: "+err.Error())
+		}
+	}
 	if last != nil && !run.Succeeded() {
 		if pl := personLine(a.Item, a.Stage, *last); pl != "" {
 			return res, pl
@@ -159,18 +164,26 @@ func lineDetail(line string) string {
 // feedback is kept for the rework's prompt.
 func (r stageRunner) gate(ctx context.Context, a pipeline.AgentAssignment, dir string) (phases.AgentResult, string) {
 	t := r.t
-	snap := phases.Snapshot{ID: string(a.Item), RunID: phases.RunID(a.Assignment), WorkspacePath: dir}
-	rep, err := t.verifier.Verify(ctx, snap, t.cfg.Gates, phases.VerifyOptions{})
-	if err != nil {
-		return phases.AgentResult{}, errorLine(a.Item, a.Stage, "the gates could not run: "+err.Error())
-	}
 	var mem memory
 	if _, _, err := getJSON(ctx, t.db, kindMemory, string(a.Item), &mem); err != nil {
 		return phases.AgentResult{}, errorLine(a.Item, a.Stage, "reading the story's memory: "+err.Error())
 	}
+	plan := t.cfg.QualityGates
+	if checkCount(plan) == 0 {
+		plan = t.cfg.Gates
+		if t.alreadyVerified(ctx, dir, mem.Verified) {
+			line := gateStageLine(a.Item, a.Stage, phases.VerificationReport{Passed: true}, plan)
+			return phases.AgentResult{Output: "the gate plan passed on this exact change in the build stage; not run again"}, line
+		}
+	}
+	snap := phases.Snapshot{ID: string(a.Item), RunID: phases.RunID(a.Assignment), WorkspacePath: dir}
+	rep, err := gateEvents{t: t, a: a}.Verify(ctx, snap, plan, phases.VerifyOptions{})
+	if err != nil {
+		return phases.AgentResult{}, errorLine(a.Item, a.Stage, "the gates could not run: "+err.Error())
+	}
 	mem.GateFeedback = ""
 	if !rep.Passed {
-		fb, ferr := t.feedback.Generate(ctx, snap, rep, t.cfg.Gates, phases.FeedbackOptions{})
+		fb, ferr := t.feedback.Generate(ctx, snap, rep, plan, phases.FeedbackOptions{})
 		if ferr != nil || fb == "" {
 			fb = failureSummary(rep)
 		}
@@ -179,7 +192,7 @@ func (r stageRunner) gate(ctx context.Context, a pipeline.AgentAssignment, dir s
 	if err := putJSON(ctx, t.db, kindMemory, string(a.Item), mem); err != nil {
 		return phases.AgentResult{}, errorLine(a.Item, a.Stage, "recording the gate's feedback: "+err.Error())
 	}
-	line := gateStageLine(a.Item, a.Stage, rep, t.cfg.Gates)
+	line := gateStageLine(a.Item, a.Stage, rep, plan)
 	return phases.AgentResult{Output: line, Duration: rep.Duration}, line
 }
 
@@ -228,4 +241,54 @@ func (t *Team) assignmentBase(ctx context.Context, a foreman.AssignmentID, dir s
 		return before, err
 	}
 	return before, putJSON(ctx, t.db, kindBase, string(a), before)
+}
+
+// recordVerified keeps the change a passing build verified, so that the
+// quality-gate stage need not run the same plan on it again.
+func (t *Team) recordVerified(ctx context.Context, item foreman.ItemID, before phases.BeforeState, run phases.RunResult) error {
+	n := len(run.Iterations)
+	if n == 0 {
+		return nil
+	}
+	sp := run.Iterations[n-1].Result.Phases.Snapshot
+	if sp == nil || sp.Snapshot == nil || sp.Snapshot.DiffHash == "" {
+		return nil
+	}
+	var mem memory
+	if _, _, err := getJSON(ctx, t.db, kindMemory, string(item), &mem); err != nil {
+		return err
+	}
+	mem.Verified = &verifiedChange{Base: before, DiffHash: sp.Snapshot.DiffHash}
+	return putJSON(ctx, t.db, kindMemory, string(item), mem)
+}
+
+// alreadyVerified reports whether the worktree holds exactly the change a
+// build verified with the gate plan (measured from the same base).
+func (t *Team) alreadyVerified(ctx context.Context, dir string, v *verifiedChange) bool {
+	if v == nil {
+		return false
+	}
+	snap, err := t.snap.Capture(ctx, dir, v.Base, phases.SnapshotMeta{})
+	return err == nil && snap.DiffHash == v.DiffHash
+}
+
+// gateEvents runs the team's verifier and records each result as an
+// EventGates, so that a gate failure the build fixes on its own is seen.
+type gateEvents struct {
+	t *Team
+	a pipeline.AgentAssignment
+}
+
+func (g gateEvents) Verify(ctx context.Context, snap phases.Snapshot, plan phases.GatePlan, opts phases.VerifyOptions) (phases.VerificationReport, error) {
+	rep, err := g.t.verifier.Verify(ctx, snap, plan, opts)
+	if err != nil {
+		return rep, err
+	}
+	ev := Event{Kind: EventGates, At: g.t.clk.Now(), Story: g.a.Item, Stage: g.a.Stage, Role: g.t.role(g.a.Stage),
+		Worker: g.a.Worker, Assignment: g.a.Assignment, Outcome: "PASS"}
+	if !rep.Passed {
+		ev.Outcome, ev.Detail = "FAIL", failureSummary(rep)
+	}
+	g.t.events.add(ev)
+	return rep, nil
 }

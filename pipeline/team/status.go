@@ -97,8 +97,12 @@ type Result struct {
 }
 
 func (r Result) summary() string {
-	return fmt.Sprintf("%d merged, %d paused, %d skipped, %d abandoned, %d blocked, %d pending", r.Merged, r.Paused,
+	s := fmt.Sprintf("%d merged, %d paused, %d skipped, %d abandoned, %d blocked, %d pending", r.Merged, r.Paused,
 		r.Skipped, r.Abandoned, r.Blocked, r.Pending)
+	if r.Running > 0 {
+		s += fmt.Sprintf(", %d running", r.Running)
+	}
+	return s
 }
 
 // String says how many stories ended how.
@@ -179,7 +183,7 @@ func (t *Team) storyStatuses(ctx context.Context, now time.Time) ([]StoryStatus,
 			}
 		}
 		if ss.State == StoryPaused {
-			ss.Pause = st.Pause
+			ss.Pause = teamAdvice(st.Pause)
 			var m memory
 			if _, _, err := getJSON(ctx, t.db, kindMemory, string(s.ID), &m); err != nil {
 				return nil, err
@@ -289,6 +293,8 @@ func (s Status) Text() string {
 			last = "merged as " + short(st.Commit)
 		case st.State == StoryBlocked:
 			last = "after " + joinIDs(st.BlockedBy)
+		case st.State == StoryPaused && st.Pause != nil:
+			last = string(st.Pause.Reason) + ": " + st.Pause.Message
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t\n", st.ID, st.State, stage, worker, elapsed, clip(last, 60))
 	}
@@ -383,4 +389,28 @@ func graphText(rep taskgraph.StatusReport) string {
 		}
 	}
 	return strings.Join(out, "")
+}
+
+// teamAdvice returns a copy of a pause's escalation whose suggested action
+// speaks of the team's Resolve actions rather than the story flow's stage
+// numbers.
+func teamAdvice(e *pipeline.Escalation) *pipeline.Escalation {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	switch c.Reason {
+	case pipeline.ReasonMergeConflict:
+		c.SuggestedAction = "in the story's worktree, rebase its branch onto the target and resolve the conflict" +
+			" (or fix the target), then Resolve with resume: the quality gate runs again and the story merges"
+	case pipeline.ReasonCrashed:
+		c.SuggestedAction = "read the worker's cause; when it is fixed, Resolve with retry to run the stage again"
+	case pipeline.ReasonRetriesExhausted:
+		c.SuggestedAction = "read the feedback; change the story (add a new one) or fix the work by hand, then Resolve" +
+			" with retry (the stage again) or resume (go on), or skip or abandon it"
+	default:
+		c.SuggestedAction = "read the cause and fix it, then Resolve with retry (the stage again) or resume" +
+			" (go on after a fix by hand), or skip or abandon the story"
+	}
+	return &c
 }

@@ -105,7 +105,7 @@ func TestThePageInABrowser(t *testing.T) {
 	assert.NotContains(t, url, testToken, "the token leaves the address bar")
 	worker, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#workers tr[data-story="C"]`)))
 	require.NoError(t, err)
-	assert.Contains(t, worker, "2 execute", "C's worker, at its build stage")
+	assert.Contains(t, worker, "2 builder", "C's worker, at its build stage")
 	esc, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.escalation[data-story="A"]`)))
 	require.NoError(t, err)
 	assert.Contains(t, esc, "boom 1", "the cause")
