@@ -24,6 +24,7 @@ const (
 	DefaultWriteTimeout = 10 * time.Second
 	DefaultHeartbeat    = 15 * time.Second
 	DefaultMaxStreams   = 64
+	DefaultStatusMaxAge = 250 * time.Millisecond
 	// MinTokenLen is the shortest token New accepts: a token is all that
 	// stands between the page's buttons and anyone who can reach it.
 	MinTokenLen = 16
@@ -62,7 +63,14 @@ type Config struct {
 	// MaxStreams bounds the event streams open at once (default
 	// DefaultMaxStreams); one more gets 503.
 	MaxStreams int
-	// Clock drives the heartbeats; nil means the wall clock.
+	// StatusMaxAge is how long one read of the status answers every page
+	// that asks, as long as no event was recorded meanwhile (default
+	// DefaultStatusMaxAge; negative: read it for every request). Every
+	// open page re-reads the status when an event arrives, and a read
+	// costs a store read per story, so without it N pages cost N reads
+	// per event.
+	StatusMaxAge time.Duration
+	// Clock drives the heartbeats and StatusMaxAge; nil means the wall clock.
 	Clock foreman.Clock
 	// Logger receives refused requests and stream ends; nil discards.
 	Logger *slog.Logger
@@ -82,6 +90,9 @@ type Handler struct {
 
 	lastSeq atomic.Uint64 // the highest Seq seen: lets lastEvent read only the tail
 	streams atomic.Int64  // event streams open now
+
+	statusMu sync.Mutex // one status read at a time; the others wait for it
+	cached   cachedStatus
 
 	hookMu      sync.Mutex
 	onStreamEnd func(error) // tests: how each event stream ended
@@ -112,6 +123,9 @@ func New(t *team.Team, cfg Config) (*Handler, error) {
 	}
 	if cfg.MaxStreams == 0 {
 		cfg.MaxStreams = DefaultMaxStreams
+	}
+	if cfg.StatusMaxAge == 0 {
+		cfg.StatusMaxAge = DefaultStatusMaxAge
 	}
 	h := &Handler{team: t, cfg: cfg, mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection(),
 		clock: cfg.Clock, log: cfg.Logger}
@@ -192,13 +206,45 @@ type StatusResponse struct {
 }
 
 func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request) {
-	seq := h.lastEvent()
-	st, err := h.team.Status(r.Context())
+	body, err := h.statusJSON(r)
 	if err != nil {
 		h.internal(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, StatusResponse{Status: st, Seq: seq})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(body)
+}
+
+// cachedStatus is the last status read, as sent.
+type cachedStatus struct {
+	seq  uint64
+	at   time.Time
+	body []byte
+}
+
+// statusJSON reads the status, or reuses the last read when no event was
+// recorded since and it is younger than StatusMaxAge. Reads are one at a
+// time: pages that ask together wait for one read instead of each making
+// their own.
+func (h *Handler) statusJSON(r *http.Request) ([]byte, error) {
+	h.statusMu.Lock()
+	defer h.statusMu.Unlock()
+	seq := h.lastEvent()
+	if c := h.cached; c.body != nil && c.seq == seq && h.clock.Since(c.at) < h.cfg.StatusMaxAge {
+		return c.body, nil
+	}
+	st, err := h.team.Status(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(StatusResponse{Status: st, Seq: seq})
+	if err != nil {
+		return nil, err
+	}
+	body = append(body, '\n')
+	h.cached = cachedStatus{seq: seq, at: h.clock.Now(), body: body}
+	return body, nil
 }
 
 // EventsResponse is the events endpoint's answer: the events after the

@@ -2,11 +2,13 @@ package teamweb_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -146,4 +148,37 @@ func TestBadReadsAreRefusedWithTheirCause(t *testing.T) {
 			assert.Contains(t, body["error"], c.says)
 		})
 	}
+}
+
+// Pages that ask together share one read of the status until an event is
+// recorded or StatusMaxAge passes.
+func TestOneStatusReadAnswersThePagesThatAskTogether(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.add(t, team.Story{ID: "A", Title: "first"})
+	clk := foreman.NewFakeClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	_, srv := serve(t, f, teamweb.Config{Clock: clk, StatusMaxAge: time.Second})
+	read := func() (teamweb.StatusResponse, string) {
+		resp, err := http.Get(srv.URL + "/api/status")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		var st teamweb.StatusResponse
+		require.NoError(t, json.Unmarshal(body, &st))
+		return st, string(body)
+	}
+	first, body1 := read()
+	_, body2 := read()
+	assert.Equal(t, body1, body2, "the same read (Status.At has nanoseconds: a second read differs)")
+
+	f.add(t, team.Story{ID: "B", Title: "second"})
+	st, body3 := read()
+	assert.NotEqual(t, body1, body3)
+	assert.Equal(t, first.Seq+1, st.Seq)
+	assert.Len(t, st.Stories, 2, "an event makes the next read fresh")
+
+	clk.Advance(time.Second)
+	_, body4 := read()
+	assert.NotEqual(t, body3, body4, "StatusMaxAge passed: read again")
 }

@@ -284,4 +284,7 @@
   legend();
   refresh();
   setInterval(tickElapsed, 1000);
+  // A safety net: what changes without an event (a worker's attempts after
+  // a crash, say) shows within seconds.
+  setInterval(refresh, 5000);
 })();
