@@ -150,15 +150,27 @@ func inspectWorktree(path string) (admin string, healthy bool) {
 // directory and every registration that points at it. It is what
 // `git worktree prune` and `remove --force` do, restricted to one path.
 func (m *Manager) clearStale(path, admin string) error {
+	return m.removeWorktreeFiles(path, admin, true)
+}
+
+// removeWorktreeFiles removes a worktree's directory and its
+// registrations; stale says it is a repair, which is worth a warning (a
+// plain removal is not).
+func (m *Manager) removeWorktreeFiles(path, admin string, stale bool) error {
 	admins := m.registrationsFor(path)
-	if admin != "" && strings.HasPrefix(admin, filepath.Join(m.commonDir, "worktrees")+string(filepath.Separator)) {
+	if admin != "" && strings.HasPrefix(admin, filepath.Join(m.commonDir, "worktrees")+string(filepath.Separator)) &&
+		!slices.Contains(admins, admin) {
 		admins = append(admins, admin)
 	}
 	_, statErr := os.Lstat(path)
 	if len(admins) == 0 && errors.Is(statErr, fs.ErrNotExist) {
 		return nil
 	}
-	m.log.Warn("merge: repairing stale worktree", "path", path, "registrations", admins)
+	if stale {
+		m.log.Warn("merge: repairing stale worktree", "path", path, "registrations", admins)
+	} else {
+		m.log.Debug("merge: removing worktree", "path", path, "registrations", admins)
+	}
 	if err := os.RemoveAll(path); err != nil {
 		return fmt.Errorf("merge: remove stale worktree: %w", err)
 	}
@@ -222,7 +234,7 @@ func (m *Manager) removeLocked(ctx context.Context, id foreman.ItemID, path stri
 	admin, _ := inspectWorktree(path)
 	// Removing the directory and its registration directly is what
 	// `git worktree remove --force` does, without the process.
-	if err := m.clearStale(path, admin); err != nil {
+	if err := m.removeWorktreeFiles(path, admin, false); err != nil {
 		return err
 	}
 	if !m.cfg.DeleteBranchOnRemove {

@@ -2,6 +2,7 @@ package merge
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -317,4 +318,25 @@ func TestRelativeRootIsTakenAgainstTheMainWorktree(t *testing.T) {
 	assert.Equal(t, filepath.Join(filepath.Dir(repo), "beside", "out"), wt.Path)
 	data, _ = os.ReadFile(filepath.Join(repo, ".git", "info", "exclude"))
 	assert.NotContains(t, string(data), "beside", "a root outside the repository needs no exclude")
+}
+
+// Removing a healthy worktree is routine: no "repairing stale worktree"
+// warning (a newcomer saw one after every merge), and a stale one's
+// registration is named once.
+func TestRemoveOfAHealthyWorktreeWarnsOfNothing(t *testing.T) {
+	t.Parallel()
+	repo := newRepo(t, nil)
+	var logs strings.Builder
+	m := newManager(t, repo, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	})
+	create(t, m, "story-1")
+	require.NoError(t, m.Remove(context.Background(), "story-1"))
+	assert.Empty(t, logs.String())
+
+	wt := create(t, m, "story-2")
+	require.NoError(t, os.Remove(filepath.Join(wt.Path, ".git"))) // broken
+	create(t, m, "story-2")                                       // repairs it
+	assert.Contains(t, logs.String(), "repairing stale worktree")
+	assert.Equal(t, 1, strings.Count(logs.String(), filepath.Join(".git", "worktrees", "story-2")), logs.String())
 }
