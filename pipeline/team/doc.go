@@ -41,16 +41,34 @@
 // A plan can be written as a stories file (YAML, see PlanExample) and read
 // with LoadPlan or ParsePlan.
 //
-// # Completion needs evidence
+// # What an agent gets, and how it reports
 //
-// An agent reports its stage by writing a Report as JSON to the file named
-// in its environment as FOREMAN_RESULT, carrying the assignment id it was
-// given (FOREMAN_ASSIGNMENT); a report with any other assignment id is
+// Every agent runs in the story's worktree with, in its environment,
+// FOREMAN_ITEM (the story id), FOREMAN_STAGE (the stage's 0-based index in
+// the flow: 0 plan, 1 validate, 2 execute, 3 quality in the story flow),
+// FOREMAN_ROLE (the stage's role: planner, validator, builder by default),
+// FOREMAN_WORKER, FOREMAN_ASSIGNMENT and FOREMAN_RESULT; its prompt
+// (DefaultPrompt) says the same in words and ends with an assignment block
+// (pipeline.AssignmentBlock), after which a driver may add the previous
+// iteration's feedback (agentcmd does, under its own heading).
+//
+// An agent of a plan or validation stage reports by writing a Report as
+// JSON to the file named by FOREMAN_RESULT, carrying the assignment id it
+// was given (FOREMAN_ASSIGNMENT); a report with any other assignment id is
 // ignored. The stage's canonical line (pipeline/message) at the end of its
-// output is the fallback. A build stage completes only when the run loop
-// saw changes since the assignment's base that pass the gates, whatever the
-// agent says. An agent that fails or says nothing pauses its story with
-// the cause: exit status, the tail of its stderr, the gates' output.
+// output is the fallback. Such an agent that fails or says nothing pauses
+// its story with the cause: exit status, the tail of its stderr.
+//
+// A build agent need not report: its stage completes when the run loop saw
+// changes since the assignment's base (commits or uncommitted files) that
+// pass the gates, whatever the agent says, and fails, pausing the story
+// with the gates' output, when the run loop's limits end first; a Report
+// with outcome "error" adds the agent's own words to that cause.
+//
+// What agents print is theirs: the team keeps their reports, not their
+// output (an agentcmd driver's Config.Logger logs each execution's end).
+// Squash commits are authored by Config.Merge.Author, by default
+// "Foreman <foreman@localhost>".
 //
 // # Durable and resumable
 //

@@ -54,10 +54,11 @@ const (
 // 1 in the order they were recorded, on across restarts of the host (the
 // events are kept in the team's store).
 type Event struct {
-	Seq        uint64               `json:"seq"`
-	Kind       EventKind            `json:"kind"`
-	At         time.Time            `json:"at"`
-	Story      foreman.ItemID       `json:"story,omitempty"`
+	Seq   uint64         `json:"seq"`
+	Kind  EventKind      `json:"kind"`
+	At    time.Time      `json:"at"`
+	Story foreman.ItemID `json:"story,omitempty"`
+	// Stage is the story's stage (0-based), for events about a story.
 	Stage      int                  `json:"stage"`
 	Role       string               `json:"role,omitempty"`
 	Worker     foreman.WorkerID     `json:"worker,omitempty"`
@@ -216,6 +217,8 @@ func (t *Team) Events(after uint64) []Event {
 // returned channel, in order, until ctx ends (then the channel is closed).
 // A subscriber that does not keep up falls behind without holding up the
 // team. A client that reconnects with the last Seq it saw misses nothing.
+// To follow one Run to its end, read until EventRunFinished, then cancel
+// ctx.
 func (t *Team) Subscribe(ctx context.Context, after uint64) <-chan Event {
 	ch := make(chan Event)
 	go func() {
