@@ -122,7 +122,7 @@ func teamConfig(o options, plan team.Plan, stderr io.Writer) (team.Config, error
 	var argv []string
 	if o.agent != "" {
 		var err error
-		if argv, err = splitWords(o.agent); err != nil {
+		if argv, err = agentcmd.SplitCommand(o.agent); err != nil {
 			return team.Config{}, fmt.Errorf("-agent: %w", err)
 		}
 		if len(argv) == 0 {
@@ -136,7 +136,7 @@ func teamConfig(o options, plan team.Plan, stderr io.Writer) (team.Config, error
 		gates = phases.GatePlan{}
 		var checks []phases.GateCheck
 		for _, g := range o.gates {
-			words, err := splitWords(g)
+			words, err := agentcmd.SplitCommand(g)
 			if err != nil || len(words) == 0 {
 				return team.Config{}, fmt.Errorf("-gate %q: %v", g, orEmpty(err))
 			}

@@ -8,38 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestSplitWords(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []string
-		err  string
-	}{
-		{`go test ./...`, []string{"go", "test", "./..."}, ""},
-		{`sh -c "echo hi there"`, []string{"sh", "-c", "echo hi there"}, ""},
-		{`a 'b c' d\ e "f\"g" ''`, []string{"a", "b c", "d e", `f"g`, ""}, ""},
-		{`x{prompt}y`, []string{"x{prompt}y"}, ""},
-		{`  `, nil, ""},
-		{`'open`, nil, "unterminated single quote"},
-		{`"open`, nil, "unterminated double quote"},
-		{`end\`, nil, "trailing backslash"},
-	}
-	for _, tt := range tests {
-		got, err := SplitWords(tt.in)
-		if tt.err != "" {
-			assert.ErrorContains(t, err, tt.err, tt.in)
-			continue
-		}
-		assert.NoError(t, err, tt.in)
-		assert.Equal(t, tt.want, got, tt.in)
-	}
-}
-
 func TestShellQuoteRoundTrips(t *testing.T) {
 	for _, s := range []string{"", "plain", "/tmp/sp ace/x", "it's", `a"b\c $d`, "'", "tab\there"} {
-		words, err := SplitWords("cmd " + ShellQuote(s) + " tail")
-		require.NoError(t, err)
-		assert.Equal(t, []string{"cmd", s, "tail"}, words, s)
-
 		out, err := exec.Command("sh", "-c", "printf %s "+ShellQuote(s)).Output()
 		require.NoError(t, err)
 		assert.Equal(t, s, string(out), s)

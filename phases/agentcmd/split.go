@@ -1,17 +1,18 @@
-package main
+package agentcmd
 
 import (
 	"errors"
 	"strings"
 )
 
-// splitWords splits a command line the way a POSIX shell splits words:
+// SplitCommand splits a command line the way a POSIX shell splits words,
+// so that a host can take an agent command as one string (a flag, a
+// config field) and give it to Config.Argv:
 // whitespace separates words, single quotes keep everything literally,
 // double quotes keep whitespace and honour backslash escapes of " \ $ and
 // backquote, and a backslash outside quotes escapes the next character.
 // Nothing is expanded: no variables, globs or command substitution.
-// (The library's own copy is internal; a host program cannot import it.)
-func splitWords(s string) ([]string, error) {
+func SplitCommand(s string) ([]string, error) {
 	var words []string
 	var cur strings.Builder
 	inWord := false
