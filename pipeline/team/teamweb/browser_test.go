@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -103,10 +104,10 @@ func TestThePageInABrowser(t *testing.T) {
 	url, err := chromedp.Run(ctx, chromedp.Location())
 	require.NoError(t, err)
 	assert.NotContains(t, url, testToken, "the token leaves the address bar")
-	worker, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#workers tr[data-story="C"]`)))
+	worker, err := pageText(ctx, `#workers tr[data-story="C"]`)
 	require.NoError(t, err)
 	assert.Contains(t, worker, "2 builder", "C's worker, at its build stage")
-	esc, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.escalation[data-story="A"]`)))
+	esc, err := pageText(ctx, `.escalation[data-story="A"]`)
 	require.NoError(t, err)
 	assert.Contains(t, esc, "boom 1", "the cause")
 	for _, a := range team.Actions() {
@@ -121,13 +122,21 @@ func TestThePageInABrowser(t *testing.T) {
 	// A person fixes the cause and clicks retry: A resumes (its
 	// escalation goes, it runs again) and merges; B starts after it.
 	f.remove(t, "A.fail-stage-1")
+	// The page redraws on every event, so a node the driver found may be
+	// replaced before its click lands ("Could not find node with given
+	// id", seen in CI): the click is made inside the page, in one step.
+	const retry = `.escalation[data-story="A"] button[data-action="retry"]`
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(retry))))
+	clicked, err := chromedp.Run(ctx, chromedp.Evaluate[bool](
+		`(() => { const b = document.querySelector('`+retry+`'); if (!b) return false; b.click(); return true })()`))
+	require.NoError(t, err)
+	require.True(t, clicked, "the retry button is there")
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`.escalation[data-story="A"] button[data-action="retry"]`)),
 		chromedp.WaitNotPresent(chromedp.CSS(`.escalation`)),
 		chromedp.WaitReady(node("A", "merged")),
 		chromedp.WaitReady(chromedp.CSS(`#graph g.node[data-story="B"]:not([data-state="blocked"])`)),
 	))
-	notice, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#notice`)))
+	notice, err := pageText(ctx, `#notice`)
 	require.NoError(t, err)
 	assert.Contains(t, notice, "A: retry")
 	after, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`window.foremanLoadedAt`))
@@ -142,4 +151,12 @@ func TestThePageInABrowser(t *testing.T) {
 	for _, s := range []string{"Parse the config", "Write the docs"} {
 		assert.Equal(t, 1, strings.Count(log, s), "%q merged once", s)
 	}
+}
+
+// pageText reads an element's text inside the page in one step: the page
+// redraws on every event, and a node the driver found may be gone by the
+// time it asks for its text.
+func pageText(ctx context.Context, selector string) (string, error) {
+	return chromedp.Run(ctx, chromedp.Evaluate[string](
+		`(() => { const e = document.querySelector(`+strconv.Quote(selector)+`); return e ? e.innerText : "" })()`))
 }
