@@ -5,9 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -229,12 +233,12 @@ func TestRunMergesThePlanOneSquashCommitPerStory(t *testing.T) {
 // it), with the agent's pid. The agent holds until the run stops or the
 // test writes to its release FIFO; cleanup kills its process group if it is
 // still there.
-func (f *fixture) holdInBuild(t *testing.T) (cmd *exec.Cmd, stdout, stderr *bytes.Buffer, agentPid int) {
+func (f *fixture) holdInBuild(t *testing.T, extra ...string) (cmd *exec.Cmd, stdout, stderr *bytes.Buffer, agentPid int) {
 	t.Helper()
 	started, release := filepath.Join(f.ctl, "US-002.started"), filepath.Join(f.ctl, "US-002.release")
 	require.NoError(t, syscall.Mkfifo(started, 0o644))
 	require.NoError(t, syscall.Mkfifo(release, 0o644))
-	cmd, stdout, stderr = f.command(t, f.runArgs()...)
+	cmd, stdout, stderr = f.command(t, append(f.runArgs(), extra...)...)
 	require.NoError(t, cmd.Start())
 	data, err := os.ReadFile(started) // blocks until the agent writes
 	require.NoError(t, err)
@@ -424,4 +428,32 @@ func indexOf(s []string, v string) int {
 		}
 	}
 	return -1
+}
+
+// The run serves the live status page on 127.0.0.1 and prints its URL
+// with the access token; the page and its status are there while the
+// team runs.
+func TestTheRunServesTheStatusPage(t *testing.T) {
+	f := newFixture(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	cmd, stdout, stderr, _ := f.holdInBuild(t, "-http", addr)
+
+	resp, err := http.Get("http://" + addr + "/api/status")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), `"US-002"`)
+	page, err := http.Get("http://" + addr + "/")
+	require.NoError(t, err)
+	page.Body.Close()
+	assert.Equal(t, http.StatusOK, page.StatusCode)
+
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	require.Equal(t, exitInterrupted, exitCode(t, cmd.Wait()), "stderr:\n%s", stderr)
+	assert.Regexp(t, `status page: http://`+regexp.QuoteMeta(addr)+`/#token=[0-9a-f]{32}`, stdout.String())
 }

@@ -84,6 +84,15 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		watch(subCtx, tm, events, lastSeq, out)
 	}()
 
+	if o.http != "" {
+		stopPage, err := servePage(tm, o.http, out)
+		if err != nil {
+			fmt.Fprintln(stderr, "foreman: the status page:", err)
+			return exitUsage
+		}
+		defer stopPage()
+	}
+
 	res, runErr := tm.Run(ctx)
 	var last uint64
 	if evs := tm.Events(0); len(evs) > 0 {
