@@ -94,6 +94,30 @@ func putJSON(ctx context.Context, db store.Store, kind, id string, v any) error 
 	return fmt.Errorf("team: writing %s record %q: too many conflicts", kind, id)
 }
 
+// updateMemory changes one field or another of a story's memory: a
+// read-modify-write at the record's version, done again when another
+// writer (the worker pool's cause, a stage's result) wrote in between, so
+// that neither overwrites the other's field.
+func updateMemory(ctx context.Context, db store.Store, item foreman.ItemID, change func(*memory)) error {
+	for range 5 {
+		var m memory
+		ver, _, err := getJSON(ctx, db, kindMemory, string(item), &m)
+		if err != nil {
+			return err
+		}
+		change(&m)
+		data, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		_, err = db.Apply(ctx, store.Op{Kind: kindMemory, ID: string(item), ExpectVersion: ver, Data: data})
+		if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("team: updating the memory of %s: too many conflicts", item)
+}
+
 // storeBoard is the pipeline.Board the team keeps in its store.
 type storeBoard struct{ db store.Store }
 

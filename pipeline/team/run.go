@@ -381,12 +381,7 @@ func (t *Team) onWorkerEvent(rs *runState, ev worker.Event) {
 	rs.wg.Add(1)
 	go func() {
 		defer rs.wg.Done()
-		var m memory
-		if _, _, err := getJSON(rs.ctx, t.db, kindMemory, string(item), &m); err != nil {
-			return
-		}
-		m.WorkerCause = what
-		if err := putJSON(rs.ctx, t.db, kindMemory, string(item), m); err != nil {
+		if err := updateMemory(rs.ctx, t.db, item, func(m *memory) { m.WorkerCause = what }); err != nil {
 			t.log.Warn("team: recording a worker's cause", "story", item, "err", err)
 		}
 	}()

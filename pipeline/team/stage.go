@@ -181,15 +181,15 @@ func (r stageRunner) gate(ctx context.Context, a pipeline.AgentAssignment, dir s
 	if err != nil {
 		return phases.AgentResult{}, errorLine(a.Item, a.Stage, "the gates could not run: "+err.Error())
 	}
-	mem.GateFeedback = ""
+	var fb string
 	if !rep.Passed {
-		fb, ferr := t.feedback.Generate(ctx, snap, rep, plan, phases.FeedbackOptions{})
+		var ferr error
+		fb, ferr = t.feedback.Generate(ctx, snap, rep, plan, phases.FeedbackOptions{})
 		if ferr != nil || fb == "" {
 			fb = failureSummary(rep)
 		}
-		mem.GateFeedback = fb
 	}
-	if err := putJSON(ctx, t.db, kindMemory, string(a.Item), mem); err != nil {
+	if err := updateMemory(ctx, t.db, a.Item, func(m *memory) { m.GateFeedback = fb }); err != nil {
 		return phases.AgentResult{}, errorLine(a.Item, a.Stage, "recording the gate's feedback: "+err.Error())
 	}
 	line := gateStageLine(a.Item, a.Stage, rep, plan)
@@ -254,12 +254,8 @@ func (t *Team) recordVerified(ctx context.Context, item foreman.ItemID, before p
 	if sp == nil || sp.Snapshot == nil || sp.Snapshot.DiffHash == "" {
 		return nil
 	}
-	var mem memory
-	if _, _, err := getJSON(ctx, t.db, kindMemory, string(item), &mem); err != nil {
-		return err
-	}
-	mem.Verified = &verifiedChange{Base: before, DiffHash: sp.Snapshot.DiffHash}
-	return putJSON(ctx, t.db, kindMemory, string(item), mem)
+	v := &verifiedChange{Base: before, DiffHash: sp.Snapshot.DiffHash}
+	return updateMemory(ctx, t.db, item, func(m *memory) { m.Verified = v })
 }
 
 // alreadyVerified reports whether the worktree holds exactly the change a
