@@ -1,0 +1,56 @@
+package agentmcp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+
+	"github.com/agentforeman/foreman/phases/agentmcp"
+)
+
+// A host starts the server, begins an assignment, and takes the report its
+// agent sent when the stage ends; a report with another assignment id is
+// refused, and one from a replaced worker is ignored.
+func Example() {
+	ctx := context.Background()
+	srv := agentmcp.New(agentmcp.Config{
+		// The host's check: here, any outcome but complete and error is
+		// malformed, and the workspace always shows a change.
+		Check: func(_ context.Context, a agentmcp.Assignment, r agentmcp.Report) (agentmcp.Check, error) {
+			c := agentmcp.Check{ClaimsCompletion: r.Outcome == "complete", NeedsChange: true, Changed: true}
+			if r.Outcome != "complete" && r.Outcome != "error" {
+				c.Problem = "unknown outcome " + r.Outcome
+			}
+			return c, nil
+		},
+	})
+	if err := srv.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close(ctx)
+	srv.Begin(agentmcp.Assignment{ID: "US-001-a3", Item: "US-001", Stage: 2, Role: "builder", Outcomes: []string{"complete", "error"}})
+
+	// The agent's side (an agent CLI uses its own MCP client, with
+	// srv.Env() in its environment).
+	agent, err := agentmcp.Dial(ctx, srv.URL(), srv.Token())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer agent.Close()
+	res, err := agent.Report(ctx, agentmcp.Report{Assignment: "US-001-a3", Outcome: "complete", Summary: "parser written, tests pass"})
+	fmt.Println(res.Verdict, err)
+	_, err = agent.Report(ctx, agentmcp.Report{Assignment: "US-001-a9", Outcome: "complete"})
+	var te *agentmcp.ToolError
+	fmt.Println(errors.As(err, &te))
+
+	rep, ok := srv.End("US-001-a3")
+	fmt.Println(ok, rep.Outcome, rep.Summary)
+	res, _ = agent.Report(ctx, agentmcp.Report{Assignment: "US-001-a3", Outcome: "complete"})
+	fmt.Println(res.Verdict, srv.Stats())
+	// Output:
+	// accepted <nil>
+	// true
+	// true complete parser written, tests pass
+	// stale {1 1 1 0 0}
+}

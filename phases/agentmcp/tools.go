@@ -1,0 +1,118 @@
+package agentmcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentforeman/foreman"
+)
+
+// ReportResult is the report tool's answer when the report was taken or
+// ignored; every other verdict is a tool error whose text says why.
+type ReportResult struct {
+	// Verdict is "accepted" or "stale".
+	Verdict string `json:"verdict"`
+	Message string `json:"message"`
+}
+
+// StatusQuery is the status tool's input.
+type StatusQuery struct {
+	Assignment foreman.AssignmentID `json:"assignment" jsonschema:"your assignment id (FOREMAN_ASSIGNMENT)"`
+}
+
+// StatusResult is the status tool's answer: the assignment, whether it is
+// still current, what the team expects, and the report accepted so far.
+// A stale assignment is told only that it is stale: who replaced it is
+// none of its business.
+type StatusResult struct {
+	Assignment
+	State    string  `json:"state"`
+	Reported *Report `json:"reported,omitempty"`
+}
+
+func (s *Server) addTools() {
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:  ToolReport,
+		Title: "Report your stage's outcome",
+		Description: "Report the outcome of your assignment's stage to the team, once you are done (or cannot go on). " +
+			"Pass your assignment id (FOREMAN_ASSIGNMENT) as the fence: a report for an assignment that is not yours is refused, " +
+			"and one from an assignment that was replaced is ignored. A build reported complete must have changed the workspace " +
+			"(commits or changes since your assignment began), or the report is refused. You may report again to correct it; the last accepted report counts.",
+	}, s.report)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        ToolStatus,
+		Title:       "Your assignment",
+		Description: "What your assignment is (story, stage, role), whether it is still current, the outcomes the stage accepts, what the team expects, and the report accepted so far.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, s.status)
+}
+
+func (s *Server) report(ctx context.Context, _ *mcp.CallToolRequest, r Report) (*mcp.CallToolResult, ReportResult, error) {
+	r.Outcome = strings.ToLower(strings.TrimSpace(r.Outcome))
+	a, f := s.fence(r.Assignment)
+	var c Check
+	if f == FenceCurrent {
+		if r.Outcome == "" {
+			c.Problem = "the outcome is empty"
+		} else if s.cfg.Check != nil {
+			var err error
+			if c, err = s.cfg.Check(ctx, a, r); err != nil {
+				return nil, ReportResult{}, fmt.Errorf("the team could not check your report (try again): %w", err)
+			}
+		}
+	}
+	v := s.record(a, r, Decide(f, c))
+	s.log.Info("agentmcp: report", "assignment", r.Assignment, "item", a.Item, "outcome", r.Outcome, "verdict", v.String())
+	switch v {
+	case Refused:
+		return nil, ReportResult{}, fmt.Errorf("refused: %q is not an assignment of this team; report with your own assignment id (FOREMAN_ASSIGNMENT)", r.Assignment)
+	case Invalid:
+		return nil, ReportResult{}, fmt.Errorf("not taken: %s; outcomes of this stage: %s", c.Problem, strings.Join(a.Outcomes, ", "))
+	case Unproven:
+		return nil, ReportResult{}, errors.New("not taken as completion: " + unproven(c))
+	case Stale:
+		if s.cfg.OnStale != nil {
+			s.cfg.OnStale(ctx, a, r)
+		}
+		return text(ReportResult{Verdict: v.String(), Message: fmt.Sprintf(
+			"ignored: assignment %s is no longer current (another worker has the stage, or it ended); stop working on it", r.Assignment)})
+	}
+	msg := "accepted: the team takes this report when your stage ends"
+	if c.Evidence != "" {
+		msg += " (" + c.Evidence + ")"
+	}
+	return text(ReportResult{Verdict: v.String(), Message: msg})
+}
+
+func unproven(c Check) string {
+	if c.Evidence != "" {
+		return c.Evidence + "; commit your work, then report again"
+	}
+	return "the workspace has no commits or changes since your assignment began; commit your work, then report again"
+}
+
+func text(r ReportResult) (*mcp.CallToolResult, ReportResult, error) {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Message}}}, r, nil
+}
+
+func (s *Server) status(_ context.Context, _ *mcp.CallToolRequest, q StatusQuery) (*mcp.CallToolResult, StatusResult, error) {
+	a, f := s.fence(q.Assignment)
+	switch f {
+	case FenceUnknown:
+		return nil, StatusResult{}, fmt.Errorf("%q is not an assignment of this team; use your own (FOREMAN_ASSIGNMENT)", q.Assignment)
+	case FenceStale:
+		return nil, StatusResult{Assignment: Assignment{ID: a.ID, Item: a.Item, Stage: a.Stage, Role: a.Role}, State: f.String()}, nil
+	}
+	res := StatusResult{Assignment: a, State: f.String()}
+	s.mu.Lock()
+	if e := s.entries[a.ID]; e != nil && e.report != nil {
+		rep := *e.report
+		res.Reported = &rep
+	}
+	s.mu.Unlock()
+	return nil, res, nil
+}
