@@ -92,7 +92,10 @@
 //
 // Status reports every story (state, stage, worker and how long it has
 // worked, the last result, the escalation of a paused one and the worker
-// pool's cause) and the dependency graph, as text (Status.Text) or JSON.
+// pool's cause, the tokens and money its agents spent) and the dependency
+// graph, as text (Status.Text) or JSON, with the totals spent. Spending is
+// what the agent CLIs report (agentcmd reads Claude's and Codex's usage),
+// recorded per story in the store and as EventUsage events.
 // ReadStatus gives the same from another process, without an agent and
 // without writing. Events and Subscribe give the typed event stream,
 // numbered by Seq and kept in the store, so a reader that comes back with

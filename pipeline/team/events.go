@@ -48,6 +48,9 @@ const (
 	// latter says how it ended.
 	EventRunStarted  EventKind = "run_started"
 	EventRunFinished EventKind = "run_finished"
+	// EventUsage: a stage's agent reported what it spent (Tokens, CostUSD:
+	// this report's, not a running total); the story's status adds it up.
+	EventUsage EventKind = "usage"
 )
 
 // Event is one thing that happened to the team. Seq numbers events from
@@ -72,6 +75,13 @@ type Event struct {
 	Commit     string               `json:"commit,omitempty"`
 	Action     Action               `json:"action,omitempty"`
 	Escalation *pipeline.Escalation `json:"escalation,omitempty"`
+	// Tokens and CostUSD are what an EventUsage reports.
+	Tokens  int64   `json:"tokens,omitempty"`
+	CostUSD float64 `json:"costUSD,omitempty"`
+	// Started is, for EventStoryMerged and EventStoryPaused, when the story
+	// started its first stage (At minus Started is how long it took, also
+	// across restarts of the host).
+	Started time.Time `json:"started,omitzero"`
 }
 
 // eventLog records the events: in the store first (when it has one), so

@@ -317,13 +317,13 @@ func (t *Team) observe(rs *runState, st pipeline.State) {
 
 	now := t.clk.Now()
 	if move == graphComplete {
-		t.events.add(Event{Kind: EventStoryMerged, At: now, Story: st.Item, Stage: st.Stage, Commit: st.Commit})
+		t.events.add(Event{Kind: EventStoryMerged, At: now, Story: st.Item, Stage: st.Stage, Commit: st.Commit, Started: st.Started})
 		rs.wake(taskgraph.WakeUp{Handler: taskgraph.HandleCallback, Role: storyRole, Assignment: a, Task: string(st.Item),
 			Outcome: taskgraph.OutcomeCompleted, Text: fmt.Sprintf("[%s] %s completed", storyRole, st.Item), At: now})
 		return
 	}
 	t.events.add(Event{Kind: EventStoryPaused, At: now, Story: st.Item, Stage: st.Stage, Role: t.role(st.Stage),
-		Escalation: st.Pause, Detail: pauseText(st)})
+		Escalation: st.Pause, Detail: pauseText(st), Started: st.Started})
 	rs.wg.Add(1)
 	go func() {
 		defer rs.wg.Done()
@@ -363,6 +363,9 @@ func (t *Team) onWorkerEvent(rs *runState, ev worker.Event) {
 	switch ev.Kind {
 	case worker.EventRateLimited, worker.EventAssigned, worker.EventCompleted:
 		t.paceForRateLimits(rs)
+	case worker.EventUsage:
+		t.onUsage(rs, ev)
+		return
 	}
 	what := workerTrouble(ev)
 	if what == "" {
@@ -496,8 +499,17 @@ type spawnProxy struct {
 	t  *Team
 	mu sync.Mutex
 	s  *pipeline.DispatcherSpawner
-	// items maps the assignments spawned to their stories.
-	items map[foreman.AssignmentID]foreman.ItemID
+	// items maps the assignments spawned to their stories, stages to
+	// their stage.
+	items  map[foreman.AssignmentID]foreman.ItemID
+	stages map[foreman.AssignmentID]int
+}
+
+// stageOf returns the stage an assignment was spawned for.
+func (p *spawnProxy) stageOf(a foreman.AssignmentID) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stages[a]
 }
 
 func (p *spawnProxy) itemOf(a foreman.AssignmentID) (foreman.ItemID, bool) {
@@ -527,8 +539,10 @@ func (p *spawnProxy) Spawn(ctx context.Context, r pipeline.SpawnRequest) error {
 	p.mu.Lock()
 	if p.items == nil {
 		p.items = map[foreman.AssignmentID]foreman.ItemID{}
+		p.stages = map[foreman.AssignmentID]int{}
 	}
 	p.items[r.Assignment] = r.Item
+	p.stages[r.Assignment] = r.Stage
 	p.mu.Unlock()
 	if err := s.Spawn(ctx, r); err != nil {
 		return err

@@ -63,6 +63,12 @@ type StoryStatus struct {
 	Decision Action    `json:"decision,omitempty"`
 	Started  time.Time `json:"started,omitzero"`
 	Updated  time.Time `json:"updated,omitzero"`
+	// Tokens and CostUSD are what the story's agents have spent, over
+	// every stage, attempt and run, as their CLIs reported it (agentcmd
+	// reads Claude's and Codex's usage; an agent that reports none counts
+	// zero).
+	Tokens  int64   `json:"tokens"`
+	CostUSD float64 `json:"costUSD"`
 }
 
 // Status is the team as a person watching it sees it.
@@ -80,6 +86,9 @@ type Status struct {
 	Actions     []Action              `json:"actions"`
 	// Graph is the dependency graph's status report, as text.
 	Graph string `json:"graph"`
+	// Tokens and CostUSD are what every story's agents have spent.
+	Tokens  int64   `json:"tokens"`
+	CostUSD float64 `json:"costUSD"`
 }
 
 // RunHost is the process running a team, as ReadStatus finds it.
@@ -146,12 +155,18 @@ func (t *Team) Status(ctx context.Context) (Status, error) {
 		if st.State == StoryPaused && st.Pause != nil {
 			s.Escalations = append(s.Escalations, *st.Pause)
 		}
+		s.Tokens += st.Tokens
+		s.CostUSD += st.CostUSD
 	}
 	return s, nil
 }
 
 func (t *Team) storyStatuses(ctx context.Context, now time.Time) ([]StoryStatus, error) {
 	sess, _, err := t.graph.Load(ctx, graphSession)
+	if err != nil {
+		return nil, err
+	}
+	usage, err := usageByStory(ctx, t.db)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +184,7 @@ func (t *Team) storyStatuses(ctx context.Context, now time.Time) ([]StoryStatus,
 		}
 		ss := StoryStatus{ID: s.ID, Title: s.Title, After: s.After, State: storyState(task, st, dp), Stage: st.Stage,
 			Attempts: st.Assignments, Last: lastResult(st), Feedback: st.Feedback, Commit: st.Commit,
-			Started: st.Started, Updated: st.Updated}
+			Started: st.Started, Updated: st.Updated, Tokens: usage[s.ID].Tokens, CostUSD: usage[s.ID].CostUSD}
 		if st.Status != pipeline.StatusNew {
 			ss.Role = t.role(st.Stage)
 		}
@@ -274,8 +289,15 @@ func (s Status) Text() string {
 		b.WriteString(", running")
 	}
 	b.WriteString(")\n")
+	// The spending columns appear once an agent reported any, so that a
+	// team of agents that report none is not shown a column of zeros.
+	spent := s.Tokens != 0 || s.CostUSD != 0
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  ID\tSTATE\tSTAGE\tWORKER\tELAPSED\tLAST\t")
+	if spent {
+		fmt.Fprintln(tw, "  ID\tSTATE\tSTAGE\tWORKER\tELAPSED\tTOKENS\tCOST\tLAST\t")
+	} else {
+		fmt.Fprintln(tw, "  ID\tSTATE\tSTAGE\tWORKER\tELAPSED\tLAST\t")
+	}
 	for _, st := range s.Stories {
 		stage, worker, elapsed := "", "", ""
 		if st.Role != "" {
@@ -296,9 +318,17 @@ func (s Status) Text() string {
 		case st.State == StoryPaused && st.Pause != nil:
 			last = string(st.Pause.Reason) + ": " + st.Pause.Message
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t\n", st.ID, st.State, stage, worker, elapsed, clip(last, 60))
+		if spent {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", st.ID, st.State, stage, worker, elapsed, st.Tokens,
+				dollars(st.CostUSD), clip(last, 60))
+		} else {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t\n", st.ID, st.State, stage, worker, elapsed, clip(last, 60))
+		}
 	}
 	tw.Flush()
+	if spent {
+		fmt.Fprintf(&b, "  spent in all: %d tokens, %s\n", s.Tokens, dollars(s.CostUSD))
+	}
 	if len(s.Escalations) > 0 {
 		fmt.Fprintf(&b, "\nWaiting for a person (Resolve: %s)\n", joinActions(s.Actions))
 		for _, e := range s.Escalations {
@@ -325,6 +355,14 @@ func (s Status) Text() string {
 
 // JSON renders the status as indented JSON.
 func (s Status) JSON() ([]byte, error) { return json.MarshalIndent(s, "", "  ") }
+
+// dollars formats a cost: cents, or four decimals below a dollar's tenth.
+func dollars(usd float64) string {
+	if usd != 0 && usd < 0.1 {
+		return fmt.Sprintf("$%.4f", usd)
+	}
+	return fmt.Sprintf("$%.2f", usd)
+}
 
 func short(commit string) string {
 	if len(commit) > 12 {

@@ -27,7 +27,9 @@ import (
 )
 
 // agentScript plays every stage of the story flow: it reports through the
-// result file and, in the build stage, writes <story>.txt and commits.
+// result file and, in the build stage, writes <story>.txt and commits; it
+// ends as Claude Code does, with a result line saying it spent 1,000
+// tokens and $0.02.
 // Files in the control directory steer it per story:
 //
 //	<id>.fail-stage-N  exit 3 at stage N with "boom N" on stderr (the story pauses)
@@ -50,6 +52,7 @@ case "$stage" in
    git add "$id.txt" && git commit -qm "$id: its file" ;;
 esac
 printf '{"assignment":"%s","outcome":"%s","summary":"stage %s done"}\n' "$FOREMAN_ASSIGNMENT" "$outcome" "$stage" > "$FOREMAN_RESULT"
+echo '{"type":"result","subtype":"success","is_error":false,"result":"done","total_cost_usd":0.02,"usage":{"input_tokens":900,"output_tokens":100}}'
 `
 
 // gitEnv keeps the machine's git config out and commits as a fixed identity.
@@ -91,7 +94,7 @@ func newFixture(t testing.TB) *fixture {
 	require.NoError(t, os.WriteFile(script, []byte(strings.ReplaceAll(agentScript, "%CTL%", "'"+f.ctl+"'")), 0o755))
 	f.cfg = team.Config{
 		Repo:  f.repo,
-		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: gitEnv()}),
+		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Format: agentcmd.FormatClaude, Env: gitEnv()}),
 		Gates: phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L1Tests, Checks: []phases.GateCheck{
 			{Name: "files", Argv: []string{"sh", "-c", "ls *.txt"}},
 		}}}},

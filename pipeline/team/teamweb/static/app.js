@@ -46,6 +46,8 @@
   const stateBadge = (s) => el("span", { class: "state " + s }, s);
   const stageText = (s) => (s.role ? s.stage + " " + s.role : "");
   const short = (c) => (c ? c.slice(0, 10) : "");
+  const tokens = (n) => (n ? Number(n).toLocaleString("en-US") : "");
+  const dollars = (usd) => (usd ? "$" + (usd < 0.1 ? usd.toFixed(4) : usd.toFixed(2)) : "");
 
   function elapsed(since) {
     if (!since) return "";
@@ -95,6 +97,8 @@
     const counts = {};
     for (const s of stories) counts[s.state] = (counts[s.state] || 0) + 1;
     $("#counts").replaceChildren(...STATES.filter((s) => counts[s]).map((s) => el("span", {}, stateBadge(s), " " + counts[s])));
+    $("#spent").textContent = status.tokens || status.costUSD ?
+      `spent ${tokens(status.tokens)} tokens, ${dollars(status.costUSD) || "$0.00"}` : "";
     renderGraph(stories);
     renderEscalations(status.escalations || [], stories, status.actions || []);
     renderWorkers(stories);
@@ -227,6 +231,7 @@
     $("#stories tbody").replaceChildren(...stories.map((s) => el("tr", { "data-story": s.id, "data-state": s.state },
       el("td", { class: "mono" }, s.id), el("td", {}, s.title), el("td", {}, stateBadge(s.state)),
       el("td", {}, stageText(s)), el("td", {}, (s.after || []).join(", ")), el("td", {}, s.attempts),
+      el("td", { class: "num", "data-tokens": s.tokens || 0 }, tokens(s.tokens)), el("td", { class: "num" }, dollars(s.costUSD)),
       el("td", { class: "last", title: s.last || "" }, s.last || ""), el("td", { class: "mono" }, short(s.commit)))));
   }
 
@@ -268,7 +273,8 @@
   function addEvent(e) {
     const list = $("#events");
     const t = new Date(e.at).toLocaleTimeString();
-    let what = [e.story, e.role ? `stage ${e.stage} ${e.role}` : "", e.outcome, e.action, e.commit ? short(e.commit) : ""].filter(Boolean).join(" · ");
+    let what = [e.story, e.role ? `stage ${e.stage} ${e.role}` : "", e.outcome, e.action, e.commit ? short(e.commit) : "",
+      e.tokens ? tokens(e.tokens) + " tokens" : "", dollars(e.costUSD)].filter(Boolean).join(" · ");
     const detail = e.escalation ? e.escalation.message : e.detail;
     if (detail) what += " — " + clip(detail, 140);
     list.prepend(el("li", { value: e.seq, "data-seq": e.seq }, el("span", { class: "mono" }, t + " "), el("span", { class: "kind" }, e.kind), " " + what));
