@@ -53,6 +53,7 @@ type options struct {
 	author  string
 	verbose bool
 	http    string
+	notify  string
 
 	status  bool
 	json    bool
@@ -116,6 +117,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.author, "author", "", "author of the squash commits, 'Name <email>' (default Foreman <foreman@localhost>)")
 	fs.BoolVar(&o.verbose, "v", false, "log the library's warnings to stderr")
 	fs.StringVar(&o.http, "http", "127.0.0.1:0", "serve the live status page (and its actions) while the team runs, at this address; the URL with its\naccess token is printed at start; empty: no page")
+	fs.StringVar(&o.notify, "notify", "", "POST escalations and the run's end as JSON to this URL (a webhook), signed with the secret in\n$"+envNotifySecret+" (HMAC-SHA256; see go doc pipeline/team/teamnotify)")
 	fs.BoolVar(&o.status, "status", false, "print how the plan stands and exit (works while another foreman runs the team)")
 	fs.BoolVar(&o.json, "json", false, "with -status: print the status as JSON")
 	fs.StringVar(&o.resolve, "resolve", "", "decide about a paused story: ID=retry|resume|skip|abandon")

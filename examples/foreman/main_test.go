@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +21,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/pipeline/team/teamnotify"
 )
 
 // binary is the foreman command built once for the tests that run it as a
@@ -452,8 +456,54 @@ func TestTheRunServesTheStatusPage(t *testing.T) {
 	require.NoError(t, err)
 	page.Body.Close()
 	assert.Equal(t, http.StatusOK, page.StatusCode)
+	metrics, err := http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	exposition, err := io.ReadAll(metrics.Body)
+	metrics.Body.Close()
+	require.NoError(t, err)
+	assert.Regexp(t, `foreman_team_stories\{state="running"\} [12]\n`, string(exposition), "US-002 (and US-003, unless it merged)")
+	assert.Regexp(t, `foreman_worker_workers\{state="Busy"\} [12]\n`, string(exposition))
+	assert.Contains(t, string(exposition), "foreman_team_running 1")
+	assert.Contains(t, string(exposition), "go_goroutines")
 
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
 	require.Equal(t, exitInterrupted, exitCode(t, cmd.Wait()), "stderr:\n%s", stderr)
 	assert.Regexp(t, `status page: http://`+regexp.QuoteMeta(addr)+`/#token=[0-9a-f]{32}`, stdout.String())
+}
+
+// With -notify, the run's end is POSTed to the webhook, signed with the
+// secret from the environment; without the secret, -notify is refused.
+func TestTheRunNotifiesAWebhook(t *testing.T) {
+	f := newFixture(t)
+	got := make(chan teamnotify.Notification, 10)
+	const secret = "a-secret-for-this-test-only"
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := teamnotify.VerifySignature([]byte(secret), r.Header.Get(teamnotify.SignatureHeader), body, time.Now(), 0); err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		var n teamnotify.Notification
+		_ = json.Unmarshal(body, &n)
+		got <- n
+	}))
+	defer receiver.Close()
+
+	var stdout, stderr bytes.Buffer
+	args := append(f.runArgs(), "-http", "", "-notify", receiver.URL)
+	assert.Equal(t, exitUsage, run(context.Background(), args, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "FOREMAN_NOTIFY_SECRET")
+
+	t.Setenv("FOREMAN_NOTIFY_SECRET", secret)
+	for _, kv := range gitEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	require.Equal(t, exitMerged, run(context.Background(), args, &stdout, &stderr), "stderr:\n%s", &stderr)
+	require.Len(t, got, 1, "one notification: the run's end")
+	n := <-got
+	assert.Equal(t, teamnotify.KindRunFinished, n.Kind)
+	assert.Contains(t, n.Detail, "3 merged")
 }

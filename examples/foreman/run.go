@@ -15,7 +15,10 @@ import (
 	"github.com/agentforeman/foreman/merge"
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/phases/agentcmd"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/agentforeman/foreman/pipeline/team"
+	"github.com/agentforeman/foreman/pipeline/team/teammetrics"
 )
 
 // runTeam loads the plan, opens the team in the repository (continuing it
@@ -43,6 +46,16 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 
 	out := &printer{w: stdout}
+	var (
+		reg     *prometheus.Registry
+		metrics *teammetrics.Metrics
+	)
+	if o.http != "" {
+		if reg, metrics, err = newMetrics(&cfg); err != nil {
+			fmt.Fprintln(stderr, "foreman:", err)
+			return exitFault
+		}
+	}
 	tm, err := team.New(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "foreman:", err)
@@ -84,8 +97,17 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		watch(subCtx, tm, events, lastSeq, out)
 	}()
 
+	if o.notify != "" {
+		stopNotify, err := notify(tm, o, stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, "foreman:", err)
+			return exitUsage
+		}
+		defer stopNotify()
+	}
 	if o.http != "" {
-		stopPage, err := servePage(tm, o.http, out)
+		metrics.Watch(tm)
+		stopPage, err := servePage(tm, reg, o.http, out)
 		if err != nil {
 			fmt.Fprintln(stderr, "foreman: the status page:", err)
 			return exitUsage
