@@ -1,0 +1,371 @@
+package pgtransport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/clock"
+	"github.com/agentforeman/foreman/pipeline/pgstore"
+	"github.com/agentforeman/foreman/worker"
+)
+
+// Config configures a Coordinator, the Dispatcher's side of the transport.
+// Zero values mean the documented defaults.
+type Config struct {
+	// Pool reaches the database; required. The coordinator uses up to three
+	// of its connections at once (writes, reads, and LISTEN on a
+	// connection of its own).
+	Pool *pgxpool.Pool
+	// Store is the pgstore.Store whose schema holds the transport's tables
+	// and whose leases fence its writes; required.
+	Store *pgstore.Store
+	// Leader is this coordinator's leadership: every write is conditional
+	// on its term, and once it knows it lost the lease Send refuses at
+	// once. Hosts with their own election set Lease and Term instead.
+	Leader *pgstore.Leader
+	Lease  string
+	Term   int64
+	// Queue names the work queue that hosts claim from (default
+	// "default"). One coordinator leads a queue at a time.
+	Queue string
+	// PollInterval is how often the coordinator looks for messages and
+	// heartbeats without being notified (default 1 s).
+	PollInterval time.Duration
+	// NoListen turns LISTEN/NOTIFY off: the coordinator then only polls.
+	NoListen bool
+	// MaxBatch caps the commands one write carries (default 512).
+	MaxBatch int
+	Clock    foreman.Clock
+	Logger   *slog.Logger
+}
+
+const (
+	defaultQueue        = "default"
+	defaultPollInterval = time.Second
+	defaultMaxBatch     = 512
+	messagePage         = 1000
+	// beatMargin is how far back each heartbeat poll looks before the
+	// previous one: a heartbeat written by a transaction that started
+	// before that poll but committed after it is still found.
+	beatMargin = 5 * time.Second
+)
+
+func (c *Config) resolve() error {
+	switch {
+	case c.Pool == nil:
+		return fmt.Errorf("%w: Config.Pool is nil", ErrInvalidConfig)
+	case c.Store == nil:
+		return fmt.Errorf("%w: Config.Store is nil", ErrInvalidConfig)
+	case c.PollInterval < 0 || c.MaxBatch < 0:
+		return fmt.Errorf("%w: negative PollInterval or MaxBatch", ErrInvalidConfig)
+	}
+	if c.Leader != nil {
+		c.Lease, c.Term = c.Leader.Lease(), c.Leader.Term()
+	}
+	if c.Lease == "" || c.Term < 1 {
+		return fmt.Errorf("%w: a Leader, or a Lease and a Term of at least 1, fence the coordinator's writes", ErrInvalidConfig)
+	}
+	if c.Queue == "" {
+		c.Queue = defaultQueue
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = defaultPollInterval
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = defaultMaxBatch
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Coordinator is a worker.Transport over PostgreSQL: Send writes
+// assignments and commands to the database, where worker hosts (Host, in
+// any process on any machine) claim and obey them, and the messages the
+// hosts write back are delivered to the Inbox given to Start. It also
+// implements worker.Closer. Send does not wait for the database: commands
+// are written in order, many per transaction, by one writer; Flush waits
+// for them. Once the lease term is no longer current every write fails
+// with pgstore.ErrFenced and Send returns that error.
+type Coordinator struct {
+	cfg   Config
+	sql   statements
+	clock clock.Clock
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	queued   []worker.Command
+	enqueued uint64 // commands ever queued
+	written  uint64 // commands ever written (or dropped once fenced)
+	err      error  // fenced: permanent
+	closed   bool
+	progress chan struct{} // closed and replaced whenever written grows
+
+	writeKick chan struct{}
+	inbox     worker.Inbox
+	startOnce sync.Once
+	listen    *listener
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// seen is the heartbeat count last delivered per assignment (reader
+	// goroutine only).
+	seen map[foreman.AssignmentID]int64
+}
+
+var (
+	_ worker.Transport = (*Coordinator)(nil)
+	_ worker.Closer    = (*Coordinator)(nil)
+)
+
+// NewCoordinator creates or migrates the transport's tables and withdraws
+// every assignment that earlier terms of the lease left in the queue
+// (their runs are killed): a new leader starts from its own state. It
+// fails with pgstore.ErrFenced if the term is already superseded. Call
+// Start with the Dispatcher before it sends anything that needs answers.
+func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
+	if err := cfg.resolve(); err != nil {
+		return nil, err
+	}
+	if err := migrate(ctx, cfg.Pool, cfg.Store); err != nil {
+		return nil, err
+	}
+	c := &Coordinator{
+		cfg: cfg, sql: newStatements(cfg.Store.Schema()), clock: clock.OrReal(cfg.Clock), log: cfg.Logger,
+		progress: make(chan struct{}), writeKick: make(chan struct{}, 1),
+		seen: map[foreman.AssignmentID]int64{},
+	}
+	b := &pgx.Batch{}
+	b.Queue(c.sql.fence, cfg.Lease, cfg.Term)
+	b.Queue(c.sql.supersede, cfg.Queue, cfg.Lease, cfg.Term, int16(worker.CommandKill),
+		fmt.Sprintf("superseded: lease %s is at term %d", cfg.Lease, cfg.Term))
+	if err := c.sendWrite(ctx, b); err != nil {
+		return nil, err
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.wg.Add(1)
+	go c.writeLoop()
+	return c, nil
+}
+
+// Start delivers the hosts' messages to inbox (the Dispatcher) until
+// Close. Only the first call counts.
+func (c *Coordinator) Start(inbox worker.Inbox) {
+	c.startOnce.Do(func() {
+		c.inbox = inbox
+		if !c.cfg.NoListen {
+			c.listen = newListener(c.cfg.Pool, []string{channel("m", c.cfg.Store.Schema(), c.cfg.Queue)}, c.clock, c.cfg.PollInterval, c.log)
+			c.wg.Add(1)
+			go func() { defer c.wg.Done(); c.listen.run(c.ctx) }()
+		}
+		c.wg.Add(1)
+		go c.readLoop()
+	})
+}
+
+// Err is nil until the coordinator is fenced; then it is the
+// *pgstore.FencedError that stopped it.
+func (c *Coordinator) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Send queues c for the writer and returns at once; see Coordinator.
+func (c *Coordinator) Send(ctx context.Context, cmd worker.Command) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := validCommand(cmd); err != nil {
+		return err
+	}
+	if c.cfg.Leader != nil {
+		if err := c.cfg.Leader.Err(); err != nil {
+			return fmt.Errorf("%w (term %d of lease %q): %w", pgstore.ErrFenced, c.cfg.Term, c.cfg.Lease, err)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.err != nil:
+		return c.err
+	case c.closed:
+		return ErrClosed
+	}
+	c.queued = append(c.queued, cmd)
+	c.enqueued++
+	select {
+	case c.writeKick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func validCommand(cmd worker.Command) error {
+	if err := cmd.Worker.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", worker.ErrInvalidMessage, err)
+	}
+	switch cmd.Kind {
+	case worker.CommandAssign:
+		if cmd.Assign == nil {
+			return fmt.Errorf("%w: ASSIGN without an assignment", worker.ErrInvalidMessage)
+		}
+		return cmd.Assign.ID.Validate()
+	case worker.CommandKill, worker.CommandReset, worker.CommandShutdown:
+		return nil
+	case worker.CommandProbe:
+		return cmd.Assignment.Validate()
+	}
+	return fmt.Errorf("%w: command %d", worker.ErrInvalidMessage, cmd.Kind)
+}
+
+// Flush waits until every command sent before it has been written (or the
+// coordinator was fenced, which it returns).
+func (c *Coordinator) Flush(ctx context.Context) error {
+	c.mu.Lock()
+	target := c.enqueued
+	for c.written < target && c.err == nil {
+		ch := c.progress
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		c.mu.Lock()
+	}
+	err := c.err
+	c.mu.Unlock()
+	return err
+}
+
+// Close writes what is queued (until ctx ends), then stops delivering.
+// Safe to call twice.
+func (c *Coordinator) Close(ctx context.Context) error {
+	c.mu.Lock()
+	already := c.closed
+	c.closed = true
+	c.mu.Unlock()
+	if already {
+		return nil
+	}
+	err := c.Flush(ctx)
+	if errors.Is(err, pgstore.ErrFenced) {
+		err = nil // nothing of a fenced coordinator's can be written; not a stop failure
+	}
+	c.cancel()
+	c.wg.Wait()
+	return err
+}
+
+func (c *Coordinator) writeLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-c.writeKick:
+		}
+		for c.writeOnce() {
+		}
+	}
+}
+
+// writeOnce writes up to MaxBatch queued commands in one transaction; it
+// reports whether to go on at once.
+func (c *Coordinator) writeOnce() bool {
+	c.mu.Lock()
+	n := min(len(c.queued), c.cfg.MaxBatch)
+	cmds := c.queued[:n:n]
+	c.mu.Unlock()
+	if n == 0 {
+		return false
+	}
+	err := c.sendWrite(c.ctx, c.writeBatch(cmds))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case err == nil:
+		c.queued = c.queued[n:]
+		c.written += uint64(n)
+	case errors.Is(err, pgstore.ErrFenced):
+		c.err = err
+		c.written += uint64(len(c.queued))
+		c.queued = nil
+		c.log.Error("pgtransport: coordinator fenced: nothing more is written", "lease", c.cfg.Lease, "term", c.cfg.Term, "err", err)
+	default:
+		if c.ctx.Err() != nil {
+			return false
+		}
+		// Unknown outcome or a database hiccup: write the same commands
+		// again after a pause; inserts skip rows that landed, and repeated
+		// stops and probes are harmless.
+		c.log.Warn("pgtransport: write failed, will retry", "commands", n, "err", err)
+		c.mu.Unlock()
+		_ = clock.Sleep(c.ctx, c.clock, c.cfg.PollInterval)
+		c.mu.Lock()
+		return c.ctx.Err() == nil
+	}
+	close(c.progress)
+	c.progress = make(chan struct{})
+	return len(c.queued) > 0
+}
+
+func (c *Coordinator) writeBatch(cmds []worker.Command) *pgx.Batch {
+	cfg := c.cfg
+	b := &pgx.Batch{}
+	b.Queue(c.sql.fence, cfg.Lease, cfg.Term)
+	var ids, slots, bodies []string
+	assigned := false
+	flushAssigns := func() {
+		if len(ids) > 0 {
+			b.Queue(c.sql.insert, cfg.Queue, cfg.Lease, cfg.Term, ids, slots, bodies)
+			ids, slots, bodies, assigned = nil, nil, nil, true
+		}
+	}
+	for _, cmd := range cmds {
+		switch cmd.Kind {
+		case worker.CommandAssign:
+			body, _ := json.Marshal(cmd.Assign) // plain data: cannot fail
+			ids = append(ids, string(cmd.Assign.ID))
+			slots = append(slots, string(cmd.Worker))
+			bodies = append(bodies, string(body))
+		case worker.CommandProbe:
+			flushAssigns()
+			b.Queue(c.sql.probe, cfg.Queue, cfg.Lease, cfg.Term, string(cmd.Assignment), int16(cmd.Kind), cmd.Reason)
+		default:
+			flushAssigns()
+			b.Queue(c.sql.stop, cfg.Queue, cfg.Lease, cfg.Term, string(cmd.Worker), string(cmd.Assignment), int16(cmd.Kind), cmd.Reason)
+		}
+	}
+	flushAssigns()
+	if assigned {
+		b.Queue(c.sql.notify, channel("q", cfg.Store.Schema(), cfg.Queue))
+	}
+	return b
+}
+
+// sendWrite runs a fenced batch as one transaction (a pipeline with one
+// Sync is an implicit transaction: a failed statement undoes the rest).
+func (c *Coordinator) sendWrite(ctx context.Context, b *pgx.Batch) error {
+	err := c.cfg.Pool.SendBatch(ctx, b).Close()
+	if fe := fencedError(err, c.cfg.Lease, c.cfg.Term); fe != nil {
+		return fe
+	}
+	if err != nil {
+		return fmt.Errorf("pgtransport: write: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+// Package pgtransport carries the worker pool's commands and messages
+// through PostgreSQL, so that the Dispatcher runs in a coordinator process
+// and its workers run in worker host processes on other machines. It is a
+// worker.Transport (Coordinator) and the process that serves it (Host); it
+// lives in its own package so that hosts that do not use it do not compile
+// pgx.
+//
+// # Coordinator and hosts
+//
+// The coordinator (the process that leads, see pgstore's leadership) makes
+// a Coordinator with its pgstore.Store and Leader, gives it to
+// worker.Config.Transport and calls Start with the Dispatcher. Every ASSIGN
+// becomes a row in the queue (Config.Queue); any Host serving that queue,
+// in any process on any machine, claims it with FOR UPDATE SKIP LOCKED (so
+// hosts never wait for one another and never take the same row), runs it
+// in a worker.Runtime exactly as a single process would (the agent, its
+// heartbeats, probe answers, quality gate and outcome), and writes the
+// Runtime's messages back; the Coordinator delivers them to the Dispatcher
+// in the order they were written. PROBE, KILL, RESET and SHUTDOWN reach
+// the host that claimed the assignment; a KILL, RESET or SHUTDOWN also
+// withdraws an assignment nobody has claimed yet.
+//
+// # Cost
+//
+// Send does not wait: one writer writes queued commands in order, many per
+// transaction (Flush waits for them). A host does everything in one round
+// trip per round: the messages its runs sent since the last round, the
+// heartbeats of all its runs in one UPDATE (a heartbeat changes the
+// assignment's row in place and adds none), the commands waiting for it,
+// and new claims up to its Capacity. So the database sees one statement
+// per host per PollInterval for heartbeats however many runs each host
+// has, and the coordinator reads new heartbeats with one indexed query per
+// PollInterval. LISTEN/NOTIFY wakes hosts for new work and commands and the
+// coordinator for new messages; polling every PollInterval is the fallback
+// (a lost notification or connection costs at most one interval), and
+// NoListen turns notifications off.
+//
+// # Fencing
+//
+// The assignment id fences every message across processes: a host writes
+// a message only while the assignment's row is claimed by that host, in
+// the same statement, and a final message (DONE, READY_FOR_REVIEW, FAILED,
+// RATE_LIMITED, NEEDS_PERSON) deletes the row, as a KILL does. So a late
+// DONE of a withdrawn assignment, or a message from a host that does not
+// hold it, is never written (HostStats.Dropped counts them), and the
+// Dispatcher fences what is written as it always does. A host learns that
+// an assignment was withdrawn from the KILL or, should that be lost, from
+// its next heartbeat, and stops the run.
+//
+// The coordinator's writes are fenced by its lease term: every transaction
+// it writes first takes the lease's lock shared and checks the term
+// (pgstore.Store.FenceSQL, the same check as the store's fenced writes), so
+// once another coordinator holds the lease, no ASSIGN or command of the old
+// one lands. It learns at its next write (Flush, Err, and every later Send
+// return pgstore.ErrFenced), or at once when its Leader knows it lost the
+// lease. A new term's NewCoordinator withdraws every assignment earlier
+// terms left in its queue and kills their runs: the new leader starts from
+// its own state, as a restarted single process does.
+//
+// Delivery is at least once: a message is deleted after it was delivered,
+// so a coordinator that dies in between hands it to its successor, whose
+// Dispatcher ignores it as stale. A host that stops (Run's context ends)
+// kills its runs and reports each unfinished one FAILED so the coordinator
+// requeues it at once; a host that dies without a word is noticed by the
+// Dispatcher's liveness deadline and probe, as a crashed worker is.
+//
+// # Building on it
+//
+// HostConfig.Prepare runs before each assignment and may change it (a host
+// on another machine makes its own worktree: clone or fetch the shared
+// remote, check out the base); HostConfig.Report sees each final message
+// before it is written and may turn DONE into FAILED (push the item's
+// branch first). Config.Queue separates pools of hosts (one queue per kind
+// of worker, or per team).
+//
+// # Tables
+//
+// The transport keeps three tables (wt_assignments, wt_commands,
+// wt_messages) and a version table (transport_schema) in the store's
+// PostgreSQL schema; NewCoordinator and NewHost create or migrate them
+// (and the store's own schema) under an advisory lock.
+//
+// # Running the tests
+//
+// As root on Debian, `.ci/with-postgres go test ./worker/pgtransport/`
+// installs and starts a throwaway PostgreSQL for the tests; elsewhere set
+// FOREMAN_TEST_POSTGRES to a database they may use. Without it they skip
+// with one line; with CI=true they fail instead. The tests run the
+// transport conformance suite (worker/transporttest) that the in-process
+// Runtime also passes, and start worker hosts as real subprocesses.
+package pgtransport

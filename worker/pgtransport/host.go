@@ -1,0 +1,276 @@
+package pgtransport
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/clock"
+	"github.com/agentforeman/foreman/pipeline/pgstore"
+	"github.com/agentforeman/foreman/worker"
+)
+
+// HostConfig configures a Host, the workers' side of the transport: a
+// process (on any machine) that claims assignments from a queue and runs
+// them. Zero values mean the documented defaults.
+type HostConfig struct {
+	// Pool reaches the database; required. The host uses one connection
+	// for its work and one of its own for LISTEN.
+	Pool *pgxpool.Pool
+	// Schema is the PostgreSQL schema of the coordinators' store (default
+	// "foreman", pgstore's default).
+	Schema string
+	// Queue names the queue to claim from (default "default").
+	Queue string
+	// Name identifies this host in the database (who claimed what).
+	// Default: host name, process id and a random suffix.
+	Name string
+	// Capacity is how many assignments run here at once (default 1).
+	Capacity int
+	// Runtime runs each assignment, as worker.NewRuntime does in a single
+	// process: Runtime.Agent is required; its heartbeats, probe answers,
+	// gate results and outcome are written back to the coordinator.
+	Runtime worker.RuntimeConfig
+	// PollInterval is how often the host looks for work, commands, and
+	// writes heartbeats without being notified (default 1 s). Heartbeats
+	// of all its runs are written together, at most this late.
+	PollInterval time.Duration
+	// NoListen turns LISTEN/NOTIFY off: the host then only polls.
+	NoListen bool
+	// Prepare, when set, runs before an assignment starts and may change
+	// it (a host on another machine makes the worktree it names, for
+	// example by fetching a shared remote). An error ends the assignment
+	// FAILED with the error as the reason.
+	Prepare func(ctx context.Context, a *worker.Assignment) error
+	// Report, when set, sees every final message (DONE, FAILED, ...) before
+	// it is written and may change it (a host on another machine pushes
+	// the item's branch before it reports DONE, and reports FAILED if it
+	// cannot).
+	Report func(ctx context.Context, a worker.Assignment, m *worker.Message)
+	// Clock defaults to the wall clock; Logger to none.
+	Clock  foreman.Clock
+	Logger *slog.Logger
+}
+
+func (c *HostConfig) resolve() error {
+	switch {
+	case c.Pool == nil:
+		return fmt.Errorf("%w: HostConfig.Pool is nil", ErrInvalidConfig)
+	case c.Runtime.Agent == nil:
+		return fmt.Errorf("%w: HostConfig.Runtime.Agent is nil", ErrInvalidConfig)
+	case c.Capacity < 0 || c.PollInterval < 0:
+		return fmt.Errorf("%w: negative Capacity or PollInterval", ErrInvalidConfig)
+	}
+	if c.Queue == "" {
+		c.Queue = defaultQueue
+	}
+	if c.Name == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		c.Name = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if c.Capacity == 0 {
+		c.Capacity = 1
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = defaultPollInterval
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Runtime.Clock == nil {
+		c.Runtime.Clock = c.Clock
+	}
+	if c.Runtime.Logger == nil {
+		c.Runtime.Logger = c.Logger
+	}
+	return nil
+}
+
+// Host claims assignments from its queue (FOR UPDATE SKIP LOCKED, so hosts
+// never wait for each other or take the same one), runs them in a
+// worker.Runtime, and writes back their messages and heartbeats, obeying
+// the coordinator's PROBE, KILL, RESET and SHUTDOWN. One round trip per
+// round carries everything: the messages written since the last round (in
+// order), the heartbeats of every run (one statement however many), the
+// commands waiting, and new claims up to Capacity. Every write is joined
+// to the assignment row this host claimed, so nothing of an assignment the
+// coordinator withdrew, or that another host holds, is ever written.
+type Host struct {
+	cfg     HostConfig
+	sql     statements
+	clock   clock.Clock
+	log     *slog.Logger
+	runtime *worker.Runtime
+	listen  *listener
+	schema  string
+
+	mu       sync.Mutex
+	runs     map[foreman.AssignmentID]*hostRun
+	live     int
+	out      []outMessage
+	beats    map[foreman.AssignmentID]beat
+	stopping bool
+	stats    HostStats
+	kick     chan struct{}
+}
+
+type hostRun struct {
+	a      worker.Assignment // as the coordinator sent it
+	live   bool              // its Runtime execution has not ended
+	killed bool              // stopped by a command: no final message follows
+	done   bool              // its final message is queued
+}
+
+// over says whether nothing more is expected of the run.
+func (r *hostRun) over() bool { return !r.live && (r.killed || r.done) }
+
+type outMessage struct {
+	assignment foreman.AssignmentID
+	body       []byte
+	final      bool
+}
+
+type beat struct {
+	commit string
+	output time.Time
+}
+
+// HostStats counts what a host did.
+type HostStats struct {
+	Claimed  int64 // assignments claimed
+	Messages int64 // messages written
+	Dropped  int64 // messages not written: their assignment was no longer this host's
+	Beats    int64 // heartbeats written
+	Rounds   int64 // round trips
+	Commands int64 // commands received
+}
+
+// NewHost creates or migrates the tables (the store's schema too) and
+// returns a host; Run starts it.
+func NewHost(ctx context.Context, cfg HostConfig) (*Host, error) {
+	if err := cfg.resolve(); err != nil {
+		return nil, err
+	}
+	st, err := pgstore.OpenPool(ctx, cfg.Pool, pgstore.Options{Schema: cfg.Schema})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = st.Close() }()
+	if err := migrate(ctx, cfg.Pool, st); err != nil {
+		return nil, err
+	}
+	h := &Host{
+		cfg: cfg, sql: newStatements(st.Schema()), clock: clock.OrReal(cfg.Clock), log: cfg.Logger, schema: st.Schema(),
+		runs: map[foreman.AssignmentID]*hostRun{}, beats: map[foreman.AssignmentID]beat{}, kick: make(chan struct{}, 1),
+	}
+	rc := cfg.Runtime
+	user := rc.OnEvent
+	rc.OnEvent = func(ev worker.Event) {
+		if ev.Kind == worker.EventAgentExited {
+			h.exited(ev.Assignment)
+		}
+		if user != nil {
+			user(ev)
+		}
+	}
+	h.runtime = worker.NewRuntime(rc, (*hostInbox)(h))
+	if !cfg.NoListen {
+		h.listen = newListener(cfg.Pool, []string{channel("q", h.schema, cfg.Queue), channel("h", h.schema, cfg.Name)},
+			h.clock, cfg.PollInterval, h.log)
+	}
+	return h, nil
+}
+
+// Name is the host's identity in the database.
+func (h *Host) Name() string { return h.cfg.Name }
+
+// Stats returns the counters.
+func (h *Host) Stats() HostStats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stats
+}
+
+// Running reports how many assignments run here now.
+func (h *Host) Running() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.live
+}
+
+func (h *Host) wake() {
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (h *Host) exited(id foreman.AssignmentID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.runs[id]
+	if r == nil || !r.live {
+		return
+	}
+	r.live = false
+	h.live--
+	if r.over() {
+		delete(h.runs, id)
+	}
+	h.wake()
+}
+
+// hostInbox receives the Runtime's messages: the Runtime knows each run by
+// its assignment id as worker id, and the coordinator's worker id is put
+// back before the message is written.
+type hostInbox Host
+
+func (hi *hostInbox) Deliver(ctx context.Context, m worker.Message) (worker.Disposition, error) {
+	h := (*Host)(hi)
+	h.mu.Lock()
+	r := h.runs[m.Assignment]
+	if r == nil || r.killed {
+		h.mu.Unlock()
+		return worker.Stale, nil
+	}
+	m.Worker = r.a.Worker
+	if m.Kind == worker.MsgHeartbeat {
+		h.beats[m.Assignment] = beat{commit: m.Commit, output: m.LastOutput}
+		h.mu.Unlock()
+		return worker.Applied, nil
+	}
+	fin := final(m.Kind)
+	a := r.a
+	h.mu.Unlock()
+	if fin && h.cfg.Report != nil {
+		h.cfg.Report(ctx, a, &m)
+	}
+	h.queue(m, fin)
+	return worker.Applied, nil
+}
+
+func (h *Host) queue(m worker.Message, fin bool) {
+	body, _ := json.Marshal(m) // plain data: cannot fail
+	h.mu.Lock()
+	h.out = append(h.out, outMessage{assignment: m.Assignment, body: body, final: fin})
+	if r := h.runs[m.Assignment]; fin && r != nil {
+		delete(h.beats, m.Assignment)
+		r.done = true
+		if r.over() {
+			delete(h.runs, m.Assignment)
+		}
+	}
+	h.mu.Unlock()
+	h.wake()
+}

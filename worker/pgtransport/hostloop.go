@@ -1,0 +1,256 @@
+package pgtransport
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/worker"
+)
+
+// stopTimeout bounds how long a stopping host waits for its runs to end
+// and for its last write.
+const stopTimeout = 30 * time.Second
+
+// Run claims and runs assignments until ctx ends. Then it stops claiming,
+// kills its runs (process groups terminated), reports each assignment it
+// had not finished as FAILED ("worker host stopped") so that the
+// coordinator requeues it at once, and returns.
+func (h *Host) Run(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	lctx, cancelListen := context.WithCancel(context.Background())
+	defer cancelListen()
+	var wake <-chan struct{}
+	if h.listen != nil {
+		wake = h.listen.wake
+		go h.listen.run(lctx)
+	}
+	ticker := h.clock.NewTicker(h.cfg.PollInterval)
+	defer ticker.Stop()
+	for {
+		if err := h.round(ctx); err != nil && ctx.Err() == nil {
+			h.log.Warn("pgtransport: host round failed, will retry", "host", h.cfg.Name, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return h.stop()
+		case <-h.kick:
+		case <-wake:
+		case <-ticker.C():
+		}
+	}
+}
+
+func (h *Host) stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	h.mu.Lock()
+	h.stopping = true
+	var unfinished []worker.Assignment
+	for _, r := range h.runs {
+		if r.live && !r.killed {
+			r.killed = true // the Runtime reports nothing of a run it stops
+			unfinished = append(unfinished, r.a)
+		}
+	}
+	h.mu.Unlock()
+	closeErr := h.runtime.Close(ctx)
+	for _, a := range unfinished {
+		body, _ := json.Marshal(worker.Message{Kind: worker.MsgFailed, Worker: a.Worker, Assignment: a.ID,
+			Reason: "worker host " + h.cfg.Name + " stopped"})
+		h.mu.Lock()
+		h.out = append(h.out, outMessage{assignment: a.ID, body: body, final: true})
+		h.mu.Unlock()
+	}
+	if err := h.round(ctx); err != nil {
+		return fmt.Errorf("pgtransport: host %s: last write: %w", h.cfg.Name, err)
+	}
+	return closeErr
+}
+
+// round is one round trip: write messages and heartbeats, take commands,
+// claim work; then act on what came back.
+func (h *Host) round(ctx context.Context) error {
+	h.mu.Lock()
+	out := h.out
+	h.out = nil
+	beats := h.beats
+	h.beats = map[foreman.AssignmentID]beat{}
+	free := h.cfg.Capacity - h.live
+	if h.stopping {
+		free = 0
+	}
+	h.mu.Unlock()
+
+	b := &pgx.Batch{}
+	if len(out) > 0 {
+		ids, bodies, finals := make([]string, len(out)), make([]string, len(out)), make([]bool, len(out))
+		for i, m := range out {
+			ids[i], bodies[i], finals[i] = string(m.assignment), string(m.body), m.final
+		}
+		b.Queue(h.sql.hostWrite, h.cfg.Name, ids, bodies, finals, h.schema+"/").QueryRow(func(row pgx.Row) error {
+			var written, finished, notified int64
+			if err := row.Scan(&written, &finished, &notified); err != nil {
+				return err
+			}
+			h.mu.Lock()
+			h.stats.Messages += written
+			h.stats.Dropped += int64(len(out)) - written
+			h.mu.Unlock()
+			return nil
+		})
+	}
+	var kept map[string]bool
+	if len(beats) > 0 {
+		ids, commits, outs := make([]string, 0, len(beats)), make([]string, 0, len(beats)), make([]int64, 0, len(beats))
+		for id, bt := range beats {
+			var us int64
+			if !bt.output.IsZero() {
+				us = bt.output.UnixMicro()
+			}
+			ids, commits, outs = append(ids, string(id)), append(commits, bt.commit), append(outs, us)
+		}
+		kept = map[string]bool{}
+		b.Queue(h.sql.heartbeats, h.cfg.Name, ids, commits, outs).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					return err
+				}
+				kept[id] = true
+			}
+			return rows.Err()
+		})
+	}
+	type command struct {
+		assignment foreman.AssignmentID
+		kind       worker.CommandKind
+		reason     string
+	}
+	var cmds []command
+	b.Queue(h.sql.takeCommands, h.cfg.Name).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var seq int64
+			var c command
+			var kind int16
+			if err := rows.Scan(&seq, &c.assignment, &kind, &c.reason); err != nil {
+				return err
+			}
+			c.kind = worker.CommandKind(kind)
+			cmds = append(cmds, c)
+		}
+		return rows.Err()
+	})
+	type claimed struct {
+		seq  int64
+		body []byte
+	}
+	var claims []claimed
+	if free > 0 {
+		b.Queue(h.sql.claim, h.cfg.Name, h.cfg.Queue, free).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var c claimed
+				if err := rows.Scan(&c.seq, &c.body); err != nil {
+					return err
+				}
+				claims = append(claims, c)
+			}
+			return rows.Err()
+		})
+	}
+	if err := h.cfg.Pool.SendBatch(ctx, b).Close(); err != nil {
+		// Nothing of the round happened (one transaction): keep what was
+		// to be written, ahead of what came since.
+		h.mu.Lock()
+		h.out = append(out, h.out...)
+		for id, bt := range beats {
+			if _, ok := h.beats[id]; !ok {
+				h.beats[id] = bt
+			}
+		}
+		h.mu.Unlock()
+		return err
+	}
+	h.mu.Lock()
+	h.stats.Rounds++
+	h.stats.Beats += int64(len(kept))
+	h.stats.Commands += int64(len(cmds))
+	h.mu.Unlock()
+	for id := range beats {
+		if !kept[string(id)] {
+			h.obey(id, worker.CommandKill, "assignment withdrawn")
+		}
+	}
+	for _, c := range cmds {
+		h.obey(c.assignment, c.kind, c.reason)
+	}
+	slices.SortFunc(claims, func(a, b claimed) int { return int(a.seq - b.seq) })
+	for _, c := range claims {
+		var a worker.Assignment
+		if err := json.Unmarshal(c.body, &a); err != nil {
+			h.log.Error("pgtransport: unreadable assignment", "seq", c.seq, "err", err)
+			continue
+		}
+		h.start(ctx, a)
+	}
+	return nil
+}
+
+// obey carries out a command for one of this host's runs.
+func (h *Host) obey(id foreman.AssignmentID, kind worker.CommandKind, reason string) {
+	h.mu.Lock()
+	r := h.runs[id]
+	if r == nil {
+		h.mu.Unlock()
+		return
+	}
+	if kind != worker.CommandProbe {
+		r.killed = true
+		if r.over() {
+			delete(h.runs, id)
+		}
+	}
+	h.mu.Unlock()
+	local := foreman.WorkerID(id)
+	if err := h.runtime.Send(context.Background(), worker.Command{Kind: kind, Worker: local, Assignment: id, Reason: reason}); err != nil {
+		h.log.Warn("pgtransport: command not carried out", "assignment", id, "command", kind.String(), "err", err)
+	}
+}
+
+// start runs a claimed assignment in the Runtime, under its assignment id
+// as the worker id (assignments of different coordinators or terms never
+// collide on one host).
+func (h *Host) start(ctx context.Context, a worker.Assignment) {
+	h.mu.Lock()
+	h.runs[a.ID] = &hostRun{a: a, live: true}
+	h.live++
+	h.stats.Claimed++
+	h.mu.Unlock()
+	run := a
+	if h.cfg.Prepare != nil {
+		if err := h.cfg.Prepare(ctx, &run); err != nil {
+			h.mu.Lock()
+			h.runs[a.ID].live = false
+			h.live--
+			h.mu.Unlock()
+			h.queue(worker.Message{Kind: worker.MsgFailed, Worker: a.Worker, Assignment: a.ID,
+				Reason: "preparing the assignment on host " + h.cfg.Name + ": " + err.Error()}, true)
+			return
+		}
+	}
+	run.Worker = foreman.WorkerID(a.ID)
+	if err := h.runtime.Send(ctx, worker.Command{Kind: worker.CommandAssign, Worker: run.Worker, Assignment: a.ID, Assign: &run}); err != nil {
+		h.mu.Lock()
+		h.runs[a.ID].live = false
+		h.live--
+		h.mu.Unlock()
+		h.queue(worker.Message{Kind: worker.MsgFailed, Worker: a.Worker, Assignment: a.ID, Reason: err.Error()}, true)
+	}
+}

@@ -1,0 +1,154 @@
+package pgtransport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/worker"
+)
+
+// readLoop delivers the hosts' messages, in the order they were written,
+// and their heartbeats, whenever notified and at least every PollInterval.
+func (c *Coordinator) readLoop() {
+	defer c.wg.Done()
+	ticker := c.clock.NewTicker(c.cfg.PollInterval)
+	defer ticker.Stop()
+	var wake <-chan struct{}
+	if c.listen != nil {
+		wake = c.listen.wake
+	}
+	var delivered []int64
+	var since *time.Time
+	beatsDue := true
+	for {
+		more, err := c.readOnce(&delivered, &since, beatsDue)
+		beatsDue = false
+		if err != nil && c.ctx.Err() == nil {
+			c.log.Warn("pgtransport: reading messages failed, will retry", "err", err)
+			more = false
+		}
+		if more {
+			continue
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-wake:
+		case <-ticker.C():
+			beatsDue = true
+		}
+	}
+}
+
+type wireBeat struct {
+	id     foreman.AssignmentID
+	slot   foreman.WorkerID
+	n      int64
+	commit string
+	output *time.Time
+}
+
+// readOnce deletes the messages delivered last time, reads the next page
+// and (when due) the heartbeats since the last look, and delivers them:
+// heartbeats first, since a final message deletes its assignment's row.
+// more says whether to read again at once.
+func (c *Coordinator) readOnce(delivered *[]int64, since **time.Time, beats bool) (more bool, err error) {
+	ctx := c.ctx
+	b := &pgx.Batch{}
+	if len(*delivered) > 0 {
+		b.Queue(c.sql.deleteMessages, *delivered)
+	}
+	var seqs []int64
+	var bodies [][]byte
+	b.Queue(c.sql.readMessages, c.cfg.Queue, messagePage).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var seq int64
+			var body []byte
+			if err := rows.Scan(&seq, &body); err != nil {
+				return err
+			}
+			seqs, bodies = append(seqs, seq), append(bodies, body)
+		}
+		return rows.Err()
+	})
+	var hb []wireBeat
+	var now *time.Time
+	if beats {
+		b.Queue(c.sql.readBeats, c.cfg.Queue, c.cfg.Lease, c.cfg.Term, *since).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var w wireBeat
+				var at time.Time
+				if err := rows.Scan(&w.id, &w.slot, &w.n, &w.commit, &w.output, &at); err != nil {
+					return err
+				}
+				hb = append(hb, w)
+				now = &at
+			}
+			return rows.Err()
+		})
+		b.Queue(`SELECT clock_timestamp()`).QueryRow(func(row pgx.Row) error {
+			var at time.Time
+			if err := row.Scan(&at); err != nil {
+				return err
+			}
+			now = &at
+			return nil
+		})
+	}
+	if err := c.cfg.Pool.SendBatch(ctx, b).Close(); err != nil {
+		return false, err
+	}
+	*delivered = (*delivered)[:0]
+	if beats && now != nil {
+		t := now.Add(-beatMargin)
+		*since = &t
+	}
+	for _, w := range hb {
+		if c.seen[w.id] >= w.n {
+			continue
+		}
+		c.seen[w.id] = w.n
+		m := worker.Message{Kind: worker.MsgHeartbeat, Worker: w.slot, Assignment: w.id, Commit: w.commit}
+		if w.output != nil {
+			m.LastOutput = *w.output
+		}
+		c.deliver(ctx, m)
+	}
+	for i, body := range bodies {
+		var m worker.Message
+		if err := json.Unmarshal(body, &m); err != nil {
+			c.log.Error("pgtransport: unreadable message dropped", "seq", seqs[i], "err", err)
+		} else {
+			if final(m.Kind) {
+				delete(c.seen, m.Assignment)
+			}
+			c.deliver(ctx, m)
+		}
+		*delivered = append(*delivered, seqs[i])
+	}
+	return len(bodies) > 0, nil
+}
+
+func (c *Coordinator) deliver(ctx context.Context, m worker.Message) {
+	if c.inbox == nil {
+		return
+	}
+	if _, err := c.inbox.Deliver(ctx, m); err != nil && !errors.Is(err, context.Canceled) {
+		c.log.Debug("pgtransport: message not applied", "worker", m.Worker, "assignment", m.Assignment,
+			"message", m.Kind.String(), "err", err)
+	}
+}
+
+// final says whether a message ends its assignment's run.
+func final(k worker.MessageKind) bool {
+	switch k {
+	case worker.MsgDone, worker.MsgReadyForReview, worker.MsgFailed, worker.MsgRateLimited, worker.MsgNeedsPerson:
+		return true
+	}
+	return false
+}
