@@ -120,6 +120,8 @@ type Coordinator struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	stats CoordinatorStats
+
 	// seen is the heartbeat count last delivered per assignment (reader
 	// goroutine only).
 	seen map[foreman.AssignmentID]int64
@@ -158,6 +160,21 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 	c.wg.Add(1)
 	go c.writeLoop()
 	return c, nil
+}
+
+// CoordinatorStats counts a coordinator's round trips and what they carried.
+type CoordinatorStats struct {
+	Writes    int64 // write transactions
+	Commands  int64 // commands written
+	Reads     int64 // read round trips
+	Delivered int64 // messages and heartbeats delivered
+}
+
+// Stats returns the counters.
+func (c *Coordinator) Stats() CoordinatorStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
 }
 
 // Start delivers the hosts' messages to inbox (the Dispatcher) until
@@ -300,6 +317,8 @@ func (c *Coordinator) writeOnce() bool {
 	case err == nil:
 		c.queued = c.queued[n:]
 		c.written += uint64(n)
+		c.stats.Writes++
+		c.stats.Commands += int64(n)
 	case errors.Is(err, pgstore.ErrFenced):
 		c.err = err
 		c.written += uint64(len(c.queued))

@@ -27,9 +27,9 @@ func (h *Host) Run(ctx context.Context) error {
 	}
 	lctx, cancelListen := context.WithCancel(context.Background())
 	defer cancelListen()
-	var wake <-chan struct{}
+	var newWork, commands <-chan struct{}
 	if h.listen != nil {
-		wake = h.listen.wake
+		newWork, commands = h.listen.wake[0], h.listen.wake[1]
 		go h.listen.run(lctx)
 	}
 	ticker := h.clock.NewTicker(h.cfg.PollInterval)
@@ -38,12 +38,19 @@ func (h *Host) Run(ctx context.Context) error {
 		if err := h.round(ctx); err != nil && ctx.Err() == nil {
 			h.log.Warn("pgtransport: host round failed, will retry", "host", h.cfg.Name, "err", err)
 		}
+	wait:
 		select {
 		case <-ctx.Done():
 			return h.stop()
 		case <-h.kick:
-		case <-wake:
+		case <-commands:
 		case <-ticker.C():
+		case <-newWork:
+			// Every host of the queue hears of new work; a full one has
+			// nothing to claim it with, and its own writes kick it.
+			if h.Running() >= h.cfg.Capacity {
+				goto wait
+			}
 		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 type listener struct {
 	pool     *pgxpool.Pool
 	channels []string
-	wake     chan struct{}
+	wake     []chan struct{} // wake[i] is signalled for channels[i]
 	clock    clock.Clock
 	retry    time.Duration
 	log      *slog.Logger
@@ -30,13 +30,23 @@ type listener struct {
 }
 
 func newListener(pool *pgxpool.Pool, channels []string, clk clock.Clock, retry time.Duration, log *slog.Logger) *listener {
-	return &listener{pool: pool, channels: channels, wake: make(chan struct{}, 1), clock: clk, retry: retry, log: log, ready: make(chan struct{})}
+	wake := make([]chan struct{}, len(channels))
+	for i := range wake {
+		wake[i] = make(chan struct{}, 1)
+	}
+	return &listener{pool: pool, channels: channels, wake: wake, clock: clk, retry: retry, log: log, ready: make(chan struct{})}
 }
 
-func (l *listener) signal() {
-	select {
-	case l.wake <- struct{}{}:
-	default:
+// signal wakes the waiters of channel ch, or of every channel if ch is "".
+func (l *listener) signal(ch string) {
+	for i, c := range l.channels {
+		if ch != "" && c != ch {
+			continue
+		}
+		select {
+		case l.wake[i] <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -70,11 +80,12 @@ func (l *listener) session(ctx context.Context) error {
 		}
 	}
 	l.readyOnce.Do(func() { close(l.ready) })
-	l.signal() // anything sent before LISTEN took effect
+	l.signal("") // anything sent before LISTEN took effect
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return err
 		}
-		l.signal()
+		l.signal(n.Channel)
 	}
 }

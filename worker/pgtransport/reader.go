@@ -20,7 +20,7 @@ func (c *Coordinator) readLoop() {
 	defer ticker.Stop()
 	var wake <-chan struct{}
 	if c.listen != nil {
-		wake = c.listen.wake
+		wake = c.listen.wake[0]
 	}
 	var delivered []int64
 	var since *time.Time
@@ -104,6 +104,10 @@ func (c *Coordinator) readOnce(delivered *[]int64, since **time.Time, beats bool
 		return false, err
 	}
 	*delivered = (*delivered)[:0]
+	c.mu.Lock()
+	c.stats.Reads++
+	c.stats.Delivered += int64(len(bodies) + len(hb))
+	c.mu.Unlock()
 	if beats && now != nil {
 		t := now.Add(-beatMargin)
 		*since = &t
@@ -131,7 +135,9 @@ func (c *Coordinator) readOnce(delivered *[]int64, since **time.Time, beats bool
 		}
 		*delivered = append(*delivered, seqs[i])
 	}
-	return len(bodies) > 0, nil
+	// A full page means more are waiting; otherwise the next wake-up or
+	// poll deletes what was delivered, along with its own read.
+	return len(bodies) == messagePage, nil
 }
 
 func (c *Coordinator) deliver(ctx context.Context, m worker.Message) {

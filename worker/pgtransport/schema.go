@@ -50,7 +50,6 @@ func migrations(fenceLock, fenceTerm string) []string {
 		);
 		CREATE INDEX wt_assignments_open ON @.wt_assignments (queue, seq) WHERE state = 0;
 		CREATE INDEX wt_assignments_beat ON @.wt_assignments (queue, hb_at) WHERE state = 1;
-		CREATE INDEX wt_assignments_slot ON @.wt_assignments (queue, slot);
 		CREATE TABLE @.wt_commands (
 			seq        bigserial PRIMARY KEY,
 			host       text NOT NULL,

@@ -1,0 +1,16 @@
+// Package riverbench measures the PostgreSQL worker transport
+// (worker/pgtransport) against river (github.com/riverqueue/river), the
+// most used Go job queue on PostgreSQL, on the same database in the same
+// run. It is a module of its own so that Foreman never depends on river.
+//
+// A durable hand-off is one assignment created by a coordinator's
+// Dispatcher, claimed by a worker host, completed by its (no-op) agent, and
+// its DONE written to the database and delivered back to the Dispatcher.
+// River's counterpart is one no-op job inserted, fetched by a river client,
+// worked and marked completed in the database. Run, as root on Debian,
+//
+//	cd bench/riverbench && ../../.ci/with-postgres go test -run '^$' -bench . -benchtime 5000x
+//
+// or with FOREMAN_TEST_POSTGRES set to a throwaway database; without one
+// the benchmarks skip. docs/performance.md keeps the figures.
+package riverbench

@@ -1,0 +1,239 @@
+package riverbench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/pipeline/pgstore"
+	"github.com/agentforeman/foreman/worker"
+	"github.com/agentforeman/foreman/worker/pgtransport"
+)
+
+// The same concurrency for both: 64 jobs in flight. Foreman's are spread
+// over 4 worker hosts of 16 (each host with its own connection pool, as
+// separate processes would have); river's are one client's 64 workers.
+const (
+	inFlight       = 64
+	hosts          = 4
+	insertRoutines = 8
+)
+
+func database(b *testing.B) *pgxpool.Pool {
+	b.Helper()
+	url := os.Getenv("FOREMAN_TEST_POSTGRES")
+	if url == "" {
+		b.Skip("riverbench: FOREMAN_TEST_POSTGRES is not set; run under ../../.ci/with-postgres")
+	}
+	return newPool(b, url, 16)
+}
+
+func newPool(b *testing.B, url string, conns int32) *pgxpool.Pool {
+	b.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = conns
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	return pool
+}
+
+// freshSchema returns a schema name dropped when the benchmark ends.
+func freshSchema(b *testing.B, pool *pgxpool.Pool, prefix string) string {
+	b.Helper()
+	var r [5]byte
+	_, _ = rand.Read(r[:])
+	s := prefix + hex.EncodeToString(r[:])
+	b.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{s}.Sanitize()+" CASCADE")
+	})
+	return s
+}
+
+func report(b *testing.B, start time.Time) {
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "handoffs/s")
+}
+
+// BenchmarkHandoffs: b.N durable hand-offs each (use -benchtime Nx).
+func BenchmarkHandoffs(b *testing.B) {
+	b.Run("foreman", benchForeman)
+	b.Run("river-insert", func(b *testing.B) { benchRiver(b, false) })
+	b.Run("river-insertmany", func(b *testing.B) { benchRiver(b, true) })
+}
+
+func benchForeman(b *testing.B) {
+	ctx := context.Background()
+	pool := database(b)
+	schema := freshSchema(b, pool, "riverbench_foreman_")
+	st, err := pgstore.OpenPool(ctx, pool, pgstore.Options{Schema: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	leader, err := st.TryLead(ctx, pgstore.LeaseOptions{Holder: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer leader.Resign(ctx)
+	tr, err := pgtransport.NewCoordinator(ctx, pgtransport.Config{Pool: pool, Store: st, Leader: leader})
+	if err != nil {
+		b.Fatal(err)
+	}
+	completed := make(chan struct{}, b.N)
+	d, err := worker.New(worker.Config{Transport: tr, MaxWorkers: 4 * inFlight, Commits: worker.NoCommits,
+		OnEvent: func(e worker.Event) {
+			if e.Kind == worker.EventCompleted {
+				completed <- struct{}{}
+			}
+		}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr.Start(d)
+	agent := worker.AgentFunc(func(context.Context, phases.AgentRequest, phases.StreamCallback) (phases.AgentResult, error) {
+		return phases.AgentResult{Success: true}, nil
+	})
+	hctx, stopHosts := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var hs []*pgtransport.Host
+	for i := range hosts {
+		h, err := pgtransport.NewHost(ctx, pgtransport.HostConfig{
+			Pool: newPool(b, os.Getenv("FOREMAN_TEST_POSTGRES"), 4), Schema: schema, Name: fmt.Sprintf("host-%d", i),
+			Capacity: inFlight / hosts, Runtime: worker.RuntimeConfig{Agent: agent, Commits: worker.NoCommits},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		hs = append(hs, h)
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = h.Run(hctx) }()
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		if err := d.Submit(ctx, worker.Item{ID: foreman.ItemID(fmt.Sprintf("item-%d", i)), Prompt: "noop", Worktree: "/nowhere"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range b.N {
+		<-completed
+	}
+	report(b, start)
+	b.StopTimer()
+	var rounds, msgs int64
+	for _, h := range hs {
+		rounds += h.Stats().Rounds
+		msgs += h.Stats().Messages
+	}
+	b.ReportMetric(float64(rounds)/float64(b.N), "host-rounds/handoff")
+	cs := tr.Stats()
+	b.ReportMetric(float64(cs.Writes)/float64(b.N), "writes/handoff")
+	b.ReportMetric(float64(cs.Reads)/float64(b.N), "reads/handoff")
+	_ = d.Close()
+	stopHosts()
+	wg.Wait()
+}
+
+type noopArgs struct{}
+
+func (noopArgs) Kind() string { return "noop" }
+
+type noopWorker struct {
+	river.WorkerDefaults[noopArgs]
+}
+
+func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil }
+
+func benchRiver(b *testing.B, many bool) {
+	ctx := context.Background()
+	pool := database(b)
+	schema := freshSchema(b, pool, "riverbench_river_")
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		b.Fatal(err)
+	}
+	driver := riverpgxv5.New(pool)
+	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		b.Fatal(err)
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &noopWorker{})
+	client, err := river.NewClient(driver, &river.Config{
+		Schema: schema, Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: inFlight}},
+		Workers: workers, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := client.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = client.Stop(ctx) }()
+	countSQL := "SELECT count(*) FROM " + pgx.Identifier{schema}.Sanitize() + ".river_job WHERE state = 'completed'"
+	b.ResetTimer()
+	start := time.Now()
+	if many {
+		const chunk = 500
+		for i := 0; i < b.N; i += chunk {
+			params := make([]river.InsertManyParams, min(chunk, b.N-i))
+			for j := range params {
+				params[j] = river.InsertManyParams{Args: noopArgs{}}
+			}
+			if _, err := client.InsertMany(ctx, params); err != nil {
+				b.Fatal(err)
+			}
+		}
+	} else {
+		var wg sync.WaitGroup
+		for g := range insertRoutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := g; i < b.N; i += insertRoutines {
+					if _, err := client.Insert(ctx, noopArgs{}, nil); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	// Completed means marked completed in the database (river's completer
+	// writes in batches), the counterpart of a DONE delivered to the
+	// Dispatcher after it was written.
+	for {
+		var n int
+		if err := pool.QueryRow(ctx, countSQL).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		if n >= b.N {
+			break
+		}
+		time.Sleep(2 * time.Millisecond) // a benchmark's completion poll
+	}
+	report(b, start)
+	b.StopTimer()
+}
