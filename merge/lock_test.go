@@ -101,7 +101,7 @@ func cycleWorktrees(ctx context.Context, mgr *Manager, prefix string, count, wor
 // TestParallelCreatesAcrossManagersFailZeroTimes holds Create and Remove to
 // 0 failures in parallel cycles on one repository, from two Managers.
 //
-// By default it runs 48 cycles: every cycle takes the same code path, and 48
+// By default it runs 24 cycles: every cycle takes the same code path, and 24
 // from 12 goroutines already contend for the lock at every step. The full
 // 1,000 (200 under the race detector, where the detector has seen all it can
 // after a few and the rest is waiting for git) run with FOREMAN_STRESS=1,
@@ -109,9 +109,9 @@ func cycleWorktrees(ctx context.Context, mgr *Manager, prefix string, count, wor
 // FOREMAN_STRESS=1 go test -run 'TestParallelCreates' -count=1 ./merge/
 func TestParallelCreatesAcrossManagersFailZeroTimes(t *testing.T) {
 	t.Parallel()
-	cycles := stress.Size(48, 1000)
+	cycles := stress.Size(24, 1000)
 	if raceEnabled {
-		cycles = stress.Size(48, 200)
+		cycles = stress.Size(24, 200)
 	}
 	ctx := context.Background()
 	repo := newRepo(t, nil)
@@ -139,13 +139,13 @@ func TestParallelCreatesAcrossManagersFailZeroTimes(t *testing.T) {
 }
 
 // TestParallelCreatesAcrossProcessesFailZeroTimes holds Create and Remove to
-// 0 failures when four processes share one repository: 8 cycles each by
+// 0 failures when four processes share one repository: 4 cycles each by
 // default, 25 with FOREMAN_STRESS=1.
 func TestParallelCreatesAcrossProcessesFailZeroTimes(t *testing.T) {
 	t.Parallel()
 	repo := newRepo(t, nil)
 	const procs = 3
-	each := stress.Size(8, 25)
+	each := stress.Size(4, 25)
 	var wg sync.WaitGroup
 	outs := make([]string, procs)
 	errs := make([]error, procs)

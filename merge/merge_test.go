@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/stress"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -353,13 +354,15 @@ func TestMergePushVerifiesRemote(t *testing.T) {
 	assert.NotEqual(t, res.Commit, revParse(t, remote, "main"))
 }
 
-func TestSixteenConcurrentMergesLandOnceEachOnALinearMain(t *testing.T) {
+// Eight items merged twice each at once (sixteen with FOREMAN_STRESS=1), from
+// two Managers.
+func TestConcurrentMergesLandOnceEachOnALinearMain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t, nil)
 	m := newManager(t, repo, nil)
 	m2 := newManager(t, repo, nil) // a second Manager shares only the file lock
-	const n = 16
+	n := stress.Size(8, 16)
 	ids := make([]foreman.ItemID, n)
 	for i := range ids {
 		ids[i] = foreman.ItemID(fmt.Sprintf("item-%02d", i))

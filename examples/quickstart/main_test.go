@@ -157,9 +157,7 @@ func worktrees(t *testing.T, repo string) []string {
 // With -parallel 1 the team keeps to one story in flight: each starts only
 // once the one before it has merged.
 func TestParallelLimitHoldsReadyStories(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs git, go vet and go test in real worktrees")
-	}
+	skipUnlessLong(t) // the whole quickstart again; team's tests cover Workers
 	var out bytes.Buffer
 	res, err := run(context.Background(), options{stories: 3, parallel: 1, dir: t.TempDir(), timeout: 3 * time.Minute}, &out)
 	require.NoError(t, err, out.String())
@@ -180,9 +178,7 @@ func TestParallelLimitHoldsReadyStories(t *testing.T) {
 
 // Without -keep the run's directory is gone; one story, one at a time.
 func TestQuickstartDeletesItsDirectory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs git, go vet and go test in real worktrees")
-	}
+	skipUnlessLong(t) // a whole quickstart run for its last step
 	var out bytes.Buffer
 	res, err := run(context.Background(), options{stories: 1, parallel: 1, dir: t.TempDir(), timeout: 3 * time.Minute}, &out)
 	require.NoError(t, err, out.String())
@@ -199,9 +195,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // stage writes a file and commits. Its path has a space and a quote, and
 // the command line quotes it as a user would.
 func TestAgentFlagRunsACommandOnThePrompt(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs git, go vet and go test in real worktrees")
-	}
+	skipUnlessLong(t) // a second whole quickstart run
 	bin := filepath.Join(t.TempDir(), "my agent's bin")
 	require.NoError(t, os.MkdirAll(bin, 0o755))
 	cli := filepath.Join(bin, "fake-agent")
@@ -292,5 +286,14 @@ func TestDemoStories(t *testing.T) {
 		require.NoError(t, os.WriteFile(script, []byte(agentScript(stories)), 0o755))
 		out, err := exec.Command("sh", "-n", script).CombinedOutput()
 		assert.NoError(t, err, "%s", out)
+	}
+}
+
+// skipUnlessLong skips a second whole-program run unless FOREMAN_STRESS is
+// set, as CI sets it: a developer's go test ./... stays about a minute.
+func skipUnlessLong(t *testing.T) {
+	t.Helper()
+	if v := os.Getenv("FOREMAN_STRESS"); v == "" || v == "0" {
+		t.Skip("long end-to-end run: FOREMAN_STRESS=1 runs it (CI does)")
 	}
 }

@@ -23,3 +23,25 @@ func TestSizeFollowsTheEnvironment(t *testing.T) {
 		})
 	}
 }
+
+func TestLongSkipsUnlessEnabled(t *testing.T) {
+	for _, tt := range []struct {
+		value string
+		runs  bool
+	}{
+		{"", false},
+		{"0", false},
+		{"1", true},
+	} {
+		t.Run("value="+tt.value, func(t *testing.T) {
+			t.Setenv(EnvVar, tt.value)
+			ran := false
+			ok := t.Run("inner", func(t *testing.T) {
+				Long(t)
+				ran = true
+			})
+			assert.True(t, ok)
+			assert.Equal(t, tt.runs, ran)
+		})
+	}
+}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/demo"
+	"github.com/agentforeman/foreman/internal/stress"
 	"github.com/agentforeman/foreman/merge"
 	"github.com/agentforeman/foreman/phases/agentcmd"
 	"github.com/agentforeman/foreman/pipeline/team"
@@ -99,9 +100,7 @@ func host(repo, agent string) int {
 // worktree be left behind.
 func TestKilledHostFinishesThePlanOnRerun(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("kills and restarts a host process a dozen times; skipped with -short")
-	}
+	stress.Long(t) // kills and restarts a host process a dozen times
 	f := newFixture(t)
 	slow := filepath.Join(filepath.Dir(f.ctl), "bin", "slow-agent.sh")
 	// The agent records its pid and takes a moment, so that kills also

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/stress"
 	"github.com/agentforeman/foreman/pipeline/team"
 	"github.com/agentforeman/foreman/pipeline/team/teamweb"
 )
@@ -59,6 +60,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) string {
 // scripted agents: it shows the graph, follows the team as stories advance
 // without a reload, and a click on "retry" resumes a paused story.
 func TestThePageInABrowser(t *testing.T) {
+	stress.Long(t) // a real browser for 10 s; the handler's own tests cover every answer
 	t.Parallel()
 	browser := chromium(t)
 	f := newFixture(t)
