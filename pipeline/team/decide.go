@@ -8,6 +8,7 @@ import (
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/message"
+	"github.com/agentforeman/foreman/pipeline/team/internal/teamcore"
 	"github.com/agentforeman/foreman/worker"
 )
 
@@ -333,84 +334,42 @@ func keyLines(out string) string {
 	return strings.Join(keep, " ")
 }
 
-// boardAfter is the board entry a verified report leads to: the status
-// and task count the flow's rule for the report checks. The team records
-// it only after checking the stage's evidence itself, so the board is its
-// ledger of verified claims. ok is false when the report needs no board.
+// boardAfter is the board entry a verified report leads to (see
+// teamcore.BoardAfter). The team records it only after checking the
+// stage's evidence itself, so the board is its ledger of verified claims.
 func boardAfter(flow *pipeline.Flow, stage int, line string, cur boardRecord) (boardRecord, bool) {
-	m, err := message.Parse(line)
-	if err != nil {
-		return cur, false
-	}
-	ev, ok := pipeline.EventOf(message.Envelope{Body: m})
-	if !ok || !flow.NeedsBoard(stage, ev.Outcome) {
-		return cur, false
-	}
-	for _, r := range flow.Stages[stage].Rules {
-		if r.Outcome != ev.Outcome {
-			continue
-		}
-		next := cur
-		if r.Check.TasksExist {
-			next.Tasks = ev.Tasks
-		}
-		if r.Check.Status != "" {
-			next.Status = r.Check.Status
-		}
-		return next, true
-	}
-	return cur, false
+	return teamcore.BoardAfter(flow, stage, line, cur)
 }
 
 // storyMove is what the team does when the task graph gives a story an
-// assignment.
-type storyMove uint8
+// assignment (teamcore.StoryMove).
+type storyMove = teamcore.StoryMove
 
 const (
-	moveNothing storyMove = iota // running already, or finished: just observe
-	moveStart                    // a new story: start its flow
-	moveResolve                  // paused, with a person's retry or resume: restart at the decided stage
-	moveRespawn                  // in flight after a restart: its current stage gets its worker again
+	moveNothing   = teamcore.MoveNothing
+	moveStart     = teamcore.MoveStart
+	moveResolve   = teamcore.MoveResolve
+	moveRespawn   = teamcore.MoveRespawn
+	moveProbeLost = teamcore.MoveProbeLost
 )
 
 // spawnMove decides what a spawn of a story means, from its flow state
 // and a person's decision (nil if none).
 func spawnMove(st pipeline.State, d *decision) storyMove {
-	switch st.Status {
-	case pipeline.StatusNew:
-		return moveStart
-	case pipeline.StatusPaused:
-		if d != nil && d.restarts() {
-			return moveResolve
-		}
-	case pipeline.StatusActive:
-		// A story in the middle of the crash protocol is left to it.
-		if st.Assignment != "" && st.Crash.Phase == 0 {
-			return moveRespawn
-		}
-	}
-	return moveNothing
+	return teamcore.SpawnMove(st, d != nil && d.restarts())
 }
 
 // graphMove is what the task graph is told about a story's flow state.
-type graphMove uint8
+type graphMove = teamcore.GraphMove
 
 const (
-	graphNothing  graphMove = iota // still working
-	graphComplete                  // DONE: complete the task, unblocking its dependents
-	graphPark                      // PAUSED: park the task, which keeps its dependents blocked
+	graphNothing  = teamcore.GraphNothing
+	graphComplete = teamcore.GraphComplete
+	graphPark     = teamcore.GraphPark
 )
 
 // graphMoveFor decides what the task graph hears about a story's state.
-func graphMoveFor(st pipeline.State) graphMove {
-	switch st.Status {
-	case pipeline.StatusDone:
-		return graphComplete
-	case pipeline.StatusPaused:
-		return graphPark
-	}
-	return graphNothing
-}
+func graphMoveFor(st pipeline.State) graphMove { return teamcore.GraphMoveFor(st) }
 
 // heldByPool reports whether an agent's result is the worker pool's to
 // act on rather than the stage's to report: a rate-limited agent (the pool

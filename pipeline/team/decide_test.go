@@ -170,6 +170,7 @@ func TestSpawnMoveAndGraphMove(t *testing.T) {
 		{"paused, undecided", pipeline.State{Status: pipeline.StatusPaused}, nil, moveNothing},
 		{"active", pipeline.State{Status: pipeline.StatusActive, Assignment: "a"}, nil, moveRespawn},
 		{"active, crash protocol running", pipeline.State{Status: pipeline.StatusActive, Assignment: "a", Crash: health.State{Phase: health.Suspicious}}, nil, moveNothing},
+		{"active, probed by the crashed process", pipeline.State{Status: pipeline.StatusActive, Assignment: "a", Crash: health.State{Phase: health.Probing}}, nil, moveProbeLost},
 		{"active without an assignment (merging)", pipeline.State{Status: pipeline.StatusActive}, nil, moveNothing},
 		{"done", pipeline.State{Status: pipeline.StatusDone}, nil, moveNothing},
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/store"
+	"github.com/agentforeman/foreman/pipeline/team/internal/teamcore"
 )
 
 // Store kinds of the team's own records (the layers keep theirs: kind
@@ -30,10 +31,7 @@ const storyRole = "story"
 
 // boardRecord is the team's board entry for a story: the stage runner
 // writes what it verified, and the flow's board checks read it.
-type boardRecord struct {
-	Status string `json:"status"`
-	Tasks  int    `json:"tasks"`
-}
+type boardRecord = teamcore.Board
 
 // memory is what the next worker of a story is told about earlier
 // rounds: the quality gate's full feedback.

@@ -272,6 +272,8 @@ func (t *Team) spawnStory(ctx context.Context, rs *runState, item foreman.ItemID
 		}
 	case moveRespawn:
 		err = t.respawn(ctx, st)
+	case moveProbeLost:
+		st, err = t.probeLost(ctx, st)
 	}
 	if err != nil {
 		return err
@@ -294,6 +296,19 @@ func (t *Team) respawn(ctx context.Context, st pipeline.State) error {
 		Item: st.Item, Title: st.Title, Stage: st.Stage, StageName: t.cfg.Flow.Stages[st.Stage].Name,
 		Worker: st.Worker, Assignment: st.Assignment, Readiness: st.Readiness, Feedback: st.Feedback,
 	})
+}
+
+// probeLost ends a probe the crashed process sent and could not hear
+// answered: unless effects are pending (the probe itself, re-issued by
+// Recover, gets its answer), the probe timed out, and the crash protocol
+// goes on (a fresh worker, or a pause).
+func (t *Team) probeLost(ctx context.Context, st pipeline.State) (pipeline.State, error) {
+	pending, err := t.pipe.Pending(ctx, st.Item)
+	if err != nil || len(pending) > 0 {
+		return st, err
+	}
+	return t.pipe.Handle(ctx, st.Item, pipeline.Event{Kind: pipeline.EventProbeTimeout, Worker: st.Worker,
+		Assignment: st.Assignment, Stage: st.Stage})
 }
 
 // observe watches a story's state for the end of its flow: DONE completes

@@ -1,0 +1,110 @@
+// Package teamcore holds the team's pure decisions that both the team
+// (pipeline/team) and its simulator (pipeline/team/teamsim) make: what a
+// verified report puts on the board, what a task graph spawn means for a
+// story, and what a story's state means to the task graph. Functions of
+// their inputs only: no I/O, no clock.
+package teamcore
+
+import (
+	"github.com/agentforeman/foreman/health"
+	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/message"
+)
+
+// Board is the team's board entry for a story: what the stage runner
+// verified, which the flow's board checks read.
+type Board struct {
+	Status string `json:"status"`
+	Tasks  int    `json:"tasks"`
+}
+
+// BoardAfter is the board entry a verified report leads to: the status and
+// task count the flow's rule for the report checks. ok is false when the
+// report needs no board.
+func BoardAfter(flow *pipeline.Flow, stage int, line string, cur Board) (Board, bool) {
+	m, err := message.Parse(line)
+	if err != nil {
+		return cur, false
+	}
+	ev, ok := pipeline.EventOf(message.Envelope{Body: m})
+	if !ok || !flow.NeedsBoard(stage, ev.Outcome) {
+		return cur, false
+	}
+	for _, r := range flow.Stages[stage].Rules {
+		if r.Outcome != ev.Outcome {
+			continue
+		}
+		next := cur
+		if r.Check.TasksExist {
+			next.Tasks = ev.Tasks
+		}
+		if r.Check.Status != "" {
+			next.Status = r.Check.Status
+		}
+		return next, true
+	}
+	return cur, false
+}
+
+// StoryMove is what the team does when the task graph gives a story an
+// assignment.
+type StoryMove uint8
+
+// The moves SpawnMove decides between.
+const (
+	MoveNothing StoryMove = iota // running already, or finished: just observe
+	MoveStart                    // a new story: start its flow
+	MoveResolve                  // paused, with a person's retry or resume: restart at the decided stage
+	MoveRespawn                  // in flight after a restart: its current stage gets its worker again
+	// MoveProbeLost: in flight after a restart, with its worker probed
+	// by the crashed process: that probe's answer was lost with it, and
+	// nobody works on the assignment now, so the probe has timed out.
+	MoveProbeLost
+)
+
+// SpawnMove decides what a spawn of a story means, from its flow state and
+// whether a person decided to send it back to work (retry or resume). A
+// spawn of a story that is in flight happens only after a restart (the
+// graph re-issues its in-progress tasks), when no worker of the crashed
+// process is alive.
+func SpawnMove(st pipeline.State, restart bool) StoryMove {
+	switch st.Status {
+	case pipeline.StatusNew:
+		return MoveStart
+	case pipeline.StatusPaused:
+		if restart {
+			return MoveResolve
+		}
+	case pipeline.StatusActive:
+		switch {
+		case st.Assignment == "":
+		case st.Crash.Phase == health.Working:
+			return MoveRespawn
+		case st.Crash.Phase == health.Probing:
+			return MoveProbeLost
+		}
+		// Otherwise the crash protocol is under way and is left to it.
+	}
+	return MoveNothing
+}
+
+// GraphMove is what the task graph is told about a story's flow state.
+type GraphMove uint8
+
+// The moves GraphMoveFor decides between.
+const (
+	GraphNothing  GraphMove = iota // still working
+	GraphComplete                  // DONE: complete the task, unblocking its dependents
+	GraphPark                      // PAUSED: park the task, which keeps its dependents blocked
+)
+
+// GraphMoveFor decides what the task graph hears about a story's state.
+func GraphMoveFor(st pipeline.State) GraphMove {
+	switch st.Status {
+	case pipeline.StatusDone:
+		return GraphComplete
+	case pipeline.StatusPaused:
+		return GraphPark
+	}
+	return GraphNothing
+}

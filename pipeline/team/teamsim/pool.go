@@ -1,0 +1,396 @@
+package teamsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/message"
+	"github.com/agentforeman/foreman/worker"
+)
+
+// bridge joins the flow to the worker pool as pipeline.DispatcherSpawner
+// does in the team (each pipeline assignment is a worker.Item; its end is
+// the agent's report or EventIdle; probes are answered from whether the
+// pool still holds it), with the simulated agents as the pool's
+// Transport.
+type bridge struct {
+	c      *coord
+	spawns map[foreman.AssignmentID]*dispatched
+	probes map[foreman.AssignmentID]uint64
+	token  uint64
+}
+
+type dispatched struct {
+	req             pipeline.SpawnRequest
+	line            string
+	ended, shutdown bool
+}
+
+func newBridge(c *coord) *bridge {
+	return &bridge{c: c, spawns: map[foreman.AssignmentID]*dispatched{}, probes: map[foreman.AssignmentID]uint64{}}
+}
+
+// Spawn implements pipeline.Spawner: idempotent by assignment within the
+// process; a restarted coordinator runs the assignment again.
+func (b *bridge) Spawn(ctx context.Context, r pipeline.SpawnRequest) error {
+	w := b.c.w
+	w.crashPoint("spawn " + string(r.Assignment))
+	if _, known := b.spawns[r.Assignment]; known && w.cfg.mutant != MutantSpawnTwice {
+		return nil
+	}
+	b.spawns[r.Assignment] = &dispatched{req: r}
+	w.tracef("spawn %s %s stage %d", r.Item, r.Assignment, r.Stage)
+	err := b.c.pool.Submit(ctx, worker.Item{ID: foreman.ItemID(r.Assignment), Stage: r.Stage,
+		Prompt: pipeline.DefaultPrompt(r), Worktree: "wt/" + string(r.Item)})
+	if err != nil && !errors.Is(err, worker.ErrItemActive) {
+		delete(b.spawns, r.Assignment)
+		return err
+	}
+	if errors.Is(err, worker.ErrItemActive) && w.cfg.mutant == MutantSpawnTwice {
+		// The bug's second half: a spawn the pool refuses is started anyway.
+		w.agents.start(w, b.c, worker.Assignment{ID: foreman.AssignmentID(string(r.Assignment) + "-again"),
+			Worker: "dup", Item: foreman.ItemID(r.Assignment), Stage: r.Stage, Attempt: 1})
+	}
+	return nil
+}
+
+// Send implements pipeline.Messenger.
+func (b *bridge) Send(_ context.Context, m pipeline.Outgoing) error {
+	w := b.c.w
+	w.crashPoint("send " + m.Kind.String() + " " + string(m.Assignment))
+	switch m.Kind {
+	case pipeline.EffectAck:
+		w.checks.acked(m.Assignment, m.Stage, w.cfg.mutant == MutantNoReAck)
+	case pipeline.EffectShutdown:
+		if sp := b.spawns[m.Assignment]; sp != nil {
+			sp.shutdown = true
+		}
+		w.agents.cancel(w, m.Assignment, b.c.inc)
+		delete(b.probes, m.Assignment)
+	case pipeline.EffectProbe:
+		sp := b.spawns[m.Assignment]
+		ev := pipeline.Event{Worker: m.Worker, Assignment: m.Assignment, Stage: m.Stage}
+		switch {
+		case b.held(m.Assignment):
+			ev.Kind = pipeline.EventStatusReply
+			b.c.w.schedule(w.delay(), b.c.inc, "status reply "+string(m.Assignment), func() { b.c.handle(m.Item, ev) })
+		case sp == nil || sp.ended:
+			ev.Kind = pipeline.EventProbeTimeout
+			b.c.w.schedule(0, b.c.inc, "probe unanswered "+string(m.Assignment), func() { b.c.handle(m.Item, ev) })
+		default:
+			b.token++
+			tok := b.token
+			b.probes[m.Assignment] = tok
+			ev.Kind = pipeline.EventProbeTimeout
+			b.c.w.schedule(probeTimeout, b.c.inc, "probe timeout "+string(m.Assignment), func() {
+				if b.probes[m.Assignment] == tok {
+					delete(b.probes, m.Assignment)
+					b.c.handle(m.Item, ev)
+				}
+			})
+		}
+	}
+	return nil
+}
+
+func (b *bridge) held(a foreman.AssignmentID) bool {
+	if sp := b.spawns[a]; sp == nil || sp.ended {
+		return false
+	}
+	info, ok := b.c.pool.Item(foreman.ItemID(a))
+	return ok && info.State != worker.Done && info.State != worker.Parked
+}
+
+// onPoolEvent follows the pool: an assignment's end is its report, or
+// EventIdle when it has none (DispatcherSpawner.onEvent).
+func (b *bridge) onPoolEvent(ev worker.Event) {
+	switch ev.Kind {
+	case worker.EventCompleted, worker.EventParked, worker.EventItemClosed:
+	default:
+		return
+	}
+	w := b.c.w
+	w.checks.poolEnded(ev.Assignment)
+	sp := b.spawns[foreman.AssignmentID(ev.Item)]
+	if sp == nil || sp.ended {
+		return
+	}
+	sp.ended = true
+	if sp.shutdown {
+		return
+	}
+	r, line := sp.req, sp.line
+	c := b.c
+	w.schedule(w.delay(), c.inc, fmt.Sprintf("report %s %s %q", r.Item, r.Assignment, line), func() {
+		c.report(r, line)
+	})
+}
+
+// report is pipeline's report: the agent's line to the flow, or EventIdle.
+func (c *coord) report(r pipeline.SpawnRequest, line string) {
+	if line == "" {
+		c.handle(r.Item, pipeline.Event{Kind: pipeline.EventIdle, Worker: r.Worker, Assignment: r.Assignment})
+		return
+	}
+	if err := (simBoard{c.w}).verified(c.w.ctx, r.Item, r.Stage, line); err != nil {
+		c.fault("recording the board of "+string(r.Item), err)
+		return
+	}
+	env, perr := message.Open(r.Worker, r.Assignment, line, c.w.now())
+	if perr != nil && env.Body != nil {
+		c.handle(r.Item, pipeline.Event{Kind: pipeline.EventIdle, Worker: r.Worker, Assignment: r.Assignment})
+		return
+	}
+	if c.w.cfg.mutant == MutantMergeBeforePersist {
+		// The bug: a passing quality gate merges at once, before the
+		// flow's decision to merge is persisted.
+		if m, ok := env.Body.(message.Stage3Complete); ok && m.Verdict != message.VerdictFail {
+			if _, err := c.w.repo.Merge(c.w.ctx, pipeline.MergeRequest{Item: r.Item}); err != nil {
+				c.fault("merging "+string(r.Item), err)
+				return
+			}
+		}
+	}
+	c.deliverChecked(r.Item, env)
+}
+
+// transport is the pool's worker.Transport: its commands reach the
+// simulated agents.
+type transport struct{ b *bridge }
+
+func (t transport) Send(_ context.Context, cmd worker.Command) error {
+	b := t.b
+	w := b.c.w
+	w.crashPoint("command " + cmd.Kind.String() + " " + string(cmd.Assignment))
+	switch cmd.Kind {
+	case worker.CommandAssign:
+		w.agents.start(w, b.c, *cmd.Assign)
+	case worker.CommandKill, worker.CommandReset, worker.CommandShutdown:
+		w.agents.stop(cmd.Assignment)
+	case worker.CommandProbe:
+		if a := w.agents.byPool[cmd.Assignment]; a != nil && !a.dead && a.b.Fault != FaultHang {
+			w.agents.send(w, a, worker.Message{Kind: worker.MsgStatus, Status: worker.StatusAlive})
+		}
+	}
+	return nil
+}
+
+// agentTable is every simulated agent process.
+type agentTable struct {
+	byPool map[foreman.AssignmentID]*agent
+	// live counts the running agents of each pipeline assignment.
+	live map[foreman.AssignmentID]int
+	list []*agent
+	// silent are the agents that never progress, for the stall check.
+	silent []*agent
+}
+
+// agent is one execution of one simulated agent.
+type agent struct {
+	pool foreman.AssignmentID // the pool's assignment
+	a    worker.Assignment
+	req  pipeline.SpawnRequest
+	inc  int
+	b    Behaviour
+	dead bool
+	// started is when its execution began.
+	started time.Time
+}
+
+func (t *agentTable) init() {
+	t.byPool = map[foreman.AssignmentID]*agent{}
+	t.live = map[foreman.AssignmentID]int{}
+}
+
+func (t *agentTable) start(w *world, c *coord, as worker.Assignment) {
+	sp := c.br.spawns[foreman.AssignmentID(as.Item)]
+	ag := &agent{pool: as.ID, a: as, inc: c.inc, started: w.now()}
+	t.byPool[as.ID] = ag
+	t.list = append(t.list, ag)
+	if sp == nil || sp.shutdown {
+		// Not one of ours, or stopped before it started: the execution
+		// is cancelled at once.
+		ag.b = Behaviour{Fault: FaultCrash}
+		t.send(w, ag, worker.Message{Kind: worker.MsgFailed, Reason: "cancelled"})
+		ag.dead = true
+		return
+	}
+	ag.req = sp.req
+	if b := w.cfg.budget(); b.Tokens > 0 && w.checks.spent > b.Tokens {
+		w.violate(InvBudget, "an agent started for %s after its pool spent %d tokens of a budget of %d", sp.req.Assignment, w.checks.spent, b.Tokens)
+	}
+	ag.b = w.cfg.Agent(w.rng, w.cfg.Faults, Execution{Story: sp.req.Item, Stage: sp.req.Stage, Attempt: as.Attempt,
+		Feedback: sp.req.Feedback, Resume: sp.req.Resume})
+	t.live[ag.req.Assignment]++
+	w.checks.agentStarted(w, ag)
+	w.tracef("agent %s for %s (%s) %s", as.ID, ag.req.Assignment, ag.req.Item, ag.b.Fault)
+	if ag.b.Fault == FaultHang {
+		return
+	}
+	t.send(w, ag, worker.Message{Kind: worker.MsgStatus, Status: worker.StatusRunning})
+	t.heartbeat(w, ag)
+	if ag.b.Fault == FaultSilent {
+		t.silent = append(t.silent, ag)
+		return
+	}
+	w.schedule(ag.b.Duration, 0, "agent ends "+string(ag.pool), func() { t.finish(w, ag) })
+}
+
+func (t *agentTable) heartbeat(w *world, ag *agent) {
+	w.schedule(heartbeatInterval, 0, "heartbeat "+string(ag.pool), func() {
+		if ag.dead {
+			return
+		}
+		m := worker.Message{Kind: worker.MsgHeartbeat}
+		if w.cfg.mutant == MutantStallIsProgress {
+			// The bug: every heartbeat reads as a new commit, so a worker
+			// that only stays alive looks as if it progressed.
+			m.Commit = fmt.Sprintf("hb-%d", w.steps)
+		}
+		t.send(w, ag, m)
+		t.heartbeat(w, ag)
+	})
+}
+
+func (t *agentTable) finish(w *world, ag *agent) {
+	if ag.dead {
+		return
+	}
+	usage := worker.Usage{Tokens: ag.b.Tokens}
+	switch ag.b.Fault {
+	case FaultCrash:
+		t.send(w, ag, worker.Message{Kind: worker.MsgFailed, Reason: "exit status 1", Usage: usage})
+	case FaultRateLimit:
+		t.send(w, ag, worker.Message{Kind: worker.MsgRateLimited, Reason: "429", ResetsAt: w.now().Add(5 * time.Minute), Usage: usage})
+	default:
+		if c := w.c; c.inc == ag.inc {
+			if sp := c.br.spawns[ag.req.Assignment]; sp != nil {
+				sp.line = reportOf(ag.req.Item, ag.b.Line)
+			}
+		}
+		done := worker.Message{Kind: worker.MsgDone, Usage: usage}
+		t.send(w, ag, done)
+		if ag.b.ReportTwice {
+			done.Usage = worker.Usage{}
+			t.send(w, ag, done)
+			t.resend(w, ag, w.delay()+time.Second)
+		}
+		if ag.b.LateReport {
+			t.resend(w, ag, time.Duration(10+w.rng.IntN(50))*time.Minute)
+		}
+	}
+	t.end(ag)
+}
+
+// reportOf is the report the bridge reads from an agent's output, as
+// pipeline.DispatcherSpawner reads it: a canonical worker line about the
+// story, else none (garbage, or a line about another story, ends the
+// assignment without a report: EventIdle).
+func reportOf(item foreman.ItemID, line string) string {
+	m, err := message.Parse(line)
+	if err != nil || !m.Kind().FromWorker() || m.ItemID() != item {
+		return ""
+	}
+	return line
+}
+
+// resend delivers the agent's report to the flow once more after d: a
+// duplicate, or by then a stale report of a replaced worker.
+func (t *agentTable) resend(w *world, ag *agent, d time.Duration) {
+	req, line := ag.req, ag.b.Line
+	w.schedule(d, 0, fmt.Sprintf("report again %s %s", req.Item, req.Assignment), func() {
+		env, perr := message.Open(req.Worker, req.Assignment, line, w.now())
+		if perr != nil && env.Body != nil {
+			return
+		}
+		w.c.deliverChecked(req.Item, env)
+	})
+}
+
+// send carries a message from the agent to the pool that started it,
+// with the seed's delay, sometimes twice.
+func (t *agentTable) send(w *world, ag *agent, m worker.Message) {
+	m.Worker, m.Assignment = ag.a.Worker, ag.pool
+	copies := 1
+	if w.rng.Float64() < w.cfg.Faults.Duplicate {
+		copies = 2
+	}
+	for i := range copies {
+		d := w.delay()
+		if i > 0 {
+			d += time.Second
+		}
+		w.schedule(d, ag.inc, fmt.Sprintf("%s from %s", m.Kind, ag.pool), func() {
+			w.c.deliverToPool(m)
+		})
+	}
+}
+
+// stop ends an agent's process (a kill, reset or shutdown from the pool).
+func (t *agentTable) stop(pool foreman.AssignmentID) {
+	if ag := t.byPool[pool]; ag != nil {
+		t.end(ag)
+	}
+}
+
+// cancel is a shutdown request from the flow: the running execution of
+// assignment a is cancelled and reports its failure.
+func (t *agentTable) cancel(w *world, a foreman.AssignmentID, inc int) {
+	for _, ag := range t.list {
+		if !ag.dead && ag.inc == inc && ag.req.Assignment == a {
+			t.send(w, ag, worker.Message{Kind: worker.MsgFailed, Reason: "cancelled"})
+			t.end(ag)
+		}
+	}
+}
+
+func (t *agentTable) end(ag *agent) {
+	if ag.dead {
+		return
+	}
+	ag.dead = true
+	if ag.req.Assignment != "" {
+		t.live[ag.req.Assignment]--
+	}
+}
+
+// killAll stops every agent of a crashed coordinator (the lease reaper).
+func (t *agentTable) killAll(inc int) {
+	live := t.list[:0]
+	for _, ag := range t.list {
+		if ag.inc == inc {
+			t.end(ag)
+		}
+		if !ag.dead {
+			live = append(live, ag)
+		}
+	}
+	t.list = live
+}
+
+// deliverToPool hands a worker message to the pool and checks that a
+// message about an assignment the pool has finished changes nothing.
+func (c *coord) deliverToPool(m worker.Message) {
+	ended := c.w.checks.poolDone[m.Assignment]
+	disp, err := c.pool.Deliver(c.w.ctx, m)
+	if err != nil && disp != worker.Invalid {
+		c.fault("delivering to the pool", err)
+		return
+	}
+	if disp == worker.Applied {
+		c.w.checks.spent += m.Usage.Tokens
+	}
+	if ended && disp == worker.Applied {
+		c.w.violate("stale-no-change", "the pool applied %s of assignment %s after it had ended", m.Kind, m.Assignment)
+	}
+	if m.Kind == worker.MsgDone && disp == worker.Applied {
+		if c.w.checks.doneApplied[m.Assignment] {
+			c.w.violate("stale-no-change", "the pool applied a second DONE of %s", m.Assignment)
+		}
+		c.w.checks.doneApplied[m.Assignment] = true
+	}
+}
