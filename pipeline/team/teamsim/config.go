@@ -21,7 +21,7 @@ type Config struct {
 	// pipeline.StoryFlow(pipeline.StoryConfig{}). Stage reports name
 	// stages 0-3, so a flow has at most 4 stages.
 	Flow *pipeline.Flow
-	// Stories is the most stories in the plan (default 6; the seed picks
+	// Stories is the most stories in the plan (default 6; Config.Seed picks
 	// 1..Stories, each blocked by up to two earlier ones).
 	Stories int
 	// Workers is how many stories run at once (default 3).

@@ -31,7 +31,7 @@
 // or duplicate message never changes state; the budget is never exceeded
 // by more than the documented overshoot; a paused story's dependents never
 // start. Result.Violations lists the broken ones, and Result.Err says how
-// to replay the seed (ReplayCommand). The same Config and Seed always give
+// to replay that seed (ReplayCommand). The same Config and Seed always give
 // the same trace (Result.TraceHash).
 //
 // The package's own test runs hundreds of seeds with go test, and 10,000

@@ -312,7 +312,7 @@ func (t *agentTable) resend(w *world, ag *agent, d time.Duration) {
 }
 
 // send carries a message from the agent to the pool that started it,
-// with the seed's delay, sometimes twice.
+// with a delay Config.Seed decides, sometimes twice.
 func (t *agentTable) send(w *world, ag *agent, m worker.Message) {
 	m.Worker, m.Assignment = ag.a.Worker, ag.pool
 	copies := 1

@@ -10,7 +10,7 @@ import (
 
 // simRepo is the simulated repository: a main branch of squash commits,
 // each carrying its story's trailer, and a worktree (with its branch) per
-// story. A story's merge conflicts when the seed says so and another story
+// story. A story's merge conflicts when Config.Seed says so and another story
 // merged since its worktree was made; like merge.Manager, a merge first
 // looks for its own trailer on main and then reports the commit it finds.
 type simRepo struct {

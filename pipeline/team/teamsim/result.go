@@ -45,7 +45,7 @@ type StoryResult struct {
 var ErrViolation = errors.New("teamsim: invariant violated")
 
 // Err is nil when every invariant held, else an error naming the broken
-// invariants and the command that replays the seed.
+// invariants and the command that replays that seed.
 func (r Result) Err() error {
 	if len(r.Violations) == 0 {
 		return nil
