@@ -165,7 +165,7 @@ func (f *Flow) AppendStep(effects []Effect, s State, ev Event, now time.Time) (S
 				return s, effects, nil // an answer nobody waits for
 			}
 		case onProbeTimeout:
-			if s.Crash.Phase != health.Probing {
+			if s.Crash.Phase != health.Probing && s.Unparsed == 0 {
 				return s, effects, nil // a timer that outlived its probe
 			}
 		case onIgnore:
@@ -193,6 +193,15 @@ func (f *Flow) AppendStep(effects []Effect, s State, ev Event, now time.Time) (S
 	case onIdle:
 		err = f.crashStep(&t, &s, health.EventIdle, now)
 	case onProbeTimeout:
+		if s.Crash.Phase != health.Probing {
+			// The probe of an unparseable message went unanswered: the
+			// worker may be gone (its run ended on the garbage), and no
+			// second message will come. The crash protocol takes over, as
+			// for a worker gone idle: it probes once more and, unanswered,
+			// resumes the stage with a fresh worker within the crash budget.
+			err = f.crashStep(&t, &s, health.EventIdle, now)
+			break
+		}
 		err = f.crashStep(&t, &s, health.EventProbeTimeout, now)
 	case onUnparseable:
 		err = f.unparseable(&t, &s, &ev, now)

@@ -529,3 +529,26 @@ func TestReportScoresOutsideTheirRangeAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// A worker that printed garbage and then ended answers no probe: the probe's
+// timeout hands the item to the crash protocol instead of leaving it ACTIVE
+// with nobody left to send a second message.
+func TestAnUnansweredProbeOfGarbageGoesToTheCrashProtocol(t *testing.T) {
+	f := StoryFlow(StoryConfig{})
+	s := atStage(t, f, 2)
+	first := s.Assignment
+	s, effs := mustStep(t, f, s, from(s, Event{Kind: EventUnparseable, Detail: "garbage"}), t0)
+	require.Equal(t, []EffectKind{EffectProbe}, kinds(effs))
+
+	s, effs = mustStep(t, f, s, from(s, Event{Kind: EventProbeTimeout}), t0.Add(time.Minute))
+	assert.Equal(t, StatusActive, s.Status)
+	assert.Equal(t, health.Probing, s.Crash.Phase, "the crash protocol probes once more")
+	assert.Equal(t, []EffectKind{EffectProbe}, kinds(effs))
+
+	s, effs = mustStep(t, f, s, from(s, Event{Kind: EventProbeTimeout}), t0.Add(2*time.Minute))
+	assert.Equal(t, StatusActive, s.Status)
+	assert.NotEqual(t, first, s.Assignment, "a fresh worker resumes the stage")
+	assert.Equal(t, 2, s.Stage)
+	assert.Contains(t, kinds(effs), EffectSpawn)
+	assert.Equal(t, 0, s.Unparsed, "the fresh worker starts with a clean count")
+}

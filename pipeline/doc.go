@@ -51,7 +51,9 @@
 // another idle or the probe timeout (reported by the host) confirms a crash,
 // which within the crash budget spawns story-{id}-s{N}-retry with
 // Effect.Resume set, and beyond it pauses. An unparseable message is probed
-// once; a second one pauses.
+// once; a second one pauses, and a probe of it that times out unanswered
+// (the worker may have ended on the garbage) hands the item to the crash
+// protocol as an idle worker would.
 //
 // Effects are Ack, Shutdown, Spawn, Probe, CreateWorktree, RemoveWorktree,
 // Merge, Escalate, UpdateBoard and AppendReport. Each has an idempotency key
