@@ -120,6 +120,15 @@ func TestThePageInABrowser(t *testing.T) {
 	// C finishes: the page changes without a reload.
 	f.touch(t, "C.go")
 	require.NoError(t, chromedp.Do(ctx, chromedp.WaitReady(node("C", "merged"))))
+	// What its agents spent: plan, validate and build, 1,000 tokens each.
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(`#stories tr[data-story="C"] td[data-tokens="3000"]`))))
+	row, err := pageText(ctx, `#stories tr[data-story="C"]`)
+	require.NoError(t, err)
+	assert.Contains(t, row, "3,000")
+	assert.Contains(t, row, "$0.06")
+	spent, err := pageText(ctx, `#spent`)
+	require.NoError(t, err)
+	assert.Contains(t, spent, "tokens")
 
 	// A person fixes the cause and clicks retry: A resumes (its
 	// escalation goes, it runs again) and merges; B starts after it.
