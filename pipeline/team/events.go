@@ -44,6 +44,16 @@ const (
 	// (stalled, dead, failed, lost, rate-limited, waiting for a person,
 	// slow but working); Detail says what and why.
 	EventWorker EventKind = "worker"
+	// EventConflict: a story's merge conflicts (Outcome SQUASH: the
+	// squash onto the target; REBASE: the rebase of its branch onto the
+	// target too, which was aborted); Files name the files.
+	EventConflict EventKind = "conflict"
+	// EventRebased: conflict triage rebased a story's branch onto the
+	// target cleanly; the gate plan runs on the rebased change next.
+	EventRebased EventKind = "rebased"
+	// EventConflictRework: a conflicting story went back to its builder,
+	// once, with the conflict (Files, both sides) in its memory.
+	EventConflictRework EventKind = "conflict_rework"
 	// EventRunStarted and EventRunFinished bracket a Run; Detail of the
 	// latter says how it ended.
 	EventRunStarted  EventKind = "run_started"
@@ -82,6 +92,8 @@ type Event struct {
 	// started its first stage (At minus Started is how long it took, also
 	// across restarts of the host).
 	Started time.Time `json:"started,omitzero"`
+	// Files are the conflicting files of a conflict event.
+	Files []string `json:"files,omitempty"`
 }
 
 // eventLog records the events: in the store first (when it has one), so

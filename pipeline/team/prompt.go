@@ -36,6 +36,9 @@ type PromptData struct {
 	// failed it.
 	Feedback     string
 	GateFeedback string
+	// Conflict is the merge conflict a build stage is given back to
+	// resolve (conflict triage): the files and both sides of each hunk.
+	Conflict string
 	// Readiness is the validation stage's score, once there is one.
 	Readiness string
 	// Resume is set when this worker replaces one that crashed.
@@ -83,6 +86,9 @@ func DefaultPrompt(d PromptData) string {
 		if d.GateFeedback != "" && d.GateFeedback != d.Feedback {
 			b.WriteString(d.GateFeedback + "\n\n")
 		}
+	}
+	if d.Conflict != "" {
+		b.WriteString("## The merge conflict to resolve\n\n" + d.Conflict + "\n\n")
 	}
 	if d.Kind == StageBuild {
 		b.WriteString("## When you are done\n\nCommit your work and exit. If you cannot do it, say why in the result file below " +

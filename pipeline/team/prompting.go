@@ -28,8 +28,13 @@ func (t *Team) prompt(r pipeline.SpawnRequest) string {
 	d.Workspace, _ = t.mgr.Path(r.Item)
 	d.Branch, _ = t.mgr.Branch(r.Item)
 	var m memory
-	if _, _, err := getJSON(context.Background(), t.db, kindMemory, string(r.Item), &m); err == nil && r.Feedback != "" {
-		d.GateFeedback = m.GateFeedback
+	if _, _, err := getJSON(context.Background(), t.db, kindMemory, string(r.Item), &m); err == nil {
+		if r.Feedback != "" {
+			d.GateFeedback = m.GateFeedback
+		}
+		if st.Kind == StageBuild {
+			d.Conflict = m.Conflict
+		}
 	}
 	return t.cfg.Prompt(d)
 }

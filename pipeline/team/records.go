@@ -21,6 +21,7 @@ const (
 	kindBase     = "team.base"     // phases.BeforeState, by assignment id
 	kindDecision = "team.decision" // decision, by story id
 	kindMemory   = "team.memory"   // memory, by story id
+	kindTriage   = "team.triage"   // triageRecord, by story id
 )
 
 // graphSession is the id of the team's task graph session.
@@ -44,6 +45,9 @@ type memory struct {
 	// Verified is the change the last passing build verified with the gate
 	// plan: measured from Base, its content was DiffHash.
 	Verified *verifiedChange `json:"verified,omitempty"`
+	// Conflict is the last merge conflict conflict triage gave back to the
+	// builder: the files and both sides (bounded), for its prompt.
+	Conflict string `json:"conflict,omitempty"`
 }
 
 // verifiedChange identifies a change the gate plan passed on.

@@ -316,6 +316,9 @@ func (t *Team) probeLost(ctx context.Context, st pipeline.State) (pipeline.State
 // dependents) and lets the graph fill the freed slot. The graph is told
 // from another goroutine: observe may run inside one of its steps.
 func (t *Team) observe(rs *runState, st pipeline.State) {
+	if t.takeBackConflict(rs, st) {
+		return // conflict triage gives it back to its builder (triage.go)
+	}
 	move := graphMoveFor(st)
 	if move == graphNothing {
 		return

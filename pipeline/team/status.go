@@ -69,6 +69,9 @@ type StoryStatus struct {
 	// zero).
 	Tokens  int64   `json:"tokens"`
 	CostUSD float64 `json:"costUSD"`
+	// Triage is what conflict triage did about the story's merge
+	// conflicts, for a paused or running story that had one.
+	Triage *ConflictTriage `json:"triage,omitempty"`
 }
 
 // Status is the team as a person watching it sees it.
@@ -204,6 +207,11 @@ func (t *Team) storyStatuses(ctx context.Context, now time.Time) ([]StoryStatus,
 				return nil, err
 			}
 			ss.WorkerCause = m.WorkerCause
+		}
+		if ss.State == StoryPaused || ss.State == StoryRunning {
+			if ss.Triage, err = t.conflictTriage(ctx, s.ID); err != nil {
+				return nil, err
+			}
 		}
 		states[s.ID] = ss.State
 		out = append(out, ss)
@@ -341,6 +349,9 @@ func (s Status) Text() string {
 			}
 			if len(e.Files) > 0 {
 				fmt.Fprintf(&b, "    files: %s\n", strings.Join(e.Files, ", "))
+			}
+			if tr := triageOf(s.Stories, e.Item); tr != nil {
+				fmt.Fprintf(&b, "    triage: %s\n", tr)
 			}
 		}
 	}

@@ -167,7 +167,7 @@ func (t *Team) open(ctx context.Context) error {
 	git := pipeline.Git{Manager: mgr, Request: merge.Request{CommitPending: true, Check: cfg.MergeCheck}, Logger: t.log}
 	t.spawns.t = t
 	t.pipe, err = pipeline.NewRuntime(pipeline.RuntimeConfig{
-		Flow: cfg.Flow, Store: t.db, Spawner: &t.spawns, Messenger: &t.spawns, Worktrees: git, Merger: git,
+		Flow: cfg.Flow, Store: t.db, Spawner: &t.spawns, Messenger: &t.spawns, Worktrees: git, Merger: triageMerger{t: t, git: git},
 		Board: storeBoard{db: t.db}, Clock: cfg.Clock, Logger: t.log,
 	})
 	if err != nil {

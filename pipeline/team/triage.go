@@ -1,0 +1,535 @@
+package team
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/gitexec"
+	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/store"
+)
+
+// Conflict triage: a story whose squash merge conflicts is not paused at
+// once. Its branch is rebased onto the target in its worktree; a clean
+// rebase is checked with the gate plan again and merged. A rebase that
+// conflicts is aborted (the worktree is left as it was) and the story goes
+// back to its builder, once, with the conflicting files and both sides in
+// its memory; only a conflict after that waits for a person. What to do
+// next is triageNext's (triagedecide.go); the rework count is kept in the
+// story's triage record, so a host that crashes mid-triage neither reworks
+// twice nor merges twice (merges are idempotent by their trailer).
+
+// triageRecord is a story's conflict triage, kept in the store (kind
+// team.triage, by story id).
+type triageRecord struct {
+	// Conflicts counts the merge attempts whose conflict the triage could
+	// not clear; Rebases the rebases it tried.
+	Conflicts int `json:"conflicts,omitempty"`
+	Rebases   int `json:"rebases,omitempty"`
+	// Reworks counts the times the story went back to its builder for a
+	// conflict (at most maxConflictReworks).
+	Reworks int `json:"reworks,omitempty"`
+	// Files and Context are the last conflict's files and both sides
+	// (bounded); Cause is "conflict" or "gates" (the rebased change failed
+	// the gate plan).
+	Files   []string `json:"files,omitempty"`
+	Context string   `json:"context,omitempty"`
+	Cause   string   `json:"cause,omitempty"`
+	// Next is what the pause the triage ended with is for: stepRework
+	// (the team gives the story back) or stepPause (a person decides).
+	Next triageStep `json:"next,omitempty"`
+	// ReworkFor is the key of the pause the last rework was granted for.
+	ReworkFor string `json:"reworkFor,omitempty"`
+}
+
+const (
+	causeConflict = "conflict"
+	causeGates    = "gates"
+)
+
+// Bounds of the conflict context an agent is given: per file, in all, and
+// how many files are shown.
+const (
+	maxContextPerFile = 2000
+	maxContextTotal   = 8000
+	maxContextFiles   = 8
+)
+
+// triageMerger is the pipeline's Merger: pipeline.Git's squash merge, with
+// conflict triage when the squash conflicts.
+type triageMerger struct {
+	t   *Team
+	git pipeline.Git
+}
+
+func (m triageMerger) Merge(ctx context.Context, r pipeline.MergeRequest) (pipeline.MergeOutcome, error) {
+	out, err := m.git.Merge(ctx, r)
+	if err != nil || len(out.Conflict) == 0 {
+		return out, err
+	}
+	return m.t.triage(ctx, m.git, r, out.Conflict)
+}
+
+// triageEnd is how a triage that could not merge ends.
+type triageEnd struct {
+	cause   string
+	files   []string
+	context string
+	detail  string // one line for the escalation (gates)
+}
+
+// triage works a conflicting squash merge through triageNext's steps and
+// returns the merge's outcome: merged, or the conflict (or the rebased
+// change's gate failure) the flow pauses on, with what follows the pause
+// (a rework or a person) recorded first.
+func (t *Team) triage(ctx context.Context, git pipeline.Git, r pipeline.MergeRequest, files []string) (pipeline.MergeOutcome, error) {
+	item := r.Item
+	st, err := t.pipe.Get(ctx, item)
+	if err != nil {
+		return pipeline.MergeOutcome{}, err
+	}
+	var rec triageRecord
+	if _, _, err := getJSON(ctx, t.db, kindTriage, string(item), &rec); err != nil {
+		return pipeline.MergeOutcome{}, err
+	}
+	dir, err := t.mgr.Path(item)
+	if err != nil {
+		return pipeline.MergeOutcome{}, err
+	}
+	a := pipeline.AgentAssignment{Item: item, Stage: st.Stage, Worker: st.Worker, Assignment: st.Assignment}
+	target := t.mgr.Target()
+	in := triageInput{Fact: factSquashConflict, Reworks: rec.Reworks, CanRework: reworkStage(t.cfg.Stages, st.Stage) >= 0}
+	end := triageEnd{cause: causeConflict, files: files,
+		context: fmt.Sprintf("The squash of your branch onto %s conflicts in %s, and %s kept moving while the team rebased it.", target, strings.Join(files, ", "), target)}
+	for {
+		switch step := triageNext(in); step {
+		case stepRebase:
+			t.triageEvent(EventConflict, a, "SQUASH", files, fmt.Sprintf("the squash onto %s conflicts in %s; rebasing the branch onto %s", target, strings.Join(files, ", "), target))
+			in.Rebases++
+			rb, err := t.rebaseOnto(ctx, item, dir)
+			if err != nil {
+				return pipeline.MergeOutcome{}, err
+			}
+			if rb.clean {
+				in.Fact = factRebaseClean
+				t.triageEvent(EventRebased, a, "CLEAN", nil, fmt.Sprintf("rebased onto %s (now %s); running the gates on the rebased change", target, short(rb.head)))
+				continue
+			}
+			in.Fact = factRebaseConflict
+			end = triageEnd{cause: causeConflict, files: union(files, rb.files), context: rb.context}
+			t.triageEvent(EventConflict, a, "REBASE", end.files, fmt.Sprintf("rebasing onto %s conflicts in %s; the rebase was aborted", target, strings.Join(end.files, ", ")))
+		case stepRegate:
+			passed, feedback, err := t.regate(ctx, a, dir)
+			if err != nil {
+				return pipeline.MergeOutcome{}, err
+			}
+			if passed {
+				in.Fact = factGatesPassed
+				continue
+			}
+			in.Fact = factGatesFailed
+			end = triageEnd{cause: causeGates, files: files, detail: feedback,
+				context: fmt.Sprintf("Your branch was rebased onto %s cleanly, but the rebased change fails the gates:\n\n%s", target, clipBytes(feedback, maxContextTotal))}
+		case stepMerge:
+			out, err := git.Merge(ctx, r)
+			if err != nil || len(out.Conflict) == 0 {
+				return out, err
+			}
+			files = out.Conflict
+			in.Fact = factSquashConflict
+			end = triageEnd{cause: causeConflict, files: files,
+				context: fmt.Sprintf("The squash of your branch onto %s conflicts in %s, and %s kept moving while the team rebased it.", target, strings.Join(files, ", "), target)}
+		case stepRework, stepPause:
+			if err := updateTriage(ctx, t, item, func(rec *triageRecord) bool {
+				rec.Conflicts++
+				rec.Rebases += in.Rebases
+				rec.Files, rec.Context, rec.Cause, rec.Next = end.files, end.context, end.cause, step
+				return true
+			}); err != nil {
+				return pipeline.MergeOutcome{}, err
+			}
+			if end.cause == causeGates {
+				return pipeline.MergeOutcome{Refused: fmt.Sprintf("rebased onto %s, the change fails the gates: %s", target, oneLine(end.detail, maxDetail))}, nil
+			}
+			return pipeline.MergeOutcome{Conflict: end.files}, nil
+		default:
+			return pipeline.MergeOutcome{}, fmt.Errorf("team: conflict triage of %s: no step after %s", item, in.Fact)
+		}
+	}
+}
+
+func (t *Team) triageEvent(kind EventKind, a pipeline.AgentAssignment, outcome pipeline.Outcome, files []string, detail string) {
+	t.events.add(Event{Kind: kind, At: t.clk.Now(), Story: a.Item, Stage: a.Stage, Role: t.role(a.Stage),
+		Assignment: a.Assignment, Outcome: outcome, Files: slices.Clone(files), Detail: detail})
+}
+
+// updateTriage changes a story's triage record (read-modify-write at its
+// version, redone on a conflict); change returns false to write nothing.
+func updateTriage(ctx context.Context, t *Team, item foreman.ItemID, change func(*triageRecord) bool) error {
+	for range 5 {
+		var rec triageRecord
+		ver, _, err := getJSON(ctx, t.db, kindTriage, string(item), &rec)
+		if err != nil {
+			return err
+		}
+		if !change(&rec) {
+			return nil
+		}
+		data, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		_, err = t.db.Apply(ctx, store.Op{Kind: kindTriage, ID: string(item), ExpectVersion: ver, Data: data})
+		if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("team: updating the conflict triage of %s: too many conflicts", item)
+}
+
+// rebaseResult is a rebase's outcome: clean (the branch now at head), or
+// conflicting in files, with both sides in context (the rebase aborted).
+type rebaseResult struct {
+	clean   bool
+	head    string
+	files   []string
+	context string
+}
+
+// git is a runner with the team's git settings (binary, environment, the
+// identity of the commits Foreman makes).
+func (t *Team) git() *gitexec.Runner {
+	mc := t.cfg.Merge
+	return &gitexec.Runner{Git: mc.Git, Env: mc.GitEnv, Author: gitexec.Identity(mc.Author), Committer: gitexec.Identity(mc.Committer)}
+}
+
+// rebaseOnto rebases the story's branch onto the target in its worktree.
+// A conflict is aborted after its context is read, and whatever happens
+// (ctx ending mid-rebase too) the worktree is left with no rebase in
+// progress.
+func (t *Team) rebaseOnto(ctx context.Context, item foreman.ItemID, dir string) (res rebaseResult, err error) {
+	g := t.git()
+	target := t.mgr.Target()
+	if err := abortRebase(ctx, g, dir); err != nil { // a crashed host's leftover
+		return res, err
+	}
+	status, err := g.Run(ctx, dir, "status", "--porcelain")
+	if err != nil {
+		return res, err
+	}
+	if strings.TrimSpace(status) != "" {
+		// The merge commits pending work first, so this is a worktree a
+		// person or an agent is changing: not the triage's to touch.
+		return rebaseResult{files: statusFiles(status),
+			context: "The worktree has uncommitted changes, so the team did not rebase it:\n" + clipBytes(status, maxContextPerFile)}, nil
+	}
+	defer func() {
+		if ctx.Err() != nil {
+			// Killed mid-rebase: leave no rebase in progress behind.
+			_ = abortRebase(context.WithoutCancel(ctx), g, dir)
+		}
+	}()
+	_, rerr := g.Run(ctx, dir, "rebase", "-q", "--no-verify", "refs/heads/"+target)
+	if rerr == nil {
+		head, err := g.Run(ctx, dir, "rev-parse", "HEAD")
+		return rebaseResult{clean: true, head: strings.TrimSpace(head)}, err
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	files, err := g.Lines(ctx, dir, "diff", "--name-only", "--diff-filter=U")
+	if err != nil {
+		return res, err
+	}
+	if len(files) == 0 {
+		res.context = "git rebase onto " + target + " failed: " + clipBytes(rerr.Error(), maxContextPerFile)
+	} else {
+		res.files = files
+		res.context = conflictContext(dir, target, files)
+	}
+	if err := abortRebase(ctx, g, dir); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// abortRebase aborts a rebase in progress in dir, if there is one.
+func abortRebase(ctx context.Context, g *gitexec.Runner, dir string) error {
+	in, err := rebaseInProgress(ctx, g, dir)
+	if err != nil || !in {
+		return err
+	}
+	_, err = g.Run(ctx, dir, "rebase", "--abort")
+	return err
+}
+
+// rebaseInProgress reports whether a rebase is stopped in dir.
+func rebaseInProgress(ctx context.Context, g *gitexec.Runner, dir string) (bool, error) {
+	for _, name := range []string{"rebase-merge", "rebase-apply"} {
+		p, err := g.Run(ctx, dir, "rev-parse", "--path-format=absolute", "--git-path", name)
+		if err != nil {
+			return false, err
+		}
+		if _, err := os.Stat(strings.TrimSpace(p)); err == nil {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// conflictContext renders a stopped rebase's conflicts for the agent:
+// per file, the conflicting hunks with both sides, bounded in size.
+func conflictContext(dir, target string, files []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Rebasing your branch onto %s conflicts in %s. The team aborted the rebase, so your worktree is as you left it.\n", target, strings.Join(files, ", "))
+	fmt.Fprintf(&b, "In each hunk below, the lines after <<<<<<< are %s's (with the work that landed since your branch started), the lines after ======= are yours.\n", target)
+	for i, f := range files {
+		if i == maxContextFiles {
+			fmt.Fprintf(&b, "\n(and %d more files)\n", len(files)-i)
+			break
+		}
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
+		hunks := ""
+		switch {
+		case err != nil:
+			hunks = "(no file in the worktree: deleted on one side and changed on the other)"
+		default:
+			hunks = conflictHunks(string(data), target, 3, maxContextPerFile)
+			if hunks == "" {
+				hunks = "(no conflict markers: a conflict of the file's name, mode or type)"
+			}
+		}
+		fmt.Fprintf(&b, "\n--- %s\n%s\n", f, hunks)
+		if b.Len() > maxContextTotal {
+			break
+		}
+	}
+	return clipBytes(b.String(), maxContextTotal)
+}
+
+// conflictHunks extracts the conflict-marked regions of a file with ctx
+// lines around each, relabelling the markers (the target's side, yours),
+// at most max bytes.
+func conflictHunks(content, target string, ctx, max int) string {
+	lines := strings.Split(content, "\n")
+	keep := make([]bool, len(lines))
+	in := false
+	start := 0
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "<<<<<<< "), l == "<<<<<<<":
+			in, start = true, i
+		case in && (strings.HasPrefix(l, ">>>>>>> ") || l == ">>>>>>>"):
+			for j := max0(start - ctx); j <= min(i+ctx, len(lines)-1); j++ {
+				keep[j] = true
+			}
+			in = false
+		}
+	}
+	var b strings.Builder
+	last := -1
+	for i, l := range lines {
+		if !keep[i] {
+			continue
+		}
+		if last >= 0 && i > last+1 {
+			b.WriteString("...\n")
+		}
+		switch {
+		case strings.HasPrefix(l, "<<<<<<<"):
+			l = "<<<<<<< " + target
+		case strings.HasPrefix(l, ">>>>>>>"):
+			l = ">>>>>>> yours" + strings.TrimPrefix(l, ">>>>>>>")
+		}
+		b.WriteString(l + "\n")
+		last = i
+	}
+	return clipBytes(strings.TrimSuffix(b.String(), "\n"), max)
+}
+
+func max0(n int) int { return max(n, 0) }
+
+// clipBytes keeps at most n bytes of s, saying what was cut.
+func clipBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const cut = "\n[... cut]"
+	return strings.ToValidUTF8(s[:max0(n-len(cut))], "") + cut
+}
+
+// statusFiles reads the paths of `git status --porcelain`.
+func statusFiles(status string) []string {
+	var out []string
+	for _, l := range strings.Split(status, "\n") {
+		if len(l) > 3 {
+			out = append(out, strings.TrimSpace(l[3:]))
+		}
+	}
+	return out
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// regate runs the gate plan on the rebased change in the worktree (the
+// quality gates when they are set, else the gates), as the quality-gate
+// stage does; feedback says what failed.
+func (t *Team) regate(ctx context.Context, a pipeline.AgentAssignment, dir string) (bool, string, error) {
+	plan := t.cfg.QualityGates
+	if checkCount(plan) == 0 {
+		plan = t.cfg.Gates
+	}
+	if checkCount(plan) == 0 {
+		return true, "", nil
+	}
+	snap := phases.Snapshot{ID: string(a.Item), RunID: phases.RunID(a.Assignment), WorkspacePath: dir}
+	rep, err := gateEvents{t: t, a: a}.Verify(ctx, snap, plan, phases.VerifyOptions{})
+	if err != nil || rep.Passed {
+		return rep.Passed, "", err
+	}
+	fb, ferr := t.feedback.Generate(ctx, snap, rep, plan, phases.FeedbackOptions{})
+	if ferr != nil || fb == "" {
+		fb = failureSummary(rep)
+	}
+	return false, fb, nil
+}
+
+// takeBackConflict is observe's first look at a story's state: a pause
+// that conflict triage gives back to the builder (conflictReworkDue) is
+// not the graph's to park; the rework starts on one of the Run's
+// goroutines and true is returned.
+func (t *Team) takeBackConflict(rs *runState, st pipeline.State) bool {
+	if st.Status != pipeline.StatusPaused || st.Pause == nil ||
+		(st.Pause.Reason != pipeline.ReasonMergeConflict && st.Pause.Reason != pipeline.ReasonMergeFailed) {
+		return false
+	}
+	var rec triageRecord
+	if _, _, err := getJSON(rs.ctx, t.db, kindTriage, string(st.Item), &rec); err != nil {
+		t.log.Warn("team: reading a story's conflict triage", "story", st.Item, "err", err)
+		return false
+	}
+	stage := reworkStage(t.cfg.Stages, st.Stage)
+	if stage < 0 || !conflictReworkDue(st, rec) {
+		return false
+	}
+	rs.wg.Add(1)
+	go func() {
+		defer rs.wg.Done()
+		if err := t.reworkConflict(rs.ctx, st, stage); err != nil && rs.ctx.Err() == nil {
+			rs.fail(fmt.Errorf("giving %s back to its builder after a conflict: %w", st.Item, err))
+		}
+	}()
+	return true
+}
+
+// reworkConflict gives a conflicting story back to its builder: the grant
+// is recorded first (for this pause, so a restart finishes this rework and
+// never starts a second), the conflict goes into the story's memory (the
+// builder's prompt shows it), and the flow resumes at the build stage with
+// a fresh builder assignment on the worker pool.
+func (t *Team) reworkConflict(ctx context.Context, st pipeline.State, stage int) error {
+	key := st.Pause.Key
+	var rec triageRecord
+	fresh := false
+	err := updateTriage(ctx, t, st.Item, func(r *triageRecord) bool {
+		if r.ReworkFor == key {
+			rec = *r
+			return false
+		}
+		r.Reworks++
+		r.ReworkFor, r.Next = key, stepNone
+		rec, fresh = *r, true
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if err := updateMemory(ctx, t.db, st.Item, func(m *memory) { m.Conflict = rec.Context }); err != nil {
+		return err
+	}
+	target := t.mgr.Target()
+	note := fmt.Sprintf("Your work no longer merges onto %s: rebasing it conflicts in %s (the merge conflict is shown below). "+
+		"Rebase your branch onto %s (git rebase %s), resolve the conflicts keeping what both sides meant, make sure the checks pass, and commit.",
+		target, strings.Join(rec.Files, ", "), target, target)
+	if rec.Cause == causeGates {
+		note = fmt.Sprintf("Your branch was rebased onto %s, and the rebased change fails the gates (shown below). Fix it on the rebased branch and commit.", target)
+	}
+	if fresh {
+		t.events.add(Event{Kind: EventConflictRework, At: t.clk.Now(), Story: st.Item, Stage: stage, Role: t.role(stage),
+			Files: slices.Clone(rec.Files), Detail: note})
+	}
+	next, err := t.pipe.Resolve(ctx, st.Item, stage, note)
+	if errors.Is(err, pipeline.ErrInvalidTransition) {
+		return nil // resumed already (a second look at the same pause)
+	}
+	_, _ = t.after(next, err) // a fault ends the Run there
+	return nil
+}
+
+// ConflictTriage is what conflict triage did about a story's merge
+// conflicts: how often it rebased the story's branch onto Target, how
+// often it gave the story back to its agent, and the last conflict's
+// files and cause ("conflict", or "gates": the rebased change failed the
+// gate plan).
+type ConflictTriage struct {
+	Target  string   `json:"target"`
+	Rebases int      `json:"rebases"`
+	Reworks int      `json:"reworks"`
+	Files   []string `json:"files,omitempty"`
+	Cause   string   `json:"cause,omitempty"`
+}
+
+// String says it in a line: "rebased onto main 2 times, given back to its
+// agent once".
+func (c ConflictTriage) String() string {
+	times := func(n int) string {
+		if n == 1 {
+			return "once"
+		}
+		return fmt.Sprintf("%d times", n)
+	}
+	s := fmt.Sprintf("rebased onto %s %s", c.Target, times(c.Rebases))
+	if c.Reworks > 0 {
+		s += ", given back to its agent " + times(c.Reworks)
+	}
+	if c.Cause == causeGates {
+		s += "; the rebased change fails the gates"
+	}
+	return s
+}
+
+// conflictTriage reads a story's triage, nil when its merge never
+// conflicted.
+func (t *Team) conflictTriage(ctx context.Context, item foreman.ItemID) (*ConflictTriage, error) {
+	var rec triageRecord
+	_, found, err := getJSON(ctx, t.db, kindTriage, string(item), &rec)
+	if err != nil || !found {
+		return nil, err
+	}
+	return &ConflictTriage{Target: t.mgr.Target(), Rebases: rec.Rebases, Reworks: rec.Reworks, Files: rec.Files, Cause: rec.Cause}, nil
+}
+
+func triageOf(stories []StoryStatus, id foreman.ItemID) *ConflictTriage {
+	for _, s := range stories {
+		if s.ID == id {
+			return s.Triage
+		}
+	}
+	return nil
+}
