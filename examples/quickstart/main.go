@@ -12,7 +12,9 @@
 // Each story goes through the story flow (plan, validate, build, quality
 // gate, squash merge) in a git worktree of its own. US-003's first build
 // fails the gates, and the agent fixes it from the gates' feedback; US-002
-// meets a real merge conflict with a story that landed first and is paused
+// meets a real merge conflict with a story that landed first: the team
+// rebases it (the rebase conflicts too), gives it back to its agent once
+// with both sides, and, as the scripted agent keeps its own line, pauses it
 // with an escalation naming the file; the others merge, one squash commit
 // each with a Foreman-Item trailer. The team's status is printed as it
 // changes.

@@ -73,7 +73,8 @@ func byID(res team.Result) map[foreman.ItemID]team.StoryStatus {
 // What CI checks: the quickstart end to end, as `go run ./examples/quickstart`
 // runs it. Five stories merge exactly once, one squash commit each with its
 // trailer; US-003's first build fails the gates and its agent fixes it from
-// their feedback; US-002 meets a merge conflict and is paused with an
+// their feedback; US-002 meets a merge conflict, is rebased (conflicting)
+// and given back to its agent once, and is then paused with an
 // escalation naming the file; no agent process is left, and no worktree
 // but the paused story's, which the team keeps for the person.
 func TestQuickstartEndToEnd(t *testing.T) {
@@ -110,6 +111,18 @@ func TestQuickstartEndToEnd(t *testing.T) {
 	}
 	assert.Contains(t, text, "US-002  PAUSED: MERGE_CONFLICT: Merge conflict in Story US-002: calc.go")
 	assert.Contains(t, text, "files: calc.go")
+	assert.Contains(t, text, "triage: rebased onto main 2 times, given back to its agent once")
+	var triage []team.EventKind
+	for _, e := range res.Events {
+		switch e.Kind {
+		case team.EventConflict, team.EventRebased, team.EventConflictRework:
+			if e.Story == "US-002" {
+				triage = append(triage, e.Kind)
+			}
+		}
+	}
+	assert.Equal(t, []team.EventKind{team.EventConflict, team.EventConflict, team.EventConflictRework, team.EventConflict, team.EventConflict},
+		triage, "squash and rebase conflict, one rework, squash and rebase conflict again")
 
 	// US-003: the gates failed its first build, the agent got their output
 	// and fixed Mul on its branch; the build stage ran once and completed.

@@ -44,7 +44,7 @@ func (p *printer) plan(repo string, plan []team.Story, o options) {
 		p.printf("  %s  %s%s\n", s.ID, s.Title, after)
 	}
 	if o.agent == "" && o.format == "" {
-		p.printf("\nScripted agent: US-003's first build has a bug the gates catch; US-002 changes the line of\ncalc.go that US-001 changes, and lands second.\n")
+		p.printf("\nScripted agent: US-003's first build has a bug the gates catch; US-002 changes the line of\ncalc.go that US-001 changes, and lands second: the team rebases it, the rebase conflicts, and\nits agent, given the conflict once, keeps its own line.\n")
 		if o.parallel < 2 {
 			p.printf("With -parallel 1, US-002 starts after US-001 has landed, so there is no conflict to show.\n")
 		}
@@ -65,6 +65,8 @@ func (p *printer) watch(ctx context.Context, tm *team.Team) []team.Event {
 			p.line(e.Story, fmt.Sprintf("%-12s %s", e.Role, e.Line))
 		case team.EventWorker: // a stalled, failed or rate-limited agent, say
 			p.line(e.Story, fmt.Sprintf("%-12s worker %s: %s", e.Role, e.Worker, e.Detail))
+		case team.EventConflict, team.EventRebased, team.EventConflictRework: // conflict triage
+			p.line(e.Story, fmt.Sprintf("%-12s %s: %s", "merge", e.Kind, e.Detail))
 		case team.EventStoryMerged, team.EventStoryPaused:
 			what := "merged as " + short(e.Commit)
 			if e.Kind == team.EventStoryPaused {

@@ -24,6 +24,10 @@ type story struct {
 	// that two stories changing the same line meet in a merge conflict
 	// whatever the machine's speed.
 	WaitFor foreman.ItemID
+	// OnConflict is what the agent does when the team gives the story
+	// back with a merge conflict to resolve (its prompt then has the
+	// files and both sides); it commits what it wrote.
+	OnConflict string
 }
 
 // The six stories of the demo. Their dependencies only point at earlier
@@ -32,7 +36,8 @@ type story struct {
 //	US-001 Add ───► US-004 Sum ──┐
 //	US-003 Mul ─┬────────────────┴─► US-006 Dot
 //	            └─► US-005 Pow
-//	US-002 Abs      (changes the line of calc.go US-001 changes: a merge conflict)
+//	US-002 Abs      (changes the line of calc.go US-001 changes: a merge conflict
+//	                 that a rebase cannot clear; its agent keeps its own line)
 func demoStories(n int) []story {
 	after := func(ids ...foreman.ItemID) []foreman.ItemID { return ids }
 	all := []story{
@@ -51,6 +56,10 @@ func Add(a, b int) int { return a + b }
 				Body: "Add func Abs(x int) int in abs.go with a test in abs_test.go, and mention Abs in calc.go's package comment."},
 			Tasks:   []string{"write Abs", "test Abs", "document Abs in the package comment"},
 			WaitFor: "US-001",
+			// A scripted agent does not merge wording: it keeps its own
+			// package comment, so the conflict waits for a person.
+			OnConflict: `echo "given the merge conflict in calc.go back; keeping this story's own package comment"
+` + packageDoc("Abs and Sub"),
 			Implement: packageDoc("Sub and Abs") + goFile("abs.go", `package calc
 
 // Abs returns the absolute value of x.
@@ -194,6 +203,11 @@ case "$FOREMAN_STAGE.$FOREMAN_ITEM" in
 	for _, s := range stories {
 		fmt.Fprintf(&b, "0.%s) report complete ', \"tasks\": %d, \"score\": 4, \"summary\": \"%s\"' ;;\n", s.ID, len(s.Tasks), strings.Join(s.Tasks, "; "))
 		fmt.Fprintf(&b, "2.%s)\n", s.ID)
+		if s.OnConflict != "" {
+			fmt.Fprintf(&b, "\tif printf '%%s\\n' \"$prompt\" | grep -q '^## The merge conflict to resolve'; then\n%s"+
+				"\tgit commit -qam '%s: keep my package comment'\n\treport complete ', \"summary\": \"kept my package comment\"'\n\texit 0\n\tfi\n",
+				s.OnConflict, s.ID)
+		}
 		if s.WaitFor != "" {
 			fmt.Fprintf(&b, `	echo "waiting for %[1]s to land on main first (both stories change calc.go's first line)"
 	i=0

@@ -38,6 +38,21 @@
 // is squash-merged onto the target branch with a Foreman-Item trailer
 // (package merge), exactly once, and its worktree is removed.
 //
+// # Conflict triage
+//
+// A squash merge that conflicts (another story landed on the same lines
+// since this one started) does not pause the story at once. The team
+// rebases the story's branch onto the target in its worktree; when that is
+// clean, it runs the gate plan on the rebased change and merges it. When
+// the rebase conflicts too, it is aborted (the worktree is left as it was)
+// and the story goes back to a fresh builder, once, with the conflicting
+// files and both sides of each hunk in its prompt (PromptData.Conflict).
+// Only a conflict after that pauses the story, with an escalation naming
+// the files. The events EventConflict, EventRebased and
+// EventConflictRework follow it, and StoryStatus.Triage says what was
+// tried. The rework is counted in the store, so a host that crashes in the
+// middle neither gives a story a second rework nor merges it twice.
+//
 // A plan can be written as a stories file (YAML, see PlanExample) and read
 // with LoadPlan or ParsePlan.
 //

@@ -472,7 +472,8 @@ func (t *Team) reworkConflict(ctx context.Context, st pipeline.State, stage int)
 	}
 	if fresh {
 		t.events.add(Event{Kind: EventConflictRework, At: t.clk.Now(), Story: st.Item, Stage: stage, Role: t.role(stage),
-			Files: slices.Clone(rec.Files), Detail: note})
+			Files: slices.Clone(rec.Files), Detail: fmt.Sprintf("back to the builder (rework %d of %d) with the conflict in %s, both sides, in its memory",
+				rec.Reworks, maxConflictReworks, strings.Join(rec.Files, ", "))})
 	}
 	next, err := t.pipe.Resolve(ctx, st.Item, stage, note)
 	if errors.Is(err, pipeline.ErrInvalidTransition) {
