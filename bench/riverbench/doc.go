@@ -7,7 +7,12 @@
 // Dispatcher, claimed by a worker host, completed by its (no-op) agent, and
 // its DONE written to the database and delivered back to the Dispatcher.
 // River's counterpart is one no-op job inserted, fetched by a river client,
-// worked and marked completed in the database. Run, as root on Debian,
+// worked and marked completed in the database. Both keep 64 runs going at
+// once: river one client's 64 workers, Foreman 4 worker hosts of 16 (in
+// this process with a connection pool each, or as 4 processes: the test
+// binary run again), with up to 256 assignments handed out so that a host
+// that finishes one claims the next in the same round trip. Run, as root
+// on Debian,
 //
 //	cd bench/riverbench && ../../.ci/with-postgres go test -run '^$' -bench . -benchtime 5000x
 //

@@ -1,13 +1,17 @@
 package riverbench
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
+	"os/signal"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +35,8 @@ const (
 	inFlight       = 64
 	hosts          = 4
 	insertRoutines = 8
+	// linger: hosts gather their runs' messages this long before a round trip.
+	linger = 5 * time.Millisecond
 )
 
 func database(b *testing.B) *pgxpool.Pool {
@@ -75,12 +81,17 @@ func report(b *testing.B, start time.Time) {
 
 // BenchmarkHandoffs: b.N durable hand-offs each (use -benchtime Nx).
 func BenchmarkHandoffs(b *testing.B) {
-	b.Run("foreman", benchForeman)
+	b.Run("foreman", func(b *testing.B) { benchForeman(b, false, linger) })
+	b.Run("foreman-processes", func(b *testing.B) { benchForeman(b, true, linger) })
+	b.Run("foreman-processes-nolinger", func(b *testing.B) { benchForeman(b, true, 0) })
 	b.Run("river-insert", func(b *testing.B) { benchRiver(b, false) })
 	b.Run("river-insertmany", func(b *testing.B) { benchRiver(b, true) })
 }
 
-func benchForeman(b *testing.B) {
+// benchForeman runs the hosts in this process (each with its own
+// connection pool) or, with processes, as separate processes: this test
+// binary run again (see TestMain).
+func benchForeman(b *testing.B, processes bool, linger time.Duration) {
 	ctx := context.Background()
 	pool := database(b)
 	schema := freshSchema(b, pool, "riverbench_foreman_")
@@ -109,17 +120,31 @@ func benchForeman(b *testing.B) {
 		b.Fatal(err)
 	}
 	tr.Start(d)
-	agent := worker.AgentFunc(func(context.Context, phases.AgentRequest, phases.StreamCallback) (phases.AgentResult, error) {
-		return phases.AgentResult{Success: true}, nil
-	})
 	hctx, stopHosts := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var hs []*pgtransport.Host
 	for i := range hosts {
-		h, err := pgtransport.NewHost(ctx, pgtransport.HostConfig{
-			Pool: newPool(b, os.Getenv("FOREMAN_TEST_POSTGRES"), 4), Schema: schema, Name: fmt.Sprintf("host-%d", i),
-			Capacity: inFlight / hosts, Runtime: worker.RuntimeConfig{Agent: agent, Commits: worker.NoCommits},
-		})
+		name := fmt.Sprintf("host-%d", i)
+		if processes {
+			cmd := exec.CommandContext(hctx, os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), hostProcessEnv+"="+schema, "RIVERBENCH_HOST_NAME="+name, "RIVERBENCH_LINGER="+linger.String())
+			cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+			cmd.Stderr = os.Stderr
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := bufio.NewReader(out).ReadString('\n'); err != nil { // "ready": the clock starts with every host up
+				b.Fatal("host process:", err)
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); _ = cmd.Wait() }()
+			continue
+		}
+		h, err := newHost(ctx, newPool(b, os.Getenv("FOREMAN_TEST_POSTGRES"), 4), schema, name, linger)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -139,18 +164,65 @@ func benchForeman(b *testing.B) {
 	}
 	report(b, start)
 	b.StopTimer()
-	var rounds, msgs int64
+	var rounds int64
 	for _, h := range hs {
 		rounds += h.Stats().Rounds
-		msgs += h.Stats().Messages
 	}
-	b.ReportMetric(float64(rounds)/float64(b.N), "host-rounds/handoff")
+	if !processes {
+		b.ReportMetric(float64(rounds)/float64(b.N), "host-rounds/handoff")
+	}
 	cs := tr.Stats()
 	b.ReportMetric(float64(cs.Writes)/float64(b.N), "writes/handoff")
 	b.ReportMetric(float64(cs.Reads)/float64(b.N), "reads/handoff")
 	_ = d.Close()
 	stopHosts()
 	wg.Wait()
+}
+
+// hostProcessEnv makes the test binary a worker host process serving the
+// schema it names.
+const hostProcessEnv = "RIVERBENCH_HOST_SCHEMA"
+
+func TestMain(m *testing.M) {
+	if schema := os.Getenv(hostProcessEnv); schema != "" {
+		os.Exit(runHostProcess(schema))
+	}
+	os.Exit(m.Run())
+}
+
+func runHostProcess(schema string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	pool, err := pgxpool.New(ctx, os.Getenv("FOREMAN_TEST_POSTGRES"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer pool.Close()
+	linger, err := time.ParseDuration(os.Getenv("RIVERBENCH_LINGER"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	h, err := newHost(ctx, pool, schema, os.Getenv("RIVERBENCH_HOST_NAME"), linger)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fmt.Println("ready")
+	_ = h.Run(ctx)
+	return 0
+}
+
+// newHost is a worker host whose agent does nothing and succeeds.
+func newHost(ctx context.Context, pool *pgxpool.Pool, schema, name string, linger time.Duration) (*pgtransport.Host, error) {
+	agent := worker.AgentFunc(func(context.Context, phases.AgentRequest, phases.StreamCallback) (phases.AgentResult, error) {
+		return phases.AgentResult{Success: true}, nil
+	})
+	return pgtransport.NewHost(ctx, pgtransport.HostConfig{
+		Pool: pool, Schema: schema, Name: name, Capacity: inFlight / hosts, Linger: linger,
+		Runtime: worker.RuntimeConfig{Agent: agent, Commits: worker.NoCommits},
+	})
 }
 
 type noopArgs struct{}

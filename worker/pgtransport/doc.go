@@ -33,7 +33,10 @@
 // PollInterval. LISTEN/NOTIFY wakes hosts for new work and commands and the
 // coordinator for new messages; polling every PollInterval is the fallback
 // (a lost notification or connection costs at most one interval), and
-// NoListen turns notifications off.
+// NoListen turns notifications off. HostConfig.Linger lets a host gather
+// its runs' messages a few milliseconds longer, for many short runs on a
+// busy database; docs/performance.md compares the durable hand-off rate
+// with river's.
 //
 // # Fencing
 //

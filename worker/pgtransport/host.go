@@ -46,6 +46,11 @@ type HostConfig struct {
 	PollInterval time.Duration
 	// NoListen turns LISTEN/NOTIFY off: the host then only polls.
 	NoListen bool
+	// Linger is how long a host waits, once one of its runs has sent a
+	// message, for others to send theirs before it writes them all in one
+	// round trip (default 0: at once). Raise it when many short runs share
+	// a host and the database is the bottleneck.
+	Linger time.Duration
 	// Prepare, when set, runs before an assignment starts and may change
 	// it (a host on another machine makes the worktree it names, for
 	// example by fetching a shared remote). An error ends the assignment
@@ -67,8 +72,8 @@ func (c *HostConfig) resolve() error {
 		return fmt.Errorf("%w: HostConfig.Pool is nil", ErrInvalidConfig)
 	case c.Runtime.Agent == nil:
 		return fmt.Errorf("%w: HostConfig.Runtime.Agent is nil", ErrInvalidConfig)
-	case c.Capacity < 0 || c.PollInterval < 0:
-		return fmt.Errorf("%w: negative Capacity or PollInterval", ErrInvalidConfig)
+	case c.Capacity < 0 || c.PollInterval < 0 || c.Linger < 0:
+		return fmt.Errorf("%w: negative Capacity, PollInterval or Linger", ErrInvalidConfig)
 	}
 	if c.Queue == "" {
 		c.Queue = defaultQueue

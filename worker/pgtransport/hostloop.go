@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/clock"
 	"github.com/agentforeman/foreman/worker"
 )
 
@@ -43,6 +44,9 @@ func (h *Host) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return h.stop()
 		case <-h.kick:
+			if h.cfg.Linger > 0 && clock.Sleep(ctx, h.clock, h.cfg.Linger) != nil {
+				return h.stop()
+			}
 		case <-commands:
 		case <-ticker.C():
 		case <-newWork:

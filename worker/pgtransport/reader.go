@@ -25,7 +25,13 @@ func (c *Coordinator) readLoop() {
 	var delivered []int64
 	var since *time.Time
 	beatsDue := true
-	for {
+	for polls := 0; ; {
+		if beatsDue {
+			polls++
+			if polls%fullBeatScanEvery == 0 {
+				since = nil // a full look, which also forgets the assignments that ended
+			}
+		}
 		more, err := c.readOnce(&delivered, &since, beatsDue)
 		beatsDue = false
 		if err != nil && c.ctx.Err() == nil {
@@ -44,6 +50,11 @@ func (c *Coordinator) readLoop() {
 		}
 	}
 }
+
+// fullBeatScanEvery: every so many heartbeat polls read every claimed
+// assignment's heartbeat count, not only the recent ones, and forget the
+// counts of assignments no longer claimed (withdrawn by a KILL, say).
+const fullBeatScanEvery = 60
 
 type wireBeat struct {
 	id     foreman.AssignmentID
@@ -108,6 +119,13 @@ func (c *Coordinator) readOnce(delivered *[]int64, since **time.Time, beats bool
 	c.stats.Reads++
 	c.stats.Delivered += int64(len(bodies) + len(hb))
 	c.mu.Unlock()
+	if beats && *since == nil {
+		live := make(map[foreman.AssignmentID]int64, len(hb))
+		for _, w := range hb {
+			live[w.id] = c.seen[w.id]
+		}
+		c.seen = live
+	}
 	if beats && now != nil {
 		t := now.Add(-beatMargin)
 		*since = &t
