@@ -157,8 +157,11 @@ type HostStats struct {
 	Messages int64 // messages written
 	Dropped  int64 // messages not written: their assignment was no longer this host's
 	Beats    int64 // heartbeats written
-	Rounds   int64 // round trips
-	Commands int64 // commands received
+	// BeatWrites counts the statements that wrote them (one per round
+	// that had any).
+	BeatWrites int64
+	Rounds     int64 // round trips
+	Commands   int64 // commands received
 }
 
 // NewHost creates or migrates the tables (the store's schema too) and

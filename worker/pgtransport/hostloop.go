@@ -192,6 +192,9 @@ func (h *Host) round(ctx context.Context) error {
 	h.mu.Lock()
 	h.stats.Rounds++
 	h.stats.Beats += int64(len(kept))
+	if len(beats) > 0 {
+		h.stats.BeatWrites++
+	}
 	h.stats.Commands += int64(len(cmds))
 	h.mu.Unlock()
 	for id := range beats {

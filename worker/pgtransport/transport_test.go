@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -89,7 +90,7 @@ func TestMessagesOfAssignmentsNotHeldAreDropped(t *testing.T) {
 	ctx := context.Background()
 	newManualHost := func(name string) *pgtransport.Host {
 		h, err := pgtransport.NewHost(ctx, pgtransport.HostConfig{Pool: e.pool, Schema: e.schema, Name: name, NoListen: true,
-			Capacity: 1, Runtime: worker.RuntimeConfig{Agent: newBlocking(), Commits: worker.NoCommits}})
+			Capacity: 2, Runtime: worker.RuntimeConfig{Agent: newBlocking(), Commits: worker.NoCommits}}) // 2: a2 need not wait for the killed a1 to end
 		require.NoError(t, err)
 		return h
 	}
@@ -181,7 +182,7 @@ func TestHeartbeatsOfManyRunsAreBatched(t *testing.T) {
 	})
 	s := h.Stats()
 	assert.GreaterOrEqual(t, s.Beats, int64(runs))
-	assert.Less(t, s.Rounds, s.Beats, "heartbeats share round trips: %+v", s)
+	assert.Less(t, s.BeatWrites, s.Beats, "heartbeats share statements: %+v", s)
 	t.Logf("host stats: %+v", s)
 }
 
@@ -254,4 +255,45 @@ func TestBadConfigurationIsRefused(t *testing.T) {
 	}
 	_, err := pgtransport.NewHost(ctx, pgtransport.HostConfig{})
 	assert.ErrorIs(t, err, pgtransport.ErrInvalidConfig)
+}
+
+// A host that never got the KILL (lost, say) learns at its next heartbeat
+// that the assignment was withdrawn, and stops the run.
+func TestHostStopsARunWhoseAssignmentVanished(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	c := e.coordinator(t, pgtransport.Config{Leader: e.lead(t, "coordinator")}, newInbox())
+	stopped := make(chan struct{})
+	agent := worker.AgentFunc(func(ctx context.Context, _ phases.AgentRequest, _ phases.StreamCallback) (phases.AgentResult, error) {
+		<-ctx.Done()
+		close(stopped)
+		return phases.AgentResult{Signal: "SIGTERM"}, ctx.Err()
+	})
+	started := make(chan struct{}, 1)
+	onEvent := func(ev worker.Event) { // the Runtime reports the start after the run's first heartbeat
+		if ev.Kind == worker.EventAgentStarted {
+			started <- struct{}{}
+		}
+	}
+	h, err := pgtransport.NewHost(ctx, pgtransport.HostConfig{Pool: e.pool, Schema: e.schema, Name: "h", NoListen: true,
+		Runtime: worker.RuntimeConfig{Agent: agent, Commits: worker.NoCommits, OnEvent: onEvent}})
+	require.NoError(t, err)
+	require.NoError(t, c.Send(ctx, assignment("a1", "w1")))
+	require.NoError(t, c.Flush(ctx))
+	require.NoError(t, h.Round(ctx)) // claims a1
+	require.Equal(t, "h", claimedBy(t, e, "a1"))
+	select {
+	case <-started:
+	case <-time.After(guard):
+		t.Fatal("the run did not start")
+	}
+	_, err = e.pool.Exec(ctx, "DELETE FROM "+pgx.Identifier{e.schema}.Sanitize()+".wt_assignments WHERE id = 'a1'")
+	require.NoError(t, err)
+	require.NoError(t, h.Round(ctx)) // writes the heartbeat, which finds no row
+	select {
+	case <-stopped:
+	case <-time.After(guard):
+		t.Fatal("the run of a vanished assignment kept running")
+	}
+	assert.Equal(t, int64(0), h.Stats().Beats, "no heartbeat was written for it")
 }
