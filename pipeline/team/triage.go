@@ -48,6 +48,10 @@ type triageRecord struct {
 	Next triageStep `json:"next,omitempty"`
 	// ReworkFor is the key of the pause the last rework was granted for.
 	ReworkFor string `json:"reworkFor,omitempty"`
+	// Ungated is the head of a branch the triage rebased cleanly and has
+	// not yet seen pass the gates: a host that crashed in between gates
+	// it before it merges (the rebased branch no longer conflicts).
+	Ungated string `json:"ungated,omitempty"`
 }
 
 const (
@@ -71,11 +75,18 @@ type triageMerger struct {
 }
 
 func (m triageMerger) Merge(ctx context.Context, r pipeline.MergeRequest) (pipeline.MergeOutcome, error) {
+	var rec triageRecord
+	if _, _, err := getJSON(ctx, m.t.db, kindTriage, string(r.Item), &rec); err != nil {
+		return pipeline.MergeOutcome{}, err
+	}
+	if rec.Ungated != "" {
+		return m.t.triage(ctx, m.git, r, factRebaseClean, nil)
+	}
 	out, err := m.git.Merge(ctx, r)
 	if err != nil || len(out.Conflict) == 0 {
 		return out, err
 	}
-	return m.t.triage(ctx, m.git, r, out.Conflict)
+	return m.t.triage(ctx, m.git, r, factSquashConflict, out.Conflict)
 }
 
 // triageEnd is how a triage that could not merge ends.
@@ -86,11 +97,12 @@ type triageEnd struct {
 	detail  string // one line for the escalation (gates)
 }
 
-// triage works a conflicting squash merge through triageNext's steps and
-// returns the merge's outcome: merged, or the conflict (or the rebased
+// triage works a conflicting squash merge (or, after a restart, a clean
+// rebase the gates have not passed yet: first) through triageNext's steps
+// and returns the merge's outcome: merged, or the conflict (or the rebased
 // change's gate failure) the flow pauses on, with what follows the pause
 // (a rework or a person) recorded first.
-func (t *Team) triage(ctx context.Context, git pipeline.Git, r pipeline.MergeRequest, files []string) (pipeline.MergeOutcome, error) {
+func (t *Team) triage(ctx context.Context, git pipeline.Git, r pipeline.MergeRequest, first triageFact, files []string) (pipeline.MergeOutcome, error) {
 	item := r.Item
 	st, err := t.pipe.Get(ctx, item)
 	if err != nil {
@@ -106,7 +118,7 @@ func (t *Team) triage(ctx context.Context, git pipeline.Git, r pipeline.MergeReq
 	}
 	a := pipeline.AgentAssignment{Item: item, Stage: st.Stage, Worker: st.Worker, Assignment: st.Assignment}
 	target := t.mgr.Target()
-	in := triageInput{Fact: factSquashConflict, Reworks: rec.Reworks, CanRework: reworkStage(t.cfg.Stages, st.Stage) >= 0}
+	in := triageInput{Fact: first, Reworks: rec.Reworks, CanRework: reworkStage(t.cfg.Stages, st.Stage) >= 0}
 	end := triageEnd{cause: causeConflict, files: files,
 		context: fmt.Sprintf("The squash of your branch onto %s conflicts in %s, and %s kept moving while the team rebased it.", target, strings.Join(files, ", "), target)}
 	for {
@@ -120,6 +132,9 @@ func (t *Team) triage(ctx context.Context, git pipeline.Git, r pipeline.MergeReq
 			}
 			if rb.clean {
 				in.Fact = factRebaseClean
+				if err := updateTriage(ctx, t, item, func(rec *triageRecord) bool { rec.Ungated = rb.head; return true }); err != nil {
+					return pipeline.MergeOutcome{}, err
+				}
 				t.triageEvent(EventRebased, a, "CLEAN", nil, fmt.Sprintf("rebased onto %s (now %s); running the gates on the rebased change", target, short(rb.head)))
 				continue
 			}
@@ -129,6 +144,15 @@ func (t *Team) triage(ctx context.Context, git pipeline.Git, r pipeline.MergeReq
 		case stepRegate:
 			passed, feedback, err := t.regate(ctx, a, dir)
 			if err != nil {
+				return pipeline.MergeOutcome{}, err
+			}
+			// Gated: a merge after a restart need not gate it again (a
+			// failure ends in a rework, whose build runs the gates).
+			if err := updateTriage(ctx, t, item, func(rec *triageRecord) bool {
+				changed := rec.Ungated != ""
+				rec.Ungated = ""
+				return changed
+			}); err != nil {
 				return pipeline.MergeOutcome{}, err
 			}
 			if passed {

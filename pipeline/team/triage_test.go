@@ -26,7 +26,8 @@ import (
 // merge conflict to resolve (its prompt has the section), it keeps the
 // prompt in <id>.rework-prompt and rebases onto main, resolving
 // shared.txt as main's version with line 2 "two-A+<id>"; with <id>.stubborn
-// it commits yet another line 2 on its old base instead.
+// it commits yet another line 2 on its old base instead, with
+// <id>.fix-on-rework it appends "fixed" to shared.txt.
 const triageAgent = `#!/bin/sh
 set -eu
 ctl=%CTL%
@@ -43,6 +44,7 @@ commit() { git add -A && git commit -qm "$id: $1"; }
 case "$prompt" in
 *"## The merge conflict to resolve"*)
   printf '%s\n' "$prompt" > "$ctl/$id.rework-prompt"
+  if [ -e "$ctl/$id.fix-on-rework" ]; then echo fixed >> shared.txt; commit fixed; report complete; exit 0; fi
   if [ -e "$ctl/$id.stubborn" ]; then set_line 2 "two-$id-again"; commit "still mine"; report complete; exit 0; fi
   if ! git rebase -q main >/dev/null 2>&1; then
     git show main:shared.txt > shared.txt
@@ -265,4 +267,88 @@ func TestAConflictAfterTheReworkPausesNamingTheFiles(t *testing.T) {
 	res = run(t, tm)
 	assert.Equal(t, 1, res.Paused)
 	assert.Len(t, eventsOf(tm, "B", team.EventConflictRework), 1)
+}
+
+// A Run stopped in the middle of conflict triage (its merge effect cut
+// short, or the rework granted but not yet started) leaves what it decided
+// in the store; the next Run, of a new Team on the same repository,
+// finishes it: one rework at most, one squash commit per story, the gates
+// run on a rebased change before it merges.
+func TestConflictTriageFinishesAfterARunStopsMidway(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		bBuild string
+		stopAt team.EventKind
+		// reworks and merged B's branch content on main.
+		reworks int
+		line2   string
+	}{
+		{"stopped as the squash conflicts", "set_line 2 two-B\ncommit two-B\n", team.EventConflict, 1, "two-A+B"},
+		{"stopped with the rework granted", "set_line 2 two-B\ncommit two-B\n", team.EventConflictRework, 1, "two-A+B"},
+		{"stopped after a clean rebase, before its gates",
+			"set_line 2 two-A\ncommit 'the same fix as A'\nset_line 2 two-AB\ncommit two-AB\n", team.EventRebased, 0, "two-AB"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := triageFixture(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			f.cfg.OnEvent = func(e team.Event) {
+				if e.Story == "B" && e.Kind == c.stopAt {
+					cancel()
+				}
+			}
+			first := f.twoStories(t, c.bBuild)
+			_, err := first.Run(ctx)
+			require.ErrorIs(t, err, context.Canceled)
+			require.NotEmpty(t, eventsOf(first, "B", c.stopAt), "stopped where the case says")
+			require.NoError(t, first.Close())
+			gatesBefore := strings.Count(f.read(t, "gates.log"), "B on-main\n")
+
+			f.cfg.OnEvent = nil
+			tm := f.newTeam(t)
+			res := run(t, tm)
+			require.Equal(t, 2, res.Merged, res.String())
+			assert.ElementsMatch(t, []string{"A", "B"}, trailers(t, f.repo), "one squash commit each")
+			assert.Len(t, eventsOf(tm, "B", team.EventConflictRework), c.reworks, "never a second rework")
+			assert.Equal(t, c.line2, strings.Split(mainFile(t, f.repo, "shared.txt"), "\n")[1])
+			if c.stopAt == team.EventRebased {
+				assert.Greater(t, strings.Count(f.read(t, "gates.log"), "B on-main\n"), gatesBefore,
+					"the rebased change was gated after the restart, before it merged")
+			}
+			assertClean(t, f.repo)
+		})
+	}
+}
+
+func TestARebasedChangeThatFailsTheGatesGoesBackToTheAgentOnce(t *testing.T) {
+	t.Parallel()
+	f := triageFixture(t)
+	// B's change is fine on its own base; rebased onto main (with A) it
+	// fails the gates until shared.txt says "fixed".
+	f.cfg.Gates.Levels[0].Checks = append(f.cfg.Gates.Levels[0].Checks, phases.GateCheck{Name: "B on main needs the fix", Argv: []string{"sh", "-c",
+		`if [ "$(basename "$PWD")" = B ] && git merge-base --is-ancestor main HEAD && ! grep -q fixed shared.txt; then echo "B rebased without the fix" >&2; exit 1; fi`}})
+	f.touch(t, "B.fix-on-rework")
+	tm := f.twoStories(t, "set_line 2 two-A\ncommit 'the same fix as A'\nset_line 2 two-AB\ncommit two-AB\n")
+	res := run(t, tm)
+	require.Equal(t, 2, res.Merged, res.String())
+	assert.ElementsMatch(t, []string{"A", "B"}, trailers(t, f.repo))
+	assert.Equal(t, "one\ntwo-AB\nthree\nfour\nfive\nsix\nseven\neight\nfixed\n", mainFile(t, f.repo, "shared.txt"))
+	require.Len(t, eventsOf(tm, "B", team.EventRebased), 1)
+	require.Len(t, eventsOf(tm, "B", team.EventConflictRework), 1)
+	assert.Empty(t, eventsOf(tm, "B", team.EventStoryPaused))
+	var failed []team.Event
+	for _, e := range eventsOf(tm, "B", team.EventGates) {
+		if e.Outcome == "FAIL" {
+			failed = append(failed, e)
+		}
+	}
+	require.Len(t, failed, 1, "the gates failed once: on the rebased change")
+	assert.Contains(t, failed[0].Detail, "B rebased without the fix")
+	prompt := f.read(t, "B.rework-prompt")
+	assert.Contains(t, prompt, "fails the gates")
+	assert.Contains(t, prompt, "B rebased without the fix")
+	assertClean(t, f.repo)
 }
