@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -23,10 +24,18 @@ var ErrUnknownFormat = errors.New("agentcmd: unknown output format")
 type StartError struct {
 	// Argv0 is the command as configured, before the PATH lookup.
 	Argv0 string
-	Err   error
+	// Dir is the workspace the agent was to run in: a relative Argv0 with
+	// a slash (./agent.sh) is found from there, not from the host's
+	// working directory.
+	Dir string
+	Err error
 }
 
 func (e *StartError) Error() string {
+	if e.Dir != "" && !filepath.IsAbs(e.Argv0) && strings.ContainsRune(e.Argv0, filepath.Separator) {
+		return fmt.Sprintf("agentcmd: start %q (a relative path, looked up in the workspace %s; give an absolute path for a command outside it): %v",
+			e.Argv0, e.Dir, e.Err)
+	}
 	return fmt.Sprintf("agentcmd: start %q: %v", e.Argv0, e.Err)
 }
 

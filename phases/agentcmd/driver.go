@@ -153,7 +153,7 @@ func (d *Driver) start(inv invocation, dir string) (*process, error) {
 	started := d.cfg.Clock.Now()
 	if err := cmd.Start(); err != nil {
 		closeAll()
-		return nil, &StartError{Argv0: inv.argv[0], Err: err}
+		return nil, &StartError{Argv0: inv.argv[0], Dir: dir, Err: err}
 	}
 	// The child has its copies; holding ours would keep the pipes open.
 	_ = outW.Close()

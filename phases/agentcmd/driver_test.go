@@ -354,6 +354,13 @@ func TestExecuteStartErrors(t *testing.T) {
 			require.ErrorAs(t, err, &se)
 			assert.ErrorIs(t, err, fs.ErrNotExist)
 		}},
+		{"relative path missing in the workspace", Config{Argv: []string{"./agent.sh"}}, ws, func(t *testing.T, err error) {
+			var se *StartError
+			require.ErrorAs(t, err, &se)
+			assert.ErrorIs(t, err, fs.ErrNotExist)
+			assert.Equal(t, ws, se.Dir)
+			assert.Contains(t, err.Error(), "a relative path, looked up in the workspace "+ws)
+		}},
 		{"workspace missing", Config{Argv: []string{"true"}}, filepath.Join(ws, "nope"), func(t *testing.T, err error) {
 			var se *StartError
 			require.ErrorAs(t, err, &se)

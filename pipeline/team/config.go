@@ -34,7 +34,10 @@ type Config struct {
 	// stage its own): for example
 	// agentcmd.New(agentcmd.Config{Format: agentcmd.FormatClaude}). An agent
 	// with a Check() error method (agentcmd.Driver has one) is checked by
-	// New, so a missing binary is an error at once. An *agentcmd.Driver
+	// New, so a missing binary is an error at once (a program named by a
+	// relative path with a slash, ./agent.sh, runs from each story's
+	// worktree and cannot be checked before: give an absolute path for a
+	// command outside the repository). An *agentcmd.Driver
 	// without a LeaseDir gets one under StateDir, so that an agent left
 	// running by a killed host is stopped before another starts in its
 	// worktree.

@@ -129,8 +129,10 @@
 // # Errors
 //
 // New refuses a bad Config (ErrInvalidConfig, with the field) and an
-// agent that cannot start (ErrAgentUnavailable: a missing binary is found
-// before any work). Add refuses an invalid plan whole (ErrInvalidStory,
+// agent that cannot start (ErrAgentUnavailable: a missing binary on PATH or
+// at an absolute path is found before any work; a relative ./path runs from
+// each story's worktree, and a missing one pauses the story with the
+// workspace it was looked up in). Add refuses an invalid plan whole (ErrInvalidStory,
 // ErrStoryExists). Run's error is a system fault (store, git, context);
 // stories that pause are part of its Result.
 package team
