@@ -45,7 +45,9 @@
 // time) and t is within a few minutes of the receiver's clock: the
 // timestamp is signed with the body, so a captured request replayed later
 // is refused, and each attempt is signed afresh. Then drop an
-// X-Foreman-Delivery already handled (a retry after a lost answer). In
+// X-Foreman-Delivery already handled (a retry after a lost answer; the ID
+// is unique within one team, so key it by the body's repo too when
+// several teams notify one receiver). In
 // Go, VerifySignature does the first two checks; in a shell:
 //
 //	printf '%s.%s' "$t" "$body" | openssl dgst -sha256 -hmac "$secret"

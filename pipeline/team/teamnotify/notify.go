@@ -37,8 +37,10 @@ const (
 	KindRunFinished Kind = "run_finished"
 )
 
-// Notification is one thing to tell. ID is stable for a team's event (a
-// webhook sends it on every attempt, so a receiver can drop repeats).
+// Notification is one thing to tell. ID is stable for a team's event and
+// unique within the team (a webhook sends it on every attempt, so a
+// receiver can drop repeats; one that hears from several teams keys by
+// Repo and ID).
 type Notification struct {
 	ID   string    `json:"id"`
 	Kind Kind      `json:"kind"`
