@@ -30,7 +30,11 @@
 //   - foreman_team_events_total{kind}: every event, by kind;
 //   - foreman_team_stages_finished_total{role,outcome}: the stages whose
 //     worker reported (COMPLETE, GO, NO-GO, PASS, FAIL, ERROR, ...);
-//   - foreman_team_merges_total, foreman_team_merge_conflicts_total;
+//   - foreman_team_merges_total;
+//   - foreman_team_merge_conflicts_total{step}: conflicts met at the
+//     squash (SQUASH) and at conflict triage's rebase (REBASE);
+//   - foreman_team_conflict_triage_total{outcome}: triage's moves, a clean
+//     rebase (rebased) or the story back to a builder (rework);
 //   - foreman_team_escalations_total{reason}: stories paused for a person,
 //     by the escalation's reason (MERGE_CONFLICT, CRASHED, STAGE_ERROR, ...);
 //   - foreman_team_tokens_total{role}, foreman_team_cost_usd_total{role}:

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentforeman/foreman"
-	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/team"
 	"github.com/agentforeman/foreman/worker"
 )
@@ -64,7 +63,8 @@ type Metrics struct {
 	events          *prometheus.CounterVec
 	stagesFinished  *prometheus.CounterVec
 	merges          prometheus.Counter
-	conflicts       prometheus.Counter
+	conflicts       *prometheus.CounterVec
+	triage          *prometheus.CounterVec
 	escalations     *prometheus.CounterVec
 	tokens          *prometheus.CounterVec
 	cost            *prometheus.CounterVec
@@ -127,7 +127,8 @@ func New(cfg Config) (*Metrics, error) {
 		events:         counterVec("team", "events_total", "Events the team recorded, by kind (story_added, stage_started, stage_finished, gates, story_merged, story_paused, ...).", "kind"),
 		stagesFinished: counterVec("team", "stages_finished_total", "Stages whose worker reported, by role and outcome (COMPLETE, GO, NO-GO, PASS, FAIL, ERROR, ...).", "role", "outcome"),
 		merges:         counter("team", "merges_total", "Stories squash-merged onto the target branch."),
-		conflicts:      counter("team", "merge_conflicts_total", "Stories paused by a merge conflict."),
+		conflicts:      counterVec("team", "merge_conflicts_total", "Merge conflicts met, by step: SQUASH (the squash onto the target), REBASE (conflict triage's rebase onto it).", "step"),
+		triage:         counterVec("team", "conflict_triage_total", "Conflict triage's moves: rebased (cleanly, gated again), rework (back to a builder with the conflict).", "outcome"),
 		escalations:    counterVec("team", "escalations_total", "Stories paused for a person, by the escalation's reason (MERGE_CONFLICT, CRASHED, STAGE_ERROR, RETRIES_EXHAUSTED, ...).", "reason"),
 		tokens:         counterVec("team", "tokens_total", "Tokens the agents reported spending, by the role of the stage.", "role"),
 		cost:           counterVec("team", "cost_usd_total", "Money (US dollars) the agents reported spending, by the role of the stage.", "role"),
@@ -145,7 +146,7 @@ func New(cfg Config) (*Metrics, error) {
 		poolEscalations: counterVec("worker", "escalations_total", "Escalations the worker pool raised, by kind.", "kind"),
 	}
 	m.gauges = newStatusCollector(ns, cfg.StatusTimeout)
-	for _, c := range []prometheus.Collector{m.events, m.stagesFinished, m.merges, m.conflicts, m.escalations, m.tokens, m.cost,
+	for _, c := range []prometheus.Collector{m.events, m.stagesFinished, m.merges, m.conflicts, m.triage, m.escalations, m.tokens, m.cost,
 		m.stageDuration, m.storyDuration, m.lastSeq, m.transitions, m.stale, m.duplicate, m.invalid, m.crashes, m.stalls,
 		m.poolEscalations, m.gauges} {
 		if err := cfg.Registerer.Register(c); err != nil {
@@ -207,12 +208,19 @@ func (m *Metrics) ObserveEvent(e team.Event) {
 		reason := "UNKNOWN"
 		if e.Escalation != nil {
 			reason = string(e.Escalation.Reason)
-			if e.Escalation.Reason == pipeline.ReasonMergeConflict {
-				m.conflicts.Inc()
-			}
 		}
 		m.escalations.WithLabelValues(reason).Inc()
 		m.storyEnded(e, "paused")
+	case team.EventConflict:
+		step := string(e.Outcome)
+		if step == "" {
+			step = "UNKNOWN"
+		}
+		m.conflicts.WithLabelValues(step).Inc()
+	case team.EventRebased:
+		m.triage.WithLabelValues("rebased").Inc()
+	case team.EventConflictRework:
+		m.triage.WithLabelValues("rework").Inc()
 	case team.EventUsage:
 		m.tokens.WithLabelValues(e.Role).Add(float64(max(e.Tokens, 0)))
 		m.cost.WithLabelValues(e.Role).Add(max(e.CostUSD, 0))

@@ -97,6 +97,10 @@ func TestDurationsComeFromTheEventsTimes(t *testing.T) {
 		{Kind: team.EventStageFinished, At: t0.Add(2 * time.Minute), Story: "C", Role: "planner", Assignment: "C-a1", Outcome: "COMPLETE"},
 		{Kind: team.EventStoryMerged, At: t0.Add(5 * time.Minute), Started: t0, Story: "A"},
 		{Kind: team.EventStoryMerged, At: t0.Add(15 * time.Minute), Started: t0, Story: "D"},
+		{Kind: team.EventConflict, Story: "E", Outcome: "SQUASH"},
+		{Kind: team.EventConflict, Story: "E", Outcome: "REBASE"},
+		{Kind: team.EventConflictRework, Story: "E"},
+		{Kind: team.EventConflict, Story: "E", Outcome: "SQUASH"},
 		{Kind: team.EventStoryPaused, At: t0.Add(time.Minute), Started: t0, Story: "E",
 			Escalation: &pipeline.Escalation{Reason: pipeline.ReasonMergeConflict}},
 		{Kind: team.EventUsage, Role: "builder", Tokens: 1200, CostUSD: 0.5},
@@ -128,11 +132,19 @@ foreman_team_tokens_total{role="builder"} 2000
 # HELP foreman_team_cost_usd_total Money (US dollars) the agents reported spending, by the role of the stage.
 # TYPE foreman_team_cost_usd_total counter
 foreman_team_cost_usd_total{role="builder"} 0.75
-# HELP foreman_team_merge_conflicts_total Stories paused by a merge conflict.
+# HELP foreman_team_merge_conflicts_total Merge conflicts met, by step: SQUASH (the squash onto the target), REBASE (conflict triage's rebase onto it).
 # TYPE foreman_team_merge_conflicts_total counter
-foreman_team_merge_conflicts_total 1
+foreman_team_merge_conflicts_total{step="REBASE"} 1
+foreman_team_merge_conflicts_total{step="SQUASH"} 2
+# HELP foreman_team_conflict_triage_total Conflict triage's moves: rebased (cleanly, gated again), rework (back to a builder with the conflict).
+# TYPE foreman_team_conflict_triage_total counter
+foreman_team_conflict_triage_total{outcome="rework"} 1
+# HELP foreman_team_escalations_total Stories paused for a person, by the escalation's reason (MERGE_CONFLICT, CRASHED, STAGE_ERROR, RETRIES_EXHAUSTED, ...).
+# TYPE foreman_team_escalations_total counter
+foreman_team_escalations_total{reason="MERGE_CONFLICT"} 1
 `), "foreman_team_stage_duration_seconds", "foreman_team_story_duration_seconds", "foreman_team_tokens_total",
-		"foreman_team_cost_usd_total", "foreman_team_merge_conflicts_total"))
+		"foreman_team_cost_usd_total", "foreman_team_merge_conflicts_total", "foreman_team_conflict_triage_total",
+		"foreman_team_escalations_total"))
 }
 
 func TestAMetricsWithoutATeamReportsNoGauges(t *testing.T) {

@@ -15,13 +15,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/team"
 	"github.com/agentforeman/foreman/pipeline/team/teammetrics"
 )
 
 // A real team of scripted agents: A then B merge, C's agent fails (the
 // story pauses), X and Y change the same file (X merges, Y meets the
-// conflict). The metrics count what happened, and the gauges show the
+// conflict, conflict triage cannot rebase it, Y's rework cannot change it:
+// it pauses). The metrics count what happened, and the gauges show the
 // team while Y builds.
 func TestMetricsOfARealTeamRun(t *testing.T) {
 	t.Parallel()
@@ -78,24 +80,49 @@ func TestMetricsOfARealTeamRun(t *testing.T) {
 	}
 	assert.Equal(t, 3.0, counter("foreman_team_merges_total", nil))
 	assert.Equal(t, 3.0, counter("foreman_team_events_total", map[string]string{"kind": "story_merged"}))
-	assert.Equal(t, 1.0, counter("foreman_team_merge_conflicts_total", nil))
-	assert.Equal(t, 1.0, counter("foreman_team_escalations_total", map[string]string{"reason": "MERGE_CONFLICT"}))
-	// C's failing agent is a stage's ERROR report, not a worker's crash.
-	assert.Equal(t, 1.0, counter("foreman_team_escalations_total", map[string]string{"reason": "STAGE_ERROR"}))
+	// Y's squash conflicts; conflict triage's rebase conflicts too, and Y
+	// goes back to a builder once; what pauses it then is the flow's.
+	assert.Equal(t, 1.0, counter("foreman_team_merge_conflicts_total", map[string]string{"step": "SQUASH"}))
+	assert.Equal(t, 1.0, counter("foreman_team_merge_conflicts_total", map[string]string{"step": "REBASE"}))
+	assert.Equal(t, 1.0, counter("foreman_team_conflict_triage_total", map[string]string{"outcome": "rework"}))
+	// Every pause counted by its reason, as the status has them: C's
+	// failing agent is a stage's ERROR report, not a worker's crash.
+	reasons := map[string]float64{}
+	for _, s := range r.res.Stories {
+		if s.Pause != nil {
+			reasons[string(s.Pause.Reason)]++
+		}
+	}
+	require.Equal(t, pipeline.ReasonStageError, stateOf(r.res, "C").Pause.Reason)
+	for reason, n := range reasons {
+		assert.Equal(t, n, counter("foreman_team_escalations_total", map[string]string{"reason": reason}), reason)
+	}
+	assert.Equal(t, 2.0, sum(t, reg, "foreman_team_escalations_total"))
 	assert.Equal(t, 1.0, counter("foreman_team_stages_finished_total", map[string]string{"role": "planner", "outcome": "ERROR"}))
 	// Every stage had a fresh worker: reserved, busy, told to stop, gone.
-	for _, tr := range [][2]string{{"Idle", "Reserved"}, {"Reserved", "Busy"}, {"Busy", "ShuttingDown"}, {"ShuttingDown", "Stopped"}} {
-		assert.Equal(t, 17.0, counter("foreman_worker_transitions_total", map[string]string{"from": tr[0], "to": tr[1]}), tr)
+	stages := 0.0
+	for _, e := range tm.Events(0) {
+		if e.Kind == team.EventStageStarted {
+			stages++
+		}
 	}
-	assert.Equal(t, 17.0, counter("foreman_team_events_total", map[string]string{"kind": "stage_started"}))
-	// A, B, X and Y each ran a planner, a validator and a builder that
-	// spent 1,000 tokens and $0.02; C's agent failed before it said.
-	for _, role := range []string{"planner", "validator", "builder"} {
+	for _, tr := range [][2]string{{"Idle", "Reserved"}, {"Reserved", "Busy"}, {"Busy", "ShuttingDown"}, {"ShuttingDown", "Stopped"}} {
+		assert.Equal(t, stages, counter("foreman_worker_transitions_total", map[string]string{"from": tr[0], "to": tr[1]}), tr)
+	}
+	assert.Equal(t, stages, counter("foreman_team_events_total", map[string]string{"kind": "stage_started"}))
+	// A, B, X and Y each ran a planner and a validator that spent 1,000
+	// tokens and $0.02; C's agent failed before it said. Builders too,
+	// Y's rework's perhaps (if it got to its result line).
+	for _, role := range []string{"planner", "validator"} {
 		assert.Equal(t, 4000.0, counter("foreman_team_tokens_total", map[string]string{"role": role}), role)
 		assert.InDelta(t, 0.08, counter("foreman_team_cost_usd_total", map[string]string{"role": role}), 1e-9, role)
 	}
+	assert.GreaterOrEqual(t, counter("foreman_team_tokens_total", map[string]string{"role": "builder"}), 4000.0)
+	st, err := tm.Status(context.Background())
+	require.NoError(t, err)
 	spent, _ := sample(t, reg, "foreman_team_spent_tokens", nil)
-	assert.Equal(t, 12000.0, spent, "the status's total agrees")
+	assert.Equal(t, float64(st.Tokens), spent, "the status's total")
+	assert.Equal(t, sum(t, reg, "foreman_team_tokens_total"), spent, "the counters add up to the status's total")
 	assert.Equal(t, 3.0, counter("foreman_team_story_duration_seconds", map[string]string{"outcome": "merged"}))
 	assert.Equal(t, 2.0, counter("foreman_team_story_duration_seconds", map[string]string{"outcome": "paused"}))
 	assert.Equal(t, 4.0, counter("foreman_team_stage_duration_seconds", map[string]string{"role": "planner", "outcome": "COMPLETE"}))
@@ -118,5 +145,14 @@ func TestMetricsOfARealTeamRun(t *testing.T) {
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	assert.Contains(t, string(body), "foreman_team_merges_total 3\n")
-	assert.Contains(t, string(body), `foreman_team_escalations_total{reason="MERGE_CONFLICT"} 1`)
+	assert.Contains(t, string(body), `foreman_team_merge_conflicts_total{step="SQUASH"} 1`)
+}
+
+func stateOf(res team.Result, id foreman.ItemID) team.StoryStatus {
+	for _, s := range res.Stories {
+		if s.ID == id {
+			return s
+		}
+	}
+	return team.StoryStatus{}
 }
