@@ -208,12 +208,18 @@ var ErrAgentUnavailable = errors.New("team: agent cannot start")
 type ConfigError struct {
 	Field  string
 	Reason string
+	// Err is the underlying error when another package found the problem
+	// (merge.ErrUnknownBranch for a target branch the repository lacks).
+	Err error
 }
 
 func (e *ConfigError) Error() string { return "team: Config." + e.Field + ": " + e.Reason }
 
 // Is matches ErrInvalidConfig.
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Unwrap returns Err.
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 // withDefaults checks cfg and fills its defaults (except the services that
 // need I/O, which New makes).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/merge"
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/team"
 )
@@ -198,6 +200,59 @@ func TestConfigErrors(t *testing.T) {
 			var ce *team.ConfigError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, field, ce.Field)
+		})
+	}
+}
+
+// A repository the team cannot use is a ConfigError naming the cause, not
+// git's own words about a missing program or an unknown branch.
+func TestUnusableRepositoriesAreConfigErrors(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	gitInit := func(t *testing.T, dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	cases := map[string]struct {
+		repo  func(t *testing.T) string
+		field string
+		says  string
+		is    error
+	}{
+		"missing directory": {func(t *testing.T) string { return filepath.Join(t.TempDir(), "nope") }, "Repo", "no such file or directory", os.ErrNotExist},
+		"a file": {func(t *testing.T) string {
+			p := filepath.Join(t.TempDir(), "f")
+			require.NoError(t, os.WriteFile(p, nil, 0o644))
+			return p
+		}, "Repo", "is not a directory", nil},
+		"no commit yet": {func(t *testing.T) string {
+			dir := t.TempDir()
+			gitInit(t, dir, "init", "-q", "-b", "main")
+			return dir
+		}, "Merge.TargetBranch", "needs one first", merge.ErrUnknownBranch},
+		"branch master": {func(t *testing.T) string {
+			dir := t.TempDir()
+			gitInit(t, dir, "init", "-q", "-b", "master")
+			gitInit(t, dir, "-c", "user.name=a", "-c", "user.email=a@example.com", "commit", "-q", "--allow-empty", "-m", "first")
+			return dir
+		}, "Merge.TargetBranch", "Config.Merge.TargetBranch", merge.ErrUnknownBranch},
+	}
+	for name, tt := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := f.cfg
+			cfg.Repo, cfg.StateDir = tt.repo(t), ""
+			_, err := team.New(context.Background(), cfg)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, team.ErrInvalidConfig)
+			var ce *team.ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, tt.field, ce.Field)
+			assert.Contains(t, err.Error(), tt.says)
+			if tt.is != nil {
+				assert.ErrorIs(t, err, tt.is)
+			}
 		})
 	}
 }

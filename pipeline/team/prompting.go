@@ -82,6 +82,13 @@ func excludeFromGit(ctx context.Context, repo, dir, gitBin string, env []string)
 // (a subdirectory or a linked worktree resolve to it), so that every host
 // pointed anywhere into one repository shares one state directory.
 func mainWorktree(ctx context.Context, path, gitBin string, env []string) (string, error) {
+	// git run in a directory that does not exist fails as if git were
+	// missing ("fork/exec git: no such file or directory").
+	if info, err := os.Stat(path); err != nil {
+		return "", &ConfigError{Field: "Repo", Reason: err.Error(), Err: err}
+	} else if !info.IsDir() {
+		return "", &ConfigError{Field: "Repo", Reason: path + " is not a directory"}
+	}
 	g := gitexec.Runner{Git: gitBin, Env: env}
 	common, err := g.Run(ctx, path, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	if err != nil {

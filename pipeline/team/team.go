@@ -136,6 +136,10 @@ func (t *Team) open(ctx context.Context) error {
 		mc.Logger = t.log
 	}
 	mgr, err := merge.New(ctx, mc)
+	if errors.Is(err, merge.ErrUnknownBranch) {
+		return &ConfigError{Field: "Merge.TargetBranch", Err: err, Reason: err.Error() +
+			"; a repository with no commit yet needs one first, and one whose branch is not main names it in Config.Merge.TargetBranch (and BaseBranch)"}
+	}
 	if err != nil {
 		return err
 	}
