@@ -310,7 +310,15 @@ func gateStageLine(item foreman.ItemID, stage int, rep phases.VerificationReport
 func failureSummary(rep phases.VerificationReport) string {
 	var parts []string
 	for _, c := range rep.FailedChecks() {
-		parts = append(parts, fmt.Sprintf("%s (%s) failed: %s", strings.Join(c.Argv, " "), c.Level, keyLines(c.Output)))
+		how := fmt.Sprintf("exit status %d", c.ExitCode)
+		if c.TimedOut {
+			how = "timed out"
+		}
+		text := keyLines(c.Output)
+		if text == "" {
+			text = "(no output)"
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s) failed, %s: %s", strings.Join(c.Argv, " "), c.Level, how, text))
 	}
 	if len(parts) == 0 {
 		return "verification failed"
@@ -397,4 +405,25 @@ func paceFor(workers, limited int) int {
 		return 0
 	}
 	return max(1, workers-limited)
+}
+
+// resolveFeedback is what the worker after a person's retry or resume is
+// told: what the person decided and wrote, why the story had paused, and
+// that the worktree still holds the earlier attempt's work.
+func resolveFeedback(action Action, note string, pause *pipeline.Escalation) string {
+	var b strings.Builder
+	switch action {
+	case Resume:
+		b.WriteString("A person resumed this story after fixing it by hand.")
+	default:
+		b.WriteString("A person sent this stage back to work.")
+	}
+	if note = strings.TrimSpace(note); note != "" {
+		b.WriteString(" Their note: " + note)
+	}
+	if pause != nil && pause.Message != "" {
+		b.WriteString("\nWhy the story had paused: " + pause.Message)
+	}
+	b.WriteString("\nThe story's worktree keeps the earlier attempt's work (its commits and files): build on it or correct it.")
+	return b.String()
 }

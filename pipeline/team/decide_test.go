@@ -115,6 +115,41 @@ func TestGateStageLine(t *testing.T) {
 	assert.Contains(t, line, "Verdict: FAIL. Quality Score: 50/100. Issues: go test")
 	assert.Contains(t, line, "--- FAIL: TestX x_test.go:3: want 2")
 	assert.Contains(t, gateStageLine("US-1", 0, fail, plan), "Stage 0 ERROR for US-1: gates failed")
+
+	// A person reading the escalation sees how each check failed.
+	quiet := phases.VerificationReport{Levels: []phases.LevelResult{{Level: phases.L1Tests, Checks: []phases.CheckResult{
+		{Name: "a", Argv: []string{"test", "-f", "VERSION"}, Level: phases.L1Tests, ExitCode: 1},
+		{Name: "b", Argv: []string{"sleep", "9"}, Level: phases.L1Tests, ExitCode: -1, TimedOut: true, Output: "still going"},
+	}}}}
+	line = gateStageLine("US-1", 2, quiet, plan)
+	assert.Contains(t, line, "test -f VERSION (L1) failed, exit status 1: (no output)")
+	assert.Contains(t, line, "sleep 9 (L1) failed, timed out: still going")
+}
+
+func TestResolveFeedbackSaysWhyAndWhatIsKept(t *testing.T) {
+	t.Parallel()
+	pause := &pipeline.Escalation{Message: "Story US-1: gates failed: test -f VERSION (L1) failed, exit status 1: (no output)"}
+	tests := []struct {
+		action Action
+		note   string
+		pause  *pipeline.Escalation
+		want   []string
+		not    []string
+	}{
+		{Retry, "VERSION is written by make version", pause,
+			[]string{"sent this stage back to work", "Their note: VERSION is written by make version", "Why the story had paused: Story US-1: gates failed", "worktree keeps the earlier attempt's work"}, nil},
+		{Resume, "", pause, []string{"resumed this story after fixing it by hand", "Why the story had paused"}, []string{"Their note"}},
+		{Retry, "  ", nil, []string{"worktree keeps"}, []string{"Their note", "Why the story"}},
+	}
+	for _, tt := range tests {
+		got := resolveFeedback(tt.action, tt.note, tt.pause)
+		for _, w := range tt.want {
+			assert.Contains(t, got, w)
+		}
+		for _, w := range tt.not {
+			assert.NotContains(t, got, w)
+		}
+	}
 }
 
 func TestBuildStageLine(t *testing.T) {

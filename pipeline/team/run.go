@@ -266,7 +266,7 @@ func (t *Team) spawnStory(ctx context.Context, rs *runState, item foreman.ItemID
 		}
 		st, err = t.pipe.Start(ctx, item, s.Title)
 	case moveResolve:
-		st, err = t.pipe.Resolve(ctx, item, d.Stage, d.Note)
+		st, err = t.pipe.Resolve(ctx, item, d.Stage, resolveFeedback(d.Action, d.Note, st.Pause))
 		if err == nil {
 			err = t.clearDecision(ctx, item)
 		}
