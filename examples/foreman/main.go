@@ -28,6 +28,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/agentforeman/foreman/phases/agentcmd"
 	"github.com/agentforeman/foreman/pipeline/team"
@@ -54,6 +55,12 @@ type options struct {
 	verbose bool
 	http    string
 	notify  string
+
+	role     string
+	db       string
+	remote   string
+	leaseTTL time.Duration
+	silence  time.Duration
 
 	status  bool
 	json    bool
@@ -92,6 +99,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return showStatus(ctx, o, stdout, stderr)
 	case o.resolve != "":
 		return resolve(ctx, o, stdout, stderr)
+	case o.role == roleWorker:
+		return runWorkerHost(ctx, o, stdout, stderr)
 	}
 	return runTeam(ctx, o, stdout, stderr)
 }
@@ -118,6 +127,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.verbose, "v", false, "log the library's warnings to stderr")
 	fs.StringVar(&o.http, "http", "127.0.0.1:0", "serve the live status page (and its actions) while the team runs, at this address; the URL with its\naccess token is printed at start; empty: no page")
 	fs.StringVar(&o.notify, "notify", "", "POST escalations and the run's end as JSON to this URL (a webhook), signed with the secret in\n$"+envNotifySecret+" (HMAC-SHA256; see go doc pipeline/team/teamnotify)")
+	fs.StringVar(&o.role, "role", "", "run one part of a team spread over hosts: coordinator (campaigns for the lease, leads the team) or\nworker (performs stages); needs -db and -remote, and -repo is then this host's clone of -remote")
+	fs.StringVar(&o.db, "db", "", "with -role: the team's PostgreSQL database, postgres://...")
+	fs.StringVar(&o.remote, "remote", "", "with -role: the shared git repository every host fetches from and pushes to (URL or path)")
+	fs.DurationVar(&o.leaseTTL, "lease-ttl", 10*time.Second, "with -role coordinator: how long the leader's lease lasts without renewal (failover time)")
+	fs.DurationVar(&o.silence, "host-silence", 30*time.Second, "with -role coordinator: how long a stage may go without a word from its worker host")
 	fs.BoolVar(&o.status, "status", false, "print how the plan stands and exit (works while another foreman runs the team)")
 	fs.BoolVar(&o.json, "json", false, "with -status: print the status as JSON")
 	fs.StringVar(&o.resolve, "resolve", "", "decide about a paused story: ID=retry|resume|skip|abandon")
@@ -139,6 +153,21 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if !o.status && o.resolve == "" && o.plan == "" {
 		return o, fmt.Errorf("-plan is required (a stories file; foreman -h shows one)")
+	}
+	switch o.role {
+	case "":
+		if o.db != "" || o.remote != "" {
+			return o, fmt.Errorf("-db and -remote go with -role coordinator or -role worker")
+		}
+	case roleCoordinator, roleWorker:
+		if o.db == "" || o.remote == "" {
+			return o, fmt.Errorf("-role %s needs -db postgres://... and -remote (the shared repository)", o.role)
+		}
+		if o.status || o.resolve != "" {
+			return o, fmt.Errorf("-role runs the team; -status and -resolve are for a single-process team")
+		}
+	default:
+		return o, fmt.Errorf("-role %q: coordinator or worker", o.role)
 	}
 	if o.workers < 0 {
 		return o, fmt.Errorf("-workers %d: at least 1", o.workers)

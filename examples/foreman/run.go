@@ -38,14 +38,21 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "foreman:", err)
 		return exitUsage
 	}
-	// One process runs a team at a time (team.Run holds a lock and fails
-	// with team.ErrBusy); saying so before opening the team is friendlier.
-	if st, err := team.ReadStatus(ctx, team.Config{Repo: cfg.Repo}); err == nil && st.Running {
+	out := &printer{w: stdout}
+	if o.role == roleCoordinator {
+		lctx, release, err := becomeLeader(ctx, o, &cfg, out)
+		if err != nil {
+			fmt.Fprintln(stderr, "foreman:", err)
+			return exitFault
+		}
+		defer release()
+		ctx = lctx
+	} else if st, err := team.ReadStatus(ctx, team.Config{Repo: cfg.Repo}); err == nil && st.Running {
+		// One process runs a team at a time (team.Run holds a lock and fails
+		// with team.ErrBusy); saying so before opening the team is friendlier.
 		fmt.Fprintf(stderr, "foreman: %v (pid %d); watch it with -status, or stop it first\n", team.ErrBusy, st.Host.PID)
 		return exitFault
 	}
-
-	out := &printer{w: stdout}
 	var (
 		reg     *prometheus.Registry
 		metrics *teammetrics.Metrics

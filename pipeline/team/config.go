@@ -90,6 +90,22 @@ type Config struct {
 	// the target branch moves (merge.Request.Check).
 	MergeCheck []string
 
+	// Remote, when set, performs every stage somewhere else (another
+	// process, another host): the worker pool runs it as each worker's
+	// agent in place of performing the stage here, and it must return the
+	// stage's report line as the result's final message, as the agent
+	// NewStageAgent returns does on the host that performs it. Default nil:
+	// stages are performed in this process.
+	Remote phases.AgentDriver
+	// Worktrees and Merger, when set, replace the team's own (the
+	// merge.Manager of Repo making story worktrees and squash-merging with
+	// Merge and MergeCheck, with conflict triage): a coordinator whose
+	// stages run on other hosts makes no worktrees of its own and merges
+	// what the hosts pushed to a shared repository (see merge/gitremote);
+	// a conflict there pauses the story without triage.
+	Worktrees pipeline.Worktrees
+	Merger    pipeline.Merger
+
 	// Snapshotter, Verifier and Feedback are the run loop's services;
 	// defaults gitsnap, gates.NewVerifier and gates.NewFeedbackGenerator.
 	// Verifier also runs the quality-gate stage.

@@ -131,6 +131,9 @@ func (t *Team) runUntilDone(ctx context.Context, rs *runState) error {
 	wc := t.cfg.Worker
 	wc.MaxWorkers = t.cfg.Workers
 	wc.Agent = stageRunner{t}
+	if t.cfg.Remote != nil {
+		wc.Agent = t.cfg.Remote
+	}
 	wc.Clock, wc.Logger = t.cfg.Clock, t.log
 	hostHook := wc.OnEvent
 	wc.OnEvent = func(ev worker.Event) {

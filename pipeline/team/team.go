@@ -169,9 +169,17 @@ func (t *Team) open(ctx context.Context) error {
 		t.feedback = gates.NewFeedbackGenerator(gates.FeedbackConfig{})
 	}
 	git := pipeline.Git{Manager: mgr, Request: merge.Request{CommitPending: true, Check: cfg.MergeCheck}, Logger: t.log}
+	var worktrees pipeline.Worktrees = git
+	var merger pipeline.Merger = triageMerger{t: t, git: git}
+	if cfg.Worktrees != nil {
+		worktrees = cfg.Worktrees
+	}
+	if cfg.Merger != nil {
+		merger = cfg.Merger // no conflict triage: that reworks in a local worktree
+	}
 	t.spawns.t = t
 	t.pipe, err = pipeline.NewRuntime(pipeline.RuntimeConfig{
-		Flow: cfg.Flow, Store: t.db, Spawner: &t.spawns, Messenger: &t.spawns, Worktrees: git, Merger: triageMerger{t: t, git: git},
+		Flow: cfg.Flow, Store: t.db, Spawner: &t.spawns, Messenger: &t.spawns, Worktrees: worktrees, Merger: merger,
 		Board: storeBoard{db: t.db}, Clock: cfg.Clock, Logger: t.log,
 	})
 	if err != nil {

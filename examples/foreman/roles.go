@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentforeman/foreman/merge"
+	"github.com/agentforeman/foreman/merge/gitremote"
+	"github.com/agentforeman/foreman/pipeline/pgstore"
+	"github.com/agentforeman/foreman/pipeline/team"
+	"github.com/agentforeman/foreman/pipeline/team/teampg"
+	"github.com/agentforeman/foreman/worker/pgtransport"
+)
+
+// A team over several hosts: -role coordinator or -role worker with -db
+// (PostgreSQL) and -remote (the shared git repository). -repo is then this
+// host's own clone of -remote, made when missing.
+const (
+	roleCoordinator = "coordinator"
+	roleWorker      = "worker"
+)
+
+// distributed is what a coordinator or worker process opened; close
+// releases it.
+type distributed struct {
+	pool   *pgxpool.Pool
+	store  *pgstore.Store
+	clone  *gitremote.Clone
+	closer []func()
+}
+
+func (d *distributed) close() {
+	for i := len(d.closer) - 1; i >= 0; i-- {
+		d.closer[i]()
+	}
+}
+
+// openDistributed connects to the database and opens this host's clone.
+func openDistributed(ctx context.Context, o options, mc merge.Config) (*distributed, error) {
+	d := &distributed{}
+	pool, err := pgxpool.New(ctx, o.db)
+	if err != nil {
+		return nil, fmt.Errorf("-db: %w", err)
+	}
+	d.pool = pool
+	d.closer = append(d.closer, pool.Close)
+	if d.store, err = pgstore.OpenPool(ctx, pool, pgstore.Options{}); err != nil {
+		d.close()
+		return nil, err
+	}
+	d.closer = append(d.closer, func() { _ = d.store.Close() })
+	if d.clone, err = gitremote.Open(ctx, gitremote.Config{Remote: o.remote, Dir: o.repo, Merge: mc}); err != nil {
+		d.close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// becomeLeader opens the database and the clone, campaigns until this
+// process leads, and sets cfg up to run the team from here with its stages
+// on the worker hosts. The returned context ends when leadership is lost.
+func becomeLeader(ctx context.Context, o options, cfg *team.Config, out *printer) (context.Context, func(), error) {
+	d, err := openDistributed(ctx, o, cfg.Merge)
+	if err != nil {
+		return nil, nil, err
+	}
+	out.printf("coordinator: campaigning for the lease (ttl %v)\n", o.leaseTTL)
+	leader, err := d.store.Campaign(ctx, pgstore.LeaseOptions{TTL: o.leaseTTL})
+	if err != nil {
+		d.close()
+		return nil, nil, err
+	}
+	d.closer = append(d.closer, func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = leader.Resign(rctx)
+	})
+	out.printf("coordinator: leading, term %d\n", leader.Term())
+	coord, err := pgtransport.NewCoordinator(ctx, pgtransport.Config{Pool: d.pool, Store: d.store, Leader: leader, Logger: cfg.Logger})
+	if err != nil {
+		d.close()
+		return nil, nil, err
+	}
+	d.closer = append(d.closer, func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = coord.Close(cctx)
+	})
+	remote, err := teampg.NewRemote(teampg.RemoteConfig{Coordinator: coord, Store: leader.Store(), Silence: o.silence})
+	if err != nil {
+		d.close()
+		return nil, nil, err
+	}
+	git := teampg.Git{Clone: d.clone, Leader: leader, Request: merge.Request{Check: cfg.MergeCheck}}
+	cfg.Repo, cfg.Store, cfg.Remote, cfg.Worktrees, cfg.Merger = d.clone.Dir(), leader.Store(), remote, git, git
+	lctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-leader.Lost():
+			out.printf("coordinator: lost the lease (term %d): another coordinator leads; stopping without another write\n", leader.Term())
+			cancel(leader.Err())
+		case <-lctx.Done():
+		}
+	}()
+	return lctx, func() { cancel(nil); d.close() }, nil
+}
+
+// runWorkerHost serves the team's stages from this host until ctx ends.
+func runWorkerHost(ctx context.Context, o options, stdout, stderr io.Writer) int {
+	plan, err := team.LoadPlan(o.plan)
+	if err != nil {
+		fmt.Fprintln(stderr, "foreman:", err)
+		return exitUsage
+	}
+	cfg, err := teamConfig(o, plan, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "foreman:", err)
+		return exitUsage
+	}
+	d, err := openDistributed(ctx, o, cfg.Merge)
+	if err != nil {
+		fmt.Fprintln(stderr, "foreman:", err)
+		return exitFault
+	}
+	defer d.close()
+	cfg.Repo, cfg.Store = d.clone.Dir(), d.store
+	stages, err := team.NewStageAgent(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "foreman:", err)
+		return exitFault
+	}
+	capacity := cfg.Workers
+	if capacity == 0 {
+		capacity = 1
+	}
+	host, err := teampg.NewHost(ctx, teampg.HostConfig{
+		Transport: pgtransport.HostConfig{Pool: d.pool, Capacity: capacity, Logger: cfg.Logger},
+		Clone:     d.clone, Stages: stages, Store: d.store,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "foreman:", err)
+		return exitFault
+	}
+	out := &printer{w: stdout}
+	out.printf("worker: host %s serving up to %d stages from %s\n", host.Name(), capacity, d.clone.Dir())
+	err = host.Run(ctx)
+	st := host.Stats()
+	out.printf("worker: stopped after %d assignments (%d messages)\n", st.Claimed, st.Messages)
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintln(stderr, "foreman:", err)
+		return exitFault
+	}
+	return exitInterrupted
+}

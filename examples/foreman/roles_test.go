@@ -1,0 +1,323 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// envPostgres names a PostgreSQL server the role tests may create databases
+// on (.ci/with-postgres sets it).
+const envPostgres = "FOREMAN_TEST_POSTGRES"
+
+// testDatabase creates a database of its own for one test and returns its
+// connection string; without a server the test skips (fails in CI).
+func testDatabase(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv(envPostgres)
+	if base == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(envPostgres + " is not set: the PostgreSQL tests must run in CI (.ci/with-postgres)")
+		}
+		t.Skip("no PostgreSQL: set " + envPostgres + " or run under .ci/with-postgres")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "foreman_roles_" + hex.EncodeToString(b[:])
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), base)
+		if err == nil {
+			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			_ = c.Close(context.Background())
+		}
+	})
+	if strings.HasPrefix(base, "postgres://") || strings.HasPrefix(base, "postgresql://") {
+		u, err := url.Parse(base)
+		require.NoError(t, err)
+		u.Path = "/" + name
+		return u.String()
+	}
+	return base + " dbname=" + name
+}
+
+// cluster is a team spread over processes: a shared bare repository (made
+// from the fixture's repository, with a hook that logs every push and who
+// made it), one database, and coordinator and worker processes, each with
+// a clone of its own.
+type cluster struct {
+	*fixture
+	remote, db, pushLog string
+	mu                  sync.Mutex
+	procs               []*proc
+}
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	c := &cluster{fixture: newFixture(t), db: testDatabase(t)}
+	dir := t.TempDir()
+	c.remote = filepath.Join(dir, "shared.git")
+	c.pushLog = filepath.Join(dir, "pushes")
+	c.git(t, "clone", "-q", "--bare", c.repo, c.remote)
+	hook := fmt.Sprintf("#!/bin/sh\nwhile read old new ref; do echo \"${FOREMAN_TEST_PROC:-?} $ref $old $new\" >> %s; done\n", shellQuote(c.pushLog))
+	require.NoError(t, os.WriteFile(filepath.Join(c.remote, "hooks", "post-receive"), []byte(hook), 0o755))
+	t.Cleanup(func() { c.stopAll(t) })
+	return c
+}
+
+// start runs foreman -role role as the process name.
+func (c *cluster) start(t *testing.T, name, role string, extra ...string) *proc {
+	t.Helper()
+	args := []string{"-role", role, "-db", c.db, "-remote", c.remote, "-repo", filepath.Join(filepath.Dir(c.remote), name),
+		"-plan", c.plan, "-agent", shellQuote(c.agent) + " {prompt}", "-gate", `sh -c '! grep -qs BAD *.txt'`, "-http", ""}
+	cmd := exec.Command(binary, append(args, extra...)...)
+	cmd.Env = append(os.Environ(), append(gitEnv(), "FOREMAN_TEST_PROC="+name)...)
+	p := &proc{name: name, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	require.NoError(t, cmd.Start())
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	c.mu.Lock()
+	c.procs = append(c.procs, p)
+	c.mu.Unlock()
+	return p
+}
+
+// wait waits for p to exit and returns its exit status.
+func (p *proc) wait(t *testing.T, limit time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(limit):
+		t.Fatalf("%s did not exit within %v; output:\n%s", p.name, limit, p.out)
+	}
+	if p.err == nil {
+		return 0
+	}
+	if ee, ok := p.err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// waitFor waits until p's output contains s.
+func (p *proc) waitFor(t *testing.T, s string, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !strings.Contains(p.out.String(), s) {
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited before printing %q:\n%s", p.name, s, p.out)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not print %q within %v:\n%s", p.name, s, limit, p.out)
+		}
+	}
+}
+
+func (c *cluster) stopAll(t *testing.T) {
+	c.mu.Lock()
+	procs := append([]*proc(nil), c.procs...)
+	c.mu.Unlock()
+	for _, p := range procs {
+		select {
+		case <-p.done:
+			continue
+		default:
+		}
+		_ = p.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+}
+
+// remoteMerged lists the Foreman-Item trailers on the shared main, oldest first.
+func (c *cluster) remoteMerged(t *testing.T) []string {
+	t.Helper()
+	cmd := exec.Command("git", "--git-dir", c.remote, "log", "--reverse", "--format=%(trailers:key=Foreman-Item,valueonly,separator=%x2C)", "main")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var ids []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			ids = append(ids, l)
+		}
+	}
+	return ids
+}
+
+// pushesToMain lists the processes that moved the shared main, in order.
+func (c *cluster) pushesToMain(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(c.pushLog)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	var who []string
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if f := strings.Fields(l); len(f) == 4 && f[1] == "refs/heads/main" {
+			who = append(who, f[0])
+		}
+	}
+	return who
+}
+
+// A coordinator and two worker hosts, each a process with its own clone,
+// run the plan through PostgreSQL and the shared repository: every story
+// lands once on the shared main, in dependency order, pushed by the leader.
+func TestRolesRunThePlanAcrossProcesses(t *testing.T) {
+	c := newCluster(t)
+	w1 := c.start(t, "worker-1", roleWorker)
+	w2 := c.start(t, "worker-2", roleWorker)
+	lead := c.start(t, "coord-1", roleCoordinator)
+	code := lead.wait(t, 3*time.Minute)
+	require.Equal(t, exitMerged, code, "coordinator output:\n%s\nworker-1:\n%s\nworker-2:\n%s", lead.out, w1.out, w2.out)
+	assert.Contains(t, lead.out.String(), "coordinator: leading, term 1")
+
+	got := c.remoteMerged(t)
+	assert.ElementsMatch(t, []string{"US-001", "US-002", "US-003"}, got, "each story once on the shared main")
+	assert.Less(t, indexOf(got, "US-001"), indexOf(got, "US-002"))
+	assert.Equal(t, []string{"coord-1", "coord-1", "coord-1"}, c.pushesToMain(t), "only the leader moves main")
+
+	c.stopAll(t)
+	for _, w := range []*proc{w1, w2} {
+		assert.Contains(t, w.out.String(), "worker: stopped after")
+	}
+	assert.Empty(t, processesWith(t, "FOREMAN_TEST_PROC=worker-1"))
+}
+
+func TestRoleFlagsAreChecked(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-role", "boss", "-plan", f.plan}, `-role "boss"`},
+		{[]string{"-role", roleWorker, "-plan", f.plan}, "needs -db"},
+		{[]string{"-db", "postgres://x", "-plan", f.plan}, "-db and -remote go with -role"},
+	} {
+		code, _, stderr := f.foreman(t, tc.args...)
+		assert.Equal(t, exitUsage, code, "%v", tc.args)
+		assert.Contains(t, stderr, tc.want, "%v", tc.args)
+	}
+}
+
+// A leader stopped (SIGSTOP) past its lease while a story is being built
+// is replaced; when it is continued (SIGCONT) it learns it lost the lease
+// and exits without moving the shared main again, and the new leader
+// finishes the plan: every story once.
+func TestAPausedOldLeaderNeverMergesAfterItResumes(t *testing.T) {
+	c := newCluster(t)
+	started := filepath.Join(c.ctl, "US-001.started")
+	release := filepath.Join(c.ctl, "US-001.release")
+	for _, p := range []string{started, release} {
+		require.NoError(t, syscall.Mkfifo(p, 0o644))
+	}
+	c.start(t, "worker-1", roleWorker)
+	c.start(t, "worker-2", roleWorker)
+	old := c.start(t, "coord-a", roleCoordinator, "-lease-ttl", "2s")
+	old.waitFor(t, "coordinator: leading, term 1", time.Minute)
+	next := c.start(t, "coord-b", roleCoordinator, "-lease-ttl", "2s")
+	next.waitFor(t, "coordinator: campaigning", time.Minute)
+
+	// US-001's build has committed and waits: the old leader is idle.
+	readFIFO(t, started, 2*time.Minute)
+	require.NoError(t, os.Remove(started)) // later builds do not wait
+	require.NoError(t, old.cmd.Process.Signal(syscall.SIGSTOP))
+	next.waitFor(t, "coordinator: leading, term 2", time.Minute)
+	writeFIFO(t, release)
+	before := len(c.pushesToMain(t))
+	require.NoError(t, old.cmd.Process.Signal(syscall.SIGCONT))
+
+	code := old.wait(t, time.Minute)
+	assert.NotEqual(t, exitMerged, code)
+	assert.Contains(t, old.out.String(), "lost the lease (term 1)")
+	require.Equal(t, exitMerged, next.wait(t, 3*time.Minute), "new leader:\n%s", next.out)
+
+	got := c.remoteMerged(t)
+	assert.ElementsMatch(t, []string{"US-001", "US-002", "US-003"}, got, "each story once on the shared main")
+	pushes := c.pushesToMain(t)
+	for _, who := range pushes[before:] {
+		assert.Equal(t, "coord-b", who, "after it resumed, the old leader moved main: %v", pushes)
+	}
+}
+
+func readFIFO(t *testing.T, path string, limit time.Duration) {
+	t.Helper()
+	got := make(chan error, 1)
+	go func() {
+		f, err := os.Open(path)
+		if err == nil {
+			_, err = f.Read(make([]byte, 64))
+			f.Close()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(limit):
+		t.Fatalf("nothing came through %s within %v", path, limit)
+	}
+}
+
+// writeFIFO writes a line to a FIFO without waiting for a reader (the
+// agent may have been killed meanwhile).
+func writeFIFO(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("go\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
