@@ -114,7 +114,7 @@ func (t *Team) triage(ctx context.Context, git pipeline.Git, r pipeline.MergeReq
 		return pipeline.MergeOutcome{}, err
 	}
 	a := pipeline.AgentAssignment{Item: item, Stage: st.Stage, Worker: st.Worker, Assignment: st.Assignment}
-	target := t.mgr.Target()
+	target := t.targetBranch()
 	in := triageInput{Fact: first, Reworks: rec.Reworks, CanRework: reworkStage(t.cfg.Stages, st.Stage) >= 0}
 	end := triageEnd{cause: causeConflict, files: files,
 		context: fmt.Sprintf("The squash of your branch onto %s conflicts in %s, and %s kept moving while the team rebased it.", target, strings.Join(files, ", "), target)}
@@ -292,7 +292,7 @@ func (t *Team) reworkConflict(ctx context.Context, st pipeline.State, stage int)
 	if err := updateMemory(ctx, t.db, st.Item, func(m *memory) { m.Conflict = rec.Context }); err != nil {
 		return err
 	}
-	target := t.mgr.Target()
+	target := t.targetBranch()
 	note := fmt.Sprintf("Your work no longer merges onto %s: rebasing it conflicts in %s (the merge conflict is shown below). "+
 		"Rebase your branch onto %s (git rebase %s), resolve the conflicts keeping what both sides meant, make sure the checks pass, and commit.",
 		target, strings.Join(rec.Files, ", "), target, target)
@@ -352,7 +352,21 @@ func (t *Team) conflictTriage(ctx context.Context, item foreman.ItemID) (*Confli
 	if err != nil || !found {
 		return nil, err
 	}
-	return &ConflictTriage{Target: t.mgr.Target(), Rebases: rec.Rebases, Reworks: rec.Reworks, Files: rec.Files, Cause: rec.Cause}, nil
+	return &ConflictTriage{Target: t.targetBranch(), Rebases: rec.Rebases, Reworks: rec.Reworks, Files: rec.Files, Cause: rec.Cause}, nil
+}
+
+// targetBranch names the branch stories merge onto, also for ReadStatus,
+// which has no repository manager.
+func (t *Team) targetBranch() string {
+	if t.mgr != nil {
+		return t.mgr.Target()
+	}
+	for _, b := range []string{t.cfg.Merge.TargetBranch, t.cfg.Merge.BaseBranch} {
+		if b != "" {
+			return b
+		}
+	}
+	return "main"
 }
 
 func triageOf(stories []StoryStatus, id foreman.ItemID) *ConflictTriage {

@@ -257,6 +257,10 @@ func TestAConflictAfterTheReworkPausesNamingTheFiles(t *testing.T) {
 	t.Log(text)
 	assert.Contains(t, text, "files: shared.txt")
 	assert.Contains(t, text, "rebased onto main 2 times, given back to its agent once")
+	// Another process reads the same, without the team's repository manager.
+	read, err := team.ReadStatus(context.Background(), team.Config{Repo: f.repo})
+	require.NoError(t, err)
+	assert.Contains(t, read.Text(), "triage: rebased onto main 2 times, given back to its agent once")
 	// The worktree stays for the person, clean, its rebase aborted.
 	wt, err := tm.Worktree("B")
 	require.NoError(t, err)
