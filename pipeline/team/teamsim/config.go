@@ -51,13 +51,13 @@ type Config struct {
 
 	// mutant, set only by the package's tests (export_test.go), switches
 	// on one deliberate bug, to prove the invariants catch it.
-	mutant Mutant
+	mutant mutant
 }
 
-// Mutant names a deliberate bug the package's tests inject into the
+// mutant names a deliberate bug the package's tests inject into the
 // simulated team to prove that an invariant catches it (see
-// docs/simulation.md). The zero Mutant is none.
-type Mutant string
+// docs/simulation.md). The zero mutant is none.
+type mutant string
 
 // Faults are the probabilities (0..1) of what goes wrong. Per agent
 // execution: Hang (no message at all), Silent (heartbeats but no

@@ -214,7 +214,7 @@ func (c *coord) probeLost(ctx context.Context, st pipeline.State) (pipeline.Stat
 // parks it (teamcore.GraphMoveFor decides which).
 func (c *coord) observe(st pipeline.State) {
 	move := teamcore.GraphMoveFor(st)
-	if c.w.cfg.mutant == MutantCompleteOnPause && move == teamcore.GraphPark {
+	if c.w.cfg.mutant == mutantCompleteOnPause && move == teamcore.GraphPark {
 		move = teamcore.GraphComplete
 	}
 	if move == teamcore.GraphNothing {
@@ -245,7 +245,7 @@ func (c *coord) observe(st pipeline.State) {
 
 // deliver hands the flow a worker's report (the team's inbox.Deliver).
 func (c *coord) deliver(item foreman.ItemID, env message.Envelope) {
-	if c.w.cfg.mutant == MutantFenceByName {
+	if c.w.cfg.mutant == mutantFenceByName {
 		// The bug: a report is taken as the current worker's when the
 		// worker's name matches, whatever its assignment.
 		if st, err := c.pipe.Get(c.w.ctx, item); err == nil && env.Sender == st.Worker {
@@ -332,7 +332,7 @@ func (b simBoard) verified(ctx context.Context, item foreman.ItemID, stage int, 
 // poolBudget is the pool's budget (none under the no-budget mutant, while
 // the checks still hold the team to Config.TotalBudget).
 func poolBudget(cfg Config) worker.Budget {
-	if cfg.mutant == MutantNoBudget {
+	if cfg.mutant == mutantNoBudget {
 		return worker.Budget{}
 	}
 	return cfg.budget()

@@ -39,7 +39,7 @@ func newBridge(c *coord) *bridge {
 func (b *bridge) Spawn(ctx context.Context, r pipeline.SpawnRequest) error {
 	w := b.c.w
 	w.crashPoint("spawn " + string(r.Assignment))
-	if _, known := b.spawns[r.Assignment]; known && w.cfg.mutant != MutantSpawnTwice {
+	if _, known := b.spawns[r.Assignment]; known && w.cfg.mutant != mutantSpawnTwice {
 		return nil
 	}
 	b.spawns[r.Assignment] = &dispatched{req: r}
@@ -50,7 +50,7 @@ func (b *bridge) Spawn(ctx context.Context, r pipeline.SpawnRequest) error {
 		delete(b.spawns, r.Assignment)
 		return err
 	}
-	if errors.Is(err, worker.ErrItemActive) && w.cfg.mutant == MutantSpawnTwice {
+	if errors.Is(err, worker.ErrItemActive) && w.cfg.mutant == mutantSpawnTwice {
 		// The bug's second half: a spawn the pool refuses is started anyway.
 		w.agents.start(w, b.c, worker.Assignment{ID: foreman.AssignmentID(string(r.Assignment) + "-again"),
 			Worker: "dup", Item: foreman.ItemID(r.Assignment), Stage: r.Stage, Attempt: 1})
@@ -64,7 +64,7 @@ func (b *bridge) Send(_ context.Context, m pipeline.Outgoing) error {
 	w.crashPoint("send " + m.Kind.String() + " " + string(m.Assignment))
 	switch m.Kind {
 	case pipeline.EffectAck:
-		w.checks.acked(m.Assignment, m.Stage, w.cfg.mutant == MutantNoReAck)
+		w.checks.acked(m.Assignment, m.Stage, w.cfg.mutant == mutantNoReAck)
 	case pipeline.EffectShutdown:
 		if sp := b.spawns[m.Assignment]; sp != nil {
 			sp.shutdown = true
@@ -145,7 +145,7 @@ func (c *coord) report(r pipeline.SpawnRequest, line string) {
 		c.handle(r.Item, pipeline.Event{Kind: pipeline.EventIdle, Worker: r.Worker, Assignment: r.Assignment})
 		return
 	}
-	if c.w.cfg.mutant == MutantMergeBeforePersist {
+	if c.w.cfg.mutant == mutantMergeBeforePersist {
 		// The bug: a passing quality gate merges at once, before the
 		// flow's decision to merge is persisted.
 		if m, ok := env.Body.(message.Stage3Complete); ok && m.Verdict != message.VerdictFail {
@@ -246,7 +246,7 @@ func (t *agentTable) heartbeat(w *world, ag *agent) {
 			return
 		}
 		m := worker.Message{Kind: worker.MsgHeartbeat}
-		if w.cfg.mutant == MutantStallIsProgress {
+		if w.cfg.mutant == mutantStallIsProgress {
 			// The bug: every heartbeat reads as a new commit, so a worker
 			// that only stays alive looks as if it progressed.
 			m.Commit = fmt.Sprintf("hb-%d", w.steps)

@@ -17,7 +17,9 @@ type Result struct {
 	Steps, Crashes int
 	// End says why the simulation stopped: "finished" (the team's Run
 	// would return: everything merged or waiting for a person), "step
-	// limit", "time limit", "quiet" (nothing left to happen), or
+	// limit", "time limit", "budget spent" (the worker pool spent
+	// Config.TotalBudget and halted: the stories still running wait for a
+	// person to raise it), "quiet" (nothing else left to happen), or
 	// "cancelled".
 	End string
 	// Stories is each story's end, in plan order.
@@ -54,10 +56,14 @@ func (r Result) Err() error {
 	for _, v := range r.Violations {
 		b.WriteString("\n  " + v.String())
 	}
-	return fmt.Errorf("%w: seed %d:%s\n  replay: %s", ErrViolation, r.Seed, b.String(), ReplayCommand(r.Seed))
+	return fmt.Errorf("%w: seed %d:%s\n  replay: Run with the same Config, Seed %d and Trace set (with the default Config: %s)",
+		ErrViolation, r.Seed, b.String(), r.Seed, ReplayCommand(r.Seed))
 }
 
-// ReplayCommand is the one line that replays seed with its trace.
+// ReplayCommand is the one line that replays seed with its trace under the
+// default Config, as the package's own seed test (TestSeeds) runs it. A
+// simulation with a Config of its own (an Agent model, Faults, Stories...)
+// replays by calling Run with that Config and the same Seed.
 func ReplayCommand(seed uint64) string {
 	return fmt.Sprintf("go test ./pipeline/team/teamsim -run 'TestSeeds$' -seed=%d -v", seed)
 }
@@ -87,20 +93,20 @@ func (w *world) result() Result {
 
 // The mutants the package's tests switch on (docs/simulation.md).
 const (
-	// MutantFenceByName takes a report as the current worker's when the
+	// mutantFenceByName takes a report as the current worker's when the
 	// sender's name matches, whatever its assignment.
-	MutantFenceByName Mutant = "fence-by-name"
-	// MutantMergeBeforePersist merges a passing quality gate's story
+	mutantFenceByName mutant = "fence-by-name"
+	// mutantMergeBeforePersist merges a passing quality gate's story
 	// before the flow's decision to merge is persisted.
-	MutantMergeBeforePersist Mutant = "merge-before-persist"
-	// MutantNoReAck forgets to ACK a duplicate report again.
-	MutantNoReAck Mutant = "no-re-ack"
-	// MutantStallIsProgress counts a heartbeat as progress.
-	MutantStallIsProgress Mutant = "stall-is-progress"
-	// MutantCompleteOnPause tells the task graph a paused story completed.
-	MutantCompleteOnPause Mutant = "complete-on-pause"
-	// MutantSpawnTwice starts an agent for a spawn the pool already holds.
-	MutantSpawnTwice Mutant = "spawn-twice"
-	// MutantNoBudget runs the pool without its budget.
-	MutantNoBudget Mutant = "no-budget"
+	mutantMergeBeforePersist mutant = "merge-before-persist"
+	// mutantNoReAck forgets to ACK a duplicate report again.
+	mutantNoReAck mutant = "no-re-ack"
+	// mutantStallIsProgress counts a heartbeat as progress.
+	mutantStallIsProgress mutant = "stall-is-progress"
+	// mutantCompleteOnPause tells the task graph a paused story completed.
+	mutantCompleteOnPause mutant = "complete-on-pause"
+	// mutantSpawnTwice starts an agent for a spawn the pool already holds.
+	mutantSpawnTwice mutant = "spawn-twice"
+	// mutantNoBudget runs the pool without its budget.
+	mutantNoBudget mutant = "no-budget"
 )

@@ -199,6 +199,11 @@ func (w *world) run() {
 		dl, timer := w.clk.NextDeadline()
 		if next == nil && !timer {
 			w.end = "quiet"
+			if w.c != nil && w.c.pool != nil && w.c.pool.Stats().Halted {
+				// The pool spent its budget and assigns nothing more: the
+				// stories still running wait for a person to raise it.
+				w.end = "budget spent"
+			}
 			w.checkEnd()
 			return
 		}

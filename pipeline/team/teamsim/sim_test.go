@@ -138,3 +138,20 @@ func TestBadConfigIsATypedError(t *testing.T) {
 		assert.ErrorAs(t, err, &ce, name)
 	}
 }
+
+// A pool that spent its budget halts; the simulation says so rather than
+// ending "quiet" with stories still running.
+func TestASpentBudgetEndsTheSimulationSayingSo(t *testing.T) {
+	t.Parallel()
+	faults := teamsim.NoFaults()
+	res, err := teamsim.Run(context.Background(), teamsim.Config{Seed: 7, Faults: &faults, TotalBudget: 3_000, Stories: 3})
+	require.NoError(t, err)
+	require.NoError(t, res.Err())
+	assert.Equal(t, "budget spent", res.End)
+	assert.Less(t, res.Count(pipeline.StatusDone), len(res.Stories), "some stories wait for a person to raise the budget")
+
+	unlimited, err := teamsim.Run(context.Background(), teamsim.Config{Seed: 7, Faults: &faults, TotalBudget: -1, Stories: 3})
+	require.NoError(t, err)
+	assert.Equal(t, "finished", unlimited.End)
+	assert.Equal(t, len(unlimited.Stories), unlimited.Count(pipeline.StatusDone))
+}
