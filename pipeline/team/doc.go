@@ -61,7 +61,8 @@
 // Every agent runs in the story's worktree with, in its environment,
 // FOREMAN_ITEM (the story id), FOREMAN_STAGE (the stage's 0-based index in
 // the flow: 0 plan, 1 validate, 2 execute, 3 quality in the story flow),
-// FOREMAN_ROLE (the stage's role: planner, validator, builder by default),
+// FOREMAN_ROLE (the stage's role: planner, validator, builder by default;
+// the quality-gate stage runs the gate plan, not an agent),
 // FOREMAN_WORKER, FOREMAN_ASSIGNMENT and FOREMAN_RESULT; its prompt
 // (DefaultPrompt) says the same in words and ends with an assignment block
 // (pipeline.AssignmentBlock), after which a driver may add the previous
@@ -135,4 +136,14 @@
 // workspace it was looked up in). Add refuses an invalid plan whole (ErrInvalidStory,
 // ErrStoryExists). Run's error is a system fault (store, git, context);
 // stories that pause are part of its Result.
+//
+// # Around the team
+//
+// Packages beside this one, each optional: teamweb serves the team's live
+// status page and a person's decisions as an http.Handler; teammetrics
+// exports Prometheus metrics from its events; teamnotify sends escalations
+// and finished runs to a webhook, signed; teamsim simulates a whole team
+// deterministically (seeded agents, crashes, conflicts) to test flows and
+// agent models against the team's invariants. examples/foreman is a
+// reference binary wiring them all.
 package team
