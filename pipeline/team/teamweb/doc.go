@@ -16,7 +16,10 @@
 //     Content-Security-Policy says so);
 //   - GET api/status: the team's status as JSON (StatusResponse), with
 //     the sequence number of the last event it reflects;
-//   - GET api/events?after=N: the events after N as JSON (EventsResponse);
+//   - GET api/events?after=N&limit=L: the events after N as JSON
+//     (EventsResponse), at most L of them (1 to 1,000, the default);
+//     EventsResponse.Last says where the log ends, so a client pages on
+//     from its last event's Seq;
 //   - GET api/stream: the event stream, as server-sent events whose id is
 //     the event's Seq; a client that reconnects with Last-Event-ID (every
 //     browser does) misses nothing. The page re-reads the status when an
@@ -25,7 +28,11 @@
 //
 // # Safe actions
 //
-// A decision needs the token (Config.Token), is refused when a browser
+// Reading needs no token: whoever reaches the handler sees the page, the
+// status and the events, stories' titles, feedback and escalations
+// included. Serve it where only the team's people reach it (the reference
+// binary binds 127.0.0.1), or put it behind the host's own
+// authentication. A decision needs the token (Config.Token), is refused when a browser
 // sends it from another site (Sec-Fetch-Site and Origin checks; there is
 // no CORS), and is idempotent: the same decision twice decides once. A
 // bad request changes nothing and gets a 4xx with a JSON ErrorResponse
