@@ -17,7 +17,7 @@
 //   - GET api/status: the team's status as JSON (StatusResponse), with
 //     the sequence number of the last event it reflects;
 //   - GET api/events?after=N&limit=L: the events after N as JSON
-//     (EventsResponse), at most L of them (1 to 1,000, the default);
+//     (EventsResponse), at most L of them (1 to 10,000, the default);
 //     EventsResponse.Last says where the log ends, so a client pages on
 //     from its last event's Seq;
 //   - GET api/stream: the event stream, as server-sent events whose id is
