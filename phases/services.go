@@ -42,11 +42,34 @@ type AgentRequest struct {
 	// the driver's own entries, so that a key given here wins). Nil means
 	// none.
 	Env []string
+	// MCPServers are MCP servers the agent is connected to for this
+	// execution (a team's report server, phases/agentmcp). A driver that
+	// can configure its agent for them does (agentcmd: Claude Code's
+	// --mcp-config, Codex's mcp_servers overrides); others ignore them.
+	MCPServers []MCPServer
 	// OnStart, when non-nil, is called by a driver that runs the agent as a
 	// process, once it has started, with its process id (for agentcmd also
 	// its process group's id). The worker Runtime uses it to read the CPU
 	// time of the agent's processes. It must not block.
 	OnStart func(pid int)
+}
+
+// MCPServer is an MCP server reached over streamable HTTP.
+type MCPServer struct {
+	// Name is the server's name in the agent's configuration; an agent
+	// names its tools after it (Claude Code: mcp__<name>__<tool>). Letters,
+	// digits, '_' and '-'.
+	Name string
+	// URL is the endpoint.
+	URL string
+	// BearerToken, when set, is sent as "Authorization: Bearer <token>";
+	// BearerTokenEnv names the environment variable the driver puts it in
+	// for agents that read it only from there (Codex).
+	BearerToken    string
+	BearerTokenEnv string
+	// Tools are the server's tools the agent may call without asking
+	// (Claude Code's --allowedTools); empty allows none in advance.
+	Tools []string
 }
 
 // AgentConstraints are optional limits a driver passes on to the agent.

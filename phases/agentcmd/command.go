@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -49,6 +50,10 @@ type invocation struct {
 	// useStdin is true when the prompt goes to stdin; otherwise stdin is
 	// /dev/null.
 	useStdin bool
+	// cleanup removes what the invocation wrote (an MCP configuration
+	// file); nil when it wrote nothing. Execute calls it once the agent is
+	// gone.
+	cleanup func()
 }
 
 // invocation builds the command line for req.
@@ -87,10 +92,42 @@ func (d *Driver) invocation(req phases.AgentRequest) (invocation, error) {
 		}
 	}
 	add(base)
+	if err := checkMCPServers(req.MCPServers); err != nil {
+		return invocation{}, err
+	}
+	constraints := req.Constraints
+	if d.cfg.Format == FormatClaude && len(req.MCPServers) > 0 {
+		// One --allowedTools: the host's tools and the servers' together.
+		constraints.AllowedTools = append(slices.Clip(constraints.AllowedTools), claudeMCPTools(req.MCPServers)...)
+	}
 	if ad.constraints != nil {
 		// Constraint values are data, never templates.
-		argv = append(argv, ad.constraints(req.Constraints)...)
+		argv = append(argv, ad.constraints(constraints)...)
 	}
+	var inv invocation
+	var mcpEnv []string
+	if len(req.MCPServers) > 0 {
+		// Config values are data too: appended, never expanded.
+		switch d.cfg.Format {
+		case FormatClaude:
+			dir, err := os.MkdirTemp("", "foreman-mcp-")
+			if err != nil {
+				return invocation{}, err
+			}
+			inv.cleanup = func() { _ = os.RemoveAll(dir) }
+			args, err := claudeMCPConfig(req.MCPServers, dir)
+			if err != nil {
+				inv.cleanup()
+				return invocation{}, err
+			}
+			argv = append(argv, args...)
+		case FormatCodex:
+			var args []string
+			args, mcpEnv = codexMCPArgs(req.MCPServers)
+			argv = append(argv, args...)
+		}
+	}
+	inv.env = d.environ(req, mcpEnv)
 	if req.SessionID != "" {
 		resume := d.cfg.ResumeArgs
 		if resume == nil {
@@ -99,7 +136,6 @@ func (d *Driver) invocation(req phases.AgentRequest) (invocation, error) {
 		add(resume)
 	}
 
-	inv := invocation{env: d.environ(req)}
 	switch d.cfg.PromptVia {
 	case PromptStdin:
 		inv.useStdin, inv.stdin = true, prompt
@@ -111,13 +147,18 @@ func (d *Driver) invocation(req phases.AgentRequest) (invocation, error) {
 			argv = append(argv, prompt)
 		}
 	default:
+		if inv.cleanup != nil {
+			inv.cleanup()
+		}
 		return invocation{}, fmt.Errorf("agentcmd: unknown prompt delivery %q", d.cfg.PromptVia)
 	}
 	inv.argv = argv
 	return inv, nil
 }
 
-func (d *Driver) environ(req phases.AgentRequest) []string {
+// environ is the agent's environment; extra goes before the request's
+// entries, so that a key the host gives in the request wins.
+func (d *Driver) environ(req phases.AgentRequest, extra []string) []string {
 	env := os.Environ()
 	env = append(env,
 		"FOREMAN_WORKSPACE="+req.WorkspacePath,
@@ -127,6 +168,7 @@ func (d *Driver) environ(req phases.AgentRequest) []string {
 	// exec.Cmd keeps the last value of a duplicated key, so Config.Env wins
 	// over the inherited and FOREMAN_* entries, and the request's over all.
 	env = append(env, d.cfg.Env...)
+	env = append(env, extra...)
 	return append(env, req.Env...)
 }
 

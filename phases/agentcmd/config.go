@@ -177,7 +177,11 @@ func claudeConstraintArgs(c phases.AgentConstraints) []string {
 		args = append(args, "--max-turns", strconv.Itoa(c.MaxTurns))
 	}
 	if len(c.AllowedTools) > 0 {
-		args = append(args, "--allowedTools", strings.Join(c.AllowedTools, ","))
+		// --allowedTools takes several values (<tools...>): in the
+		// "--flag value" form, Claude Code's option parser (commander)
+		// would take the prompt after it for one more tool; with "=" it
+		// takes exactly one.
+		args = append(args, "--allowedTools="+strings.Join(c.AllowedTools, ","))
 	}
 	return args
 }

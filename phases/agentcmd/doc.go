@@ -54,6 +54,21 @@
 // instant between starting the agent and writing its lease leaves an orphan
 // the reaper cannot find. Linux only: the reaper reads /proc.
 //
+// # MCP servers
+//
+// A request's AgentRequest.MCPServers (a team's report server,
+// phases/agentmcp) reach the agent through its own configuration: Claude
+// Code gets --mcp-config=<file>, a JSON file of "mcpServers" entries
+// ("type": "http", "url", an Authorization header for the bearer token)
+// written readable by its owner only and removed after the run, and the
+// servers' Tools pre-allowed in --allowedTools (mcp__<server>__<tool>);
+// Codex gets -c mcp_servers.<name>.url=... and, for a token,
+// -c mcp_servers.<name>.bearer_token_env_var=<variable>, the variable set
+// in its environment. Nothing is written to the user's own configuration.
+// A text agent gets nothing beyond its environment. Claude Code's options
+// that take several values are passed as --flag=value, so that the prompt
+// after them is never read as one more value.
+//
 // # Results
 //
 // Output lines, stdout and stderr, reach the StreamCallback as they arrive,

@@ -60,6 +60,9 @@ func (d *Driver) Execute(ctx context.Context, req phases.AgentRequest, onEvent p
 	if err != nil {
 		return phases.AgentResult{}, err
 	}
+	if inv.cleanup != nil {
+		defer inv.cleanup()
+	}
 	newParser := d.cfg.NewParser
 	if newParser == nil {
 		ad, _ := adapterFor(d.cfg.Format) // invocation has validated the format

@@ -109,7 +109,7 @@ func TestExecuteClaudeCode(t *testing.T) {
 				Constraints: phases.AgentConstraints{MaxTurns: 7, AllowedTools: []string{"Read", "Edit"}, Model: "opus"},
 			},
 			wantArgs: []string{"-p", "--output-format", "stream-json", "--verbose",
-				"--model", "opus", "--max-turns", "7", "--allowedTools", "Read,Edit", "--resume", "sess-1",
+				"--model", "opus", "--max-turns", "7", "--allowedTools=Read,Edit", "--resume", "sess-1",
 				"fix the tests", "", "## Feedback from the previous iteration", "", "TestAdd still fails"},
 			check: func(t *testing.T, res phases.AgentResult) { assert.True(t, res.Success) },
 		},
