@@ -173,6 +173,9 @@ type agentEvidence struct {
 	Result     phases.AgentResult
 	// ExecErr is Execute's error: the agent could not be run at all.
 	ExecErr error
+	// MCP is the report the team's MCP server accepted from the agent (the
+	// current assignment's, checked when it came), or nil.
+	MCP *Report
 	// File is the agent's result file, when it wrote one; FileErr says why
 	// it could not be read or made sense of.
 	File       *Report
@@ -180,14 +183,19 @@ type agentEvidence struct {
 	ResultPath string
 }
 
-// agentStageLine decides an agent stage's report: the result file first
-// (when it carries the current assignment), then a canonical line in the
-// agent's final message or output, else an ERROR that says why there is
-// no report (the agent's failure with its exit status and stderr, or its
-// silence).
+// agentStageLine decides an agent stage's report: the report the MCP
+// server accepted first, then the result file (when it carries the
+// current assignment), then a canonical line in the agent's final message
+// or output, else an ERROR that says why there is no report (the agent's
+// failure with its exit status and stderr, or its silence).
 func agentStageLine(ev agentEvidence) string {
 	if ev.ExecErr != nil {
 		return errorLine(ev.Item, ev.Stage, "the agent could not run: "+ev.ExecErr.Error())
+	}
+	if ev.MCP != nil && ev.MCP.Assignment == ev.Assignment {
+		if line, err := reportLine(ev.Item, ev.Stage, *ev.MCP); err == nil {
+			return line
+		}
 	}
 	var fileProblem string
 	switch {

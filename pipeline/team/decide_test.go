@@ -76,6 +76,8 @@ func TestAgentStageLine(t *testing.T) {
 		want []string
 	}{
 		{"result file", agentEvidence{File: good}, []string{"Verdict: GO. Readiness: 8."}},
+		{"the MCP report wins over the file", agentEvidence{MCP: &Report{Assignment: "US-1-a1", Outcome: "no-go", Summary: "unclear"}, File: good}, []string{"Verdict: NO-GO", "Reason: unclear"}},
+		{"an MCP report of another assignment is not it", agentEvidence{MCP: &Report{Assignment: "US-1-a0", Outcome: "no-go"}, File: good}, []string{"Verdict: GO"}},
 		{"the file wins over the line", agentEvidence{File: good, Result: phases.AgentResult{Result: "Stage 1 COMPLETE for US-1. Verdict: NO-GO. Readiness: 1. Reason: x"}}, []string{"Verdict: GO"}},
 		{"line in the final message", agentEvidence{Result: phases.AgentResult{Result: "ok\nStage 1 COMPLETE for US-1. Verdict: GO. Readiness: 6."}}, []string{"Readiness: 6."}},
 		{"line in the output", agentEvidence{Result: phases.AgentResult{Output: "Stage 1 COMPLETE for US-1. Verdict: GO. Readiness: 5.\nbye"}}, []string{"Readiness: 5."}},

@@ -81,6 +81,21 @@
 // with the gates' output, when the run loop's limits end first; a Report
 // with outcome "error" adds the agent's own words to that cause.
 //
+// While it runs, the team also serves its agents an MCP server (Config.MCP,
+// on by default; phases/agentmcp) on the loopback interface, named in
+// their environment (FOREMAN_MCP_URL, and FOREMAN_MCP_TOKEN, the bearer
+// token it requires) and, for Claude Code and Codex run by agentcmd, in
+// their own MCP configuration. Its report tool takes the same fields as
+// the result file, the assignment id as the fence, and answers at once: a
+// report from the story's current assignment is checked (its outcome must
+// be the stage's; a build reported complete must show commits or changes
+// in the worktree since the assignment's base, else it is not taken) and
+// becomes the stage's first evidence, before the result file and the
+// printed line, which stay as fallbacks. A report from a replaced worker
+// is stale: counted where the story flow counts stale messages (and in
+// Team.MCPStats) and ignored; an assignment id the team never issued is
+// refused. Its status tool says what the assignment expects.
+//
 // What agents print is theirs: the team keeps their reports, not their
 // output (an agentcmd driver's Config.Logger logs each execution's end).
 // Squash commits are authored by Config.Merge.Author, by default

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/phases/agentmcp"
 	"github.com/agentforeman/foreman/pipeline/message"
 )
 
@@ -43,6 +44,9 @@ type PromptData struct {
 	Readiness string
 	// Resume is set when this worker replaces one that crashed.
 	Resume bool
+	// MCP is set when the agent can report through the team's MCP server
+	// (Config.MCP): its report tool, with Assignment as the fence.
+	MCP bool
 }
 
 // DefaultInstructions says what a stage asks of its agent, by the flow's
@@ -96,7 +100,13 @@ func DefaultPrompt(d PromptData) string {
 	} else {
 		b.WriteString("## How to report\n\n")
 	}
-	fmt.Fprintf(&b, "Write your report as JSON to the file %s (also in $%s):\n  %s\n", d.ResultPath, EnvResult, reportExample(d))
+	if d.MCP {
+		fmt.Fprintf(&b, "Report with the %s tool of the MCP server %q, with these arguments (its answer says whether the team took it; "+
+			"its %s tool says what your assignment expects):\n  %s\nIf you cannot use the tool, write ", agentmcp.ToolReport, agentmcp.ServerName, agentmcp.ToolStatus, reportExample(d))
+		fmt.Fprintf(&b, "the same JSON to the file %s (also in $%s).\n", d.ResultPath, EnvResult)
+	} else {
+		fmt.Fprintf(&b, "Write your report as JSON to the file %s (also in $%s):\n  %s\n", d.ResultPath, EnvResult, reportExample(d))
+	}
 	fmt.Fprintf(&b, "Outcomes of this stage: %s. Or end your last message with the line:\n  %s\n", stageOutcomes(d.Stage), lineExample(d))
 	return b.String()
 }

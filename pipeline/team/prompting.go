@@ -21,6 +21,7 @@ func (t *Team) prompt(r pipeline.SpawnRequest) string {
 		Story: s, Stage: r.Stage, StageName: r.StageName, Role: st.Role, Kind: st.Kind,
 		Instructions: st.Instructions, Worker: r.Worker, Assignment: r.Assignment,
 		ResultPath: t.resultPath(r.Assignment), Feedback: r.Feedback, Readiness: r.Readiness, Resume: r.Resume,
+		MCP: t.reports != nil && st.Kind != StageGate,
 	}
 	if d.Instructions == "" {
 		d.Instructions = DefaultInstructions(r.StageName, st.Kind)

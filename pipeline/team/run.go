@@ -100,6 +100,12 @@ func (t *Team) Run(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	defer lock.release()
+	stopReports, err := t.startReports(ctx)
+	if err != nil {
+		t.mu.Unlock()
+		return Result{}, err
+	}
+	defer stopReports()
 	runCtx, cancel := context.WithCancelCause(ctx)
 	rs := &runState{ctx: runCtx, cancel: cancel, wakeups: make(chan taskgraph.WakeUp),
 		tasks: map[foreman.ItemID]*taskRun{}, done: make(chan struct{})}

@@ -35,6 +35,12 @@ func (r stageRunner) Execute(ctx context.Context, req phases.AgentRequest, onEve
 		return phases.AgentResult{}, err
 	}
 	req.Env = append(slices.Clip(req.Env), EnvResult+"="+resultPath, EnvRole+"="+st.Role)
+	// The MCP server takes this assignment's reports from now until the
+	// stage's evidence is read (endReport); the deferred call covers the
+	// early returns.
+	mcpEnv, mcpServers, endReport := t.beginReports(a, st)
+	defer endReport()
+	req = withReports(req, mcpEnv, mcpServers)
 
 	var (
 		res  phases.AgentResult
@@ -51,6 +57,7 @@ func (r stageRunner) Execute(ctx context.Context, req phases.AgentRequest, onEve
 			return res, nil
 		}
 		ev := agentEvidence{Item: a.Item, Stage: a.Stage, Assignment: a.Assignment, Result: res, ExecErr: err, ResultPath: resultPath}
+		ev.MCP = endReport()
 		ev.File, ev.FileErr = readReport(resultPath)
 		line = agentStageLine(ev)
 		if err == nil {
@@ -59,7 +66,7 @@ func (r stageRunner) Execute(ctx context.Context, req phases.AgentRequest, onEve
 			}
 		}
 	case StageBuild:
-		res, line = r.build(ctx, a, req, st, onEvent)
+		res, line = r.build(ctx, a, req, st, onEvent, endReport)
 		if line == "" { // held by the pool: a rate limit
 			return res, nil
 		}
@@ -94,7 +101,7 @@ func readReport(path string) (*Report, error) {
 
 // build runs the run loop: agent, snapshot since the assignment's base,
 // gates, feedback, until the gates pass or the limits end it.
-func (r stageRunner) build(ctx context.Context, a pipeline.AgentAssignment, req phases.AgentRequest, st Stage, onEvent phases.StreamCallback) (phases.AgentResult, string) {
+func (r stageRunner) build(ctx context.Context, a pipeline.AgentAssignment, req phases.AgentRequest, st Stage, onEvent phases.StreamCallback, endReport func() *Report) (phases.AgentResult, string) {
 	t := r.t
 	before, err := t.assignmentBase(ctx, a.Assignment, req.WorkspacePath)
 	if err != nil {
@@ -102,7 +109,7 @@ func (r stageRunner) build(ctx context.Context, a pipeline.AgentAssignment, req 
 	}
 	loop := phases.NewRunLoop(phases.Config{
 		Services: phases.PhaseServices{
-			AgentDriver: envAgent{inner: st.Agent, env: req.Env}, Snapshotter: t.snap, Verifier: gateEvents{t: t, a: a},
+			AgentDriver: envAgent{inner: st.Agent, env: req.Env, mcp: req.MCPServers}, Snapshotter: t.snap, Verifier: gateEvents{t: t, a: a},
 			FeedbackGenerator: t.feedback, Clock: t.clk, Logger: t.log,
 		},
 		Limits: t.cfg.Limits,
@@ -112,6 +119,7 @@ func (r stageRunner) build(ctx context.Context, a pipeline.AgentAssignment, req 
 		Task:        phases.TaskSpec{Prompt: req.TaskPrompt, GatePlan: t.cfg.Gates, Agent: req.Constraints},
 		BeforeState: &before, SessionID: req.SessionID, Stream: onEvent,
 	})
+	mcpReport := endReport() // the agent is done; a later report is stale
 	res := phases.AgentResult{SessionID: run.SessionID, Tokens: run.Tokens, CostUSD: run.CostUSD, Duration: run.Duration}
 	var last *phases.AgentResult
 	if n := len(run.Iterations); n > 0 {
@@ -141,9 +149,13 @@ func (r stageRunner) build(ctx context.Context, a pipeline.AgentAssignment, req 
 		}
 	}
 	if !run.Succeeded() && err == nil {
-		// The agent's own word on why, when it wrote one, helps the person
-		// the pause escalates to.
-		if rep, _ := readReport(t.resultPath(a.Assignment)); rep != nil && rep.Assignment == a.Assignment && rep.Summary != "" {
+		// The agent's own word on why, when it sent or wrote one, helps the
+		// person the pause escalates to.
+		rep := mcpReport
+		if rep == nil || rep.Summary == "" {
+			rep, _ = readReport(t.resultPath(a.Assignment))
+		}
+		if rep != nil && rep.Assignment == a.Assignment && rep.Summary != "" {
 			line = errorLine(a.Item, a.Stage, lineDetail(line)+"; the agent says: "+rep.Summary)
 		}
 	}
@@ -215,10 +227,12 @@ func (r stageRunner) recordBoard(ctx context.Context, a pipeline.AgentAssignment
 type envAgent struct {
 	inner phases.AgentDriver
 	env   []string
+	mcp   []phases.MCPServer
 }
 
 func (e envAgent) Execute(ctx context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (phases.AgentResult, error) {
 	req.Env = append(slices.Clip(e.env), req.Env...)
+	req.MCPServers = append(slices.Clip(e.mcp), req.MCPServers...)
 	return e.inner.Execute(ctx, req, onEvent)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/agentforeman/foreman/merge"
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/phases/agentcmd"
+	"github.com/agentforeman/foreman/phases/agentmcp"
 	"github.com/agentforeman/foreman/phases/gates"
 	"github.com/agentforeman/foreman/phases/gitsnap"
 	"github.com/agentforeman/foreman/pipeline"
@@ -51,6 +52,9 @@ type Team struct {
 	log      *slog.Logger
 	events   *eventLog
 	spawns   spawnProxy
+	// reports is the MCP server agents report to (nil when Config.MCP.Off);
+	// each Run serves it.
+	reports *agentmcp.Server
 
 	mu      sync.Mutex
 	stories map[foreman.ItemID]Story
@@ -93,6 +97,7 @@ func New(ctx context.Context, cfg Config) (*Team, error) {
 		}
 	}
 	t := &Team{cfg: cfg, clk: clock.OrReal(cfg.Clock), log: log, stories: map[foreman.ItemID]Story{}}
+	t.reports = t.newReportServer()
 	if err := t.open(ctx); err != nil {
 		t.closeStore()
 		return nil, err
