@@ -101,12 +101,13 @@ func DefaultPrompt(d PromptData) string {
 		b.WriteString("## How to report\n\n")
 	}
 	if d.MCP {
-		fmt.Fprintf(&b, "Report with the %s tool of the MCP server %q, with these arguments (its answer says whether the team took it; "+
-			"its %s tool says what your assignment expects):\n  %s\nIf you cannot use the tool, write ", agentmcp.ToolReport, agentmcp.ServerName, agentmcp.ToolStatus, reportExample(d))
-		fmt.Fprintf(&b, "the same JSON to the file %s (also in $%s).\n", d.ResultPath, EnvResult)
-	} else {
-		fmt.Fprintf(&b, "Write your report as JSON to the file %s (also in $%s):\n  %s\n", d.ResultPath, EnvResult, reportExample(d))
+		// A line of its own before the file's, which stays word for word:
+		// agents that read the prompt find the result file as before.
+		fmt.Fprintf(&b, "Report with the %s tool of the MCP server %q, the JSON below as its arguments: its answer says whether "+
+			"the team took your report (its %s tool says what your assignment expects). If you cannot use it:\n",
+			agentmcp.ToolReport, agentmcp.ServerName, agentmcp.ToolStatus)
 	}
+	fmt.Fprintf(&b, "Write your report as JSON to the file %s (also in $%s):\n  %s\n", d.ResultPath, EnvResult, reportExample(d))
 	fmt.Fprintf(&b, "Outcomes of this stage: %s. Or end your last message with the line:\n  %s\n", stageOutcomes(d.Stage), lineExample(d))
 	return b.String()
 }
