@@ -95,7 +95,15 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	// every event it recorded is printed.
 	subCtx, stopSub := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSub()
-	events := tm.Subscribe(subCtx, 0)
+	// Earlier runs' events are in -status and on the page; this run's log
+	// starts after them, so a rerun does not look like the old failures
+	// happening again.
+	var from uint64
+	if evs := tm.Events(0); len(evs) > 0 {
+		from = evs[len(evs)-1].Seq
+		fmt.Fprintf(stdout, "%d events from earlier runs (-status shows where the plan stands)\n", len(evs))
+	}
+	events := tm.Subscribe(subCtx, from)
 	var printed sync.WaitGroup
 	lastSeq := make(chan uint64, 1)
 	printed.Add(1)

@@ -85,6 +85,20 @@ func eventLine(e team.Event) string {
 			at, e.Story, stage, oneLine(e.Detail, 300), e.Story)
 	case team.EventWorker:
 		return fmt.Sprintf("%s  %-10s %s, worker %s: %s", at, e.Story, stage, e.Worker, oneLine(e.Detail, 300))
+	case team.EventGates:
+		line := fmt.Sprintf("%s  %-10s %s gates: %s", at, e.Story, stage, e.Outcome)
+		if e.Detail != "" {
+			line += ": " + oneLine(e.Detail, 300)
+		}
+		return line
+	case team.EventUsage:
+		return fmt.Sprintf("%s  %-10s %s spent %d tokens ($%.4f)", at, e.Story, stage, e.Tokens, e.CostUSD)
+	case team.EventConflict:
+		return fmt.Sprintf("%s  %-10s merge conflict (%s) in %s", at, e.Story, strings.ToLower(string(e.Outcome)), strings.Join(e.Files, ", "))
+	case team.EventRebased:
+		return fmt.Sprintf("%s  %-10s rebased onto the target cleanly; gates run again", at, e.Story)
+	case team.EventConflictRework:
+		return fmt.Sprintf("%s  %-10s back to its builder with the conflict in %s", at, e.Story, strings.Join(e.Files, ", "))
 	case team.EventStoryResolved:
 		line := fmt.Sprintf("%s  %-10s resolved: %s", at, e.Story, e.Action)
 		if e.Detail != "" {

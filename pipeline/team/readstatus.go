@@ -27,6 +27,7 @@ var ErrNoState = errors.New("team: no team state")
 // Status.Running says whether a host holds the team's run lock (a Run is
 // in progress in some process), and Status.Host which one.
 func ReadStatus(ctx context.Context, cfg Config) (Status, error) {
+	workersGiven := cfg.Workers > 0
 	cfg, err := cfg.defaults(false)
 	if err != nil {
 		return Status{}, err
@@ -88,6 +89,8 @@ func ReadStatus(ctx context.Context, cfg Config) (Status, error) {
 		if info.Workers > 0 {
 			st.Workers = info.Workers
 		}
+	} else if !workersGiven {
+		st.Workers = 0 // no run to ask and no Config.Workers: not known
 	}
 	return st, nil
 }

@@ -3,6 +3,7 @@ package team_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,4 +54,11 @@ func TestReadStatusWithoutAnAgentWhileTheTeamRuns(t *testing.T) {
 	}
 	assert.False(t, st.Running, "the lock is released when Run returns")
 	assert.Contains(t, st.Text(), "merged as")
+	// With no run to ask and no Workers given, the count is not known
+	// rather than the default's.
+	assert.Zero(t, st.Workers)
+	assert.True(t, strings.HasPrefix(st.Text(), "Stories\n"), st.Text())
+	st, err = team.ReadStatus(ctx, team.Config{Repo: f.repo, Workers: 2})
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(st.Text(), "Stories (2 workers)\n"), st.Text())
 }

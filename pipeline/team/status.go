@@ -78,7 +78,9 @@ type StoryStatus struct {
 type Status struct {
 	At time.Time `json:"at"`
 	// Running: a Run is in progress (ReadStatus: in any process; Host
-	// says which). Workers is the running team's (else the Config's).
+	// says which). Workers is the running team's (else the Config's; 0
+	// from ReadStatus when no run holds the team and Config.Workers was
+	// not set: not known).
 	Running bool          `json:"running"`
 	Host    *RunHost      `json:"host,omitempty"`
 	Workers int           `json:"workers"`
@@ -289,14 +291,21 @@ func (t *Team) result(ctx context.Context) (Result, error) {
 // escalations with what to do, and the dependency graph.
 func (s Status) Text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Stories (%d workers", s.Workers)
+	var about []string
+	if s.Workers > 0 {
+		about = append(about, fmt.Sprintf("%d workers", s.Workers))
+	}
 	switch {
 	case s.Host != nil:
-		fmt.Fprintf(&b, ", running in pid %d on %s since %s", s.Host.PID, s.Host.Host, s.Host.Started.Format(time.TimeOnly))
+		about = append(about, fmt.Sprintf("running in pid %d on %s since %s", s.Host.PID, s.Host.Host, s.Host.Started.Format(time.TimeOnly)))
 	case s.Running:
-		b.WriteString(", running")
+		about = append(about, "running")
 	}
-	b.WriteString(")\n")
+	b.WriteString("Stories")
+	if len(about) > 0 {
+		b.WriteString(" (" + strings.Join(about, ", ") + ")")
+	}
+	b.WriteString("\n")
 	// The spending columns appear once an agent reported any, so that a
 	// team of agents that report none is not shown a column of zeros.
 	spent := s.Tokens != 0 || s.CostUSD != 0
