@@ -190,7 +190,17 @@ run the same command again to go on.
 
 The agent reports each stage by writing JSON to the file named by
 $FOREMAN_RESULT, with the assignment id from $FOREMAN_ASSIGNMENT (the prompt
-says how); $FOREMAN_ITEM is the story and $FOREMAN_STAGE the stage number.
+says the same); $FOREMAN_ITEM is the story, $FOREMAN_STAGE the stage number
+and $FOREMAN_ROLE its role. Fields the team does not know are ignored.
+
+  stage 0, planner:   {"assignment": "<id>", "outcome": "complete", "tasks": 3, "score": 4, "summary": "the plan"}
+                      (score: plan quality 0-4)
+  stage 1, validator: {"assignment": "<id>", "outcome": "go", "score": 9}
+                      or "no-go" with a "summary" saying why (score: readiness 0-10)
+  stage 2, builder:   {"assignment": "<id>", "outcome": "complete", "summary": "what was done"}
+                      (taken only when the story's worktree has changes that pass the gates)
+  any stage:          {"assignment": "<id>", "outcome": "error", "summary": "what went wrong"}
+  stage 3 runs the -gate commands; no agent.
 
 Exit status: 0 every story merged (or skipped), 3 stories wait for a person,
 1 a system fault, 2 bad usage or stories file, 130 interrupted.
