@@ -35,8 +35,8 @@ type HostConfig struct {
 // NewHost returns a pgtransport Host that performs the team's stages:
 // before each, the item's worktree is checked out from the shared
 // repository in Clone; after a stage that succeeded, the item's branch is
-// pushed (a refused push fails the stage) and its result recorded; then
-// the host reports DONE. Run it with Host.Run.
+// pushed (a refused push fails the stage), its result recorded and the
+// worktree removed; then the host reports DONE. Run it with Host.Run.
 func NewHost(ctx context.Context, cfg HostConfig) (*pgtransport.Host, error) {
 	if cfg.Clone == nil || cfg.Stages == nil || cfg.Store == nil {
 		return nil, errors.New("teampg: HostConfig needs Clone, Stages and Store")
@@ -80,6 +80,15 @@ func (h *hostAgent) Execute(ctx context.Context, req phases.AgentRequest, onEven
 	req.Env = append(slices.Clip(req.Env), pipeline.AssignmentEnv(pipeline.SpawnRequest{
 		Item: a.Item, Stage: a.Stage, Worker: a.Worker, Assignment: a.Assignment})...)
 	res, err := h.cfg.Stages.Execute(ctx, req, onEvent)
+	if ctx.Err() != nil {
+		// Withdrawn (a new leader, a kill) or the host stopping: what was
+		// not pushed is not the story's, and the next attempt checks out
+		// again, here or elsewhere.
+		if rerr := h.cfg.Clone.Remove(context.WithoutCancel(ctx), a.Item); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return res, err
+	}
 	if err != nil || !res.Success {
 		return res, err
 	}
@@ -92,6 +101,12 @@ func (h *hostAgent) Execute(ctx context.Context, req phases.AgentRequest, onEven
 	}
 	if _, err := h.cfg.Store.Apply(ctx, store.Op{Kind: resultKind, ID: string(id), Data: data}); err != nil {
 		return phases.AgentResult{}, fmt.Errorf("teampg: recording %s's result: %w", id, err)
+	}
+	// The work is on the shared repository: the next stage, here or on
+	// another host, checks it out again. A failed stage's worktree stays
+	// for a person to look at.
+	if err := h.cfg.Clone.Remove(ctx, a.Item); err != nil {
+		return phases.AgentResult{}, err
 	}
 	return res, nil
 }
