@@ -135,7 +135,7 @@ func clusterChaosRun(t *testing.T, seed uint64) {
 	deadline := time.Now().Add(5 * time.Minute)
 	for (kills > 0 || !stopped) && finished() == nil && time.Now().Before(deadline) {
 		delay := time.Duration(1000+rng.IntN(19000)) * time.Millisecond // spread over a run of about a minute or two
-		time.Sleep(delay) // chaos timing, not an assertion: the seed picks when to strike
+		time.Sleep(delay)                                               // chaos timing, not an assertion: the seed picks when to strike
 		l := leader()
 		if l == nil || finished() != nil {
 			continue
