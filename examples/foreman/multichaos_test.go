@@ -134,8 +134,10 @@ func clusterChaosRun(t *testing.T, seed uint64) {
 	kills, stopped := 1+rng.IntN(3), false
 	deadline := time.Now().Add(5 * time.Minute)
 	for (kills > 0 || !stopped) && finished() == nil && time.Now().Before(deadline) {
-		delay := time.Duration(1000+rng.IntN(19000)) * time.Millisecond // spread over a run of about a minute or two
-		time.Sleep(delay)                                               // chaos timing, not an assertion: the seed picks when to strike
+		// Spread over a run of a minute or two; chaos timing, not an
+		// assertion: the seed picks when to strike.
+		delay := time.Duration(1000+rng.IntN(19000)) * time.Millisecond
+		time.Sleep(delay)
 		l := leader()
 		if l == nil || finished() != nil {
 			continue
