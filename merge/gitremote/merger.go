@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/merge"
@@ -54,10 +55,17 @@ func (c *Clone) Merge(ctx context.Context, id foreman.ItemID, req merge.Request)
 			return res, nil
 		}
 		ref := "refs/heads/" + c.target
-		_, perr := c.git.Run(ctx, c.cfg.Dir, "push", "-q", "--force-with-lease="+ref+":"+res.Previous,
+		out, perr := c.git.Run(ctx, c.cfg.Dir, "push", "--porcelain", "--force-with-lease="+ref+":"+res.Previous,
 			remoteName, res.Commit+":"+ref)
 		if perr == nil {
 			res.Pushed = true
+			if upToDate(out, ref) {
+				// Another merger squashed the same change onto the same
+				// tip in the same second: the identical commit is already
+				// the target, and git pushes nothing (nor checks the lease).
+				res.Status = merge.AlreadyMerged
+				return res, nil
+			}
 			c.log.Info("gitremote: landed", "item", id, "target", c.target, "commit", res.Commit, "attempt", attempt)
 			return res, nil
 		}
@@ -74,4 +82,15 @@ func (c *Clone) Merge(ctx context.Context, id foreman.ItemID, req merge.Request)
 		c.log.Info("gitremote: lost the race for the target; fetching again", "item", id, "target", c.target, "remote", got, "attempt", attempt)
 	}
 	return merge.Result{}, &RaceError{Item: id, Target: c.target, Attempts: c.cfg.MaxAttempts}
+}
+
+// upToDate reports whether git push --porcelain's output says ref was
+// already what was pushed (the "=" flag).
+func upToDate(porcelain, ref string) bool {
+	for _, l := range strings.Split(porcelain, "\n") {
+		if f := strings.Split(l, "\t"); len(f) >= 2 && f[0] == "=" && strings.HasSuffix(f[1], ":"+ref) {
+			return true
+		}
+	}
+	return false
 }
