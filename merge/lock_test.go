@@ -108,6 +108,7 @@ func cycleWorktrees(ctx context.Context, mgr *Manager, prefix string, count, wor
 // which CI does in a step of its own:
 // FOREMAN_STRESS=1 go test -run 'TestParallelCreates' -count=1 ./merge/
 func TestParallelCreatesAcrossManagersFailZeroTimes(t *testing.T) {
+	stress.Long(t) // contention by repetition: CI runs it at full size
 	t.Parallel()
 	cycles := stress.Size(24, 1000)
 	if raceEnabled {
@@ -142,6 +143,7 @@ func TestParallelCreatesAcrossManagersFailZeroTimes(t *testing.T) {
 // 0 failures when four processes share one repository: 4 cycles each by
 // default, 25 with FOREMAN_STRESS=1.
 func TestParallelCreatesAcrossProcessesFailZeroTimes(t *testing.T) {
+	stress.Long(t) // contention by repetition: CI runs it at full size
 	t.Parallel()
 	repo := newRepo(t, nil)
 	const procs = 3

@@ -357,6 +357,7 @@ func TestMergePushVerifiesRemote(t *testing.T) {
 // Eight items merged twice each at once (sixteen with FOREMAN_STRESS=1), from
 // two Managers.
 func TestConcurrentMergesLandOnceEachOnALinearMain(t *testing.T) {
+	stress.Long(t) // concurrency by repetition; TestMergeIsIdempotent keeps the duplicate in the quick tier
 	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t, nil)

@@ -85,7 +85,7 @@ func must[T any](v T, err error) T {
 // FOREMAN_STRESS=1 (CI sets it): each crash point costs a real
 // repository and a real merge, and the two together were half of the
 // README's test command. For the same reason the default run crashes the
-// sqlite store at every third boundary and the last (both sides of each);
+// sqlite store at every sixth boundary and the last (both sides of each);
 // FOREMAN_STRESS=1 crashes it at every one.
 func TestCrashAtEveryEffectBoundary(t *testing.T) {
 	base := newRig(t)
@@ -103,7 +103,7 @@ func TestCrashAtEveryEffectBoundary(t *testing.T) {
 	}
 	for _, kind := range kinds {
 		for at := 1; at <= effects; at++ {
-			if !stress.Enabled() && at%3 != 1 && at != effects {
+			if !stress.Enabled() && at%6 != 1 && at != effects {
 				continue
 			}
 			for _, after := range []bool{false, true} {

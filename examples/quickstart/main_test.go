@@ -78,9 +78,7 @@ func byID(res team.Result) map[foreman.ItemID]team.StoryStatus {
 // escalation naming the file; no agent process is left, and no worktree
 // but the paused story's, which the team keeps for the person.
 func TestQuickstartEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs git, go vet and go test in real worktrees")
-	}
+	skipUnlessLong(t) // 13 s of go vet and go test in real worktrees; CI also runs the binary
 	token := markChildren(t)
 	var out bytes.Buffer
 	res, err := run(context.Background(), options{stories: 6, parallel: 3, keep: true, dir: t.TempDir(), timeout: 4 * time.Minute}, &out)

@@ -87,6 +87,7 @@ func TestStaleWorkerCannotOverwriteANewerAttempt(t *testing.T) {
 // Two mergers in two clones land the same item at the same moment, many
 // times over: the remote's main gets exactly one commit with its trailer.
 func TestRacingMergersLandAnItemOnce(t *testing.T) {
+	stress.Long(t) // real races by repetition; TestLostRaceFetchesAndLandsOnTheNewTip loses one deterministically
 	t.Parallel()
 	ctx := context.Background()
 	remote := newRemote(t)
@@ -123,6 +124,7 @@ func TestRacingMergersLandAnItemOnce(t *testing.T) {
 // Two mergers landing different items at once: the loser of each race
 // fetches, squashes onto the winner's commit and lands after it.
 func TestRacingMergersOfDifferentItemsBothLand(t *testing.T) {
+	stress.Long(t) // real races by repetition; TestLostRaceFetchesAndLandsOnTheNewTip loses one deterministically
 	t.Parallel()
 	ctx := context.Background()
 	remote := newRemote(t)
@@ -192,6 +194,7 @@ func TestLostRaceFetchesAndLandsOnTheNewTip(t *testing.T) {
 }
 
 func TestRaceLostEveryTimeIsATypedError(t *testing.T) {
+	stress.Long(t) // the lost race TestLostRaceFetchesAndLandsOnTheNewTip makes, every time
 	t.Parallel()
 	ctx := context.Background()
 	remote := newRemote(t)

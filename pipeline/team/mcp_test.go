@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/demo"
+	"github.com/agentforeman/foreman/internal/stress"
 	"github.com/agentforeman/foreman/phases/agentcmd"
 	"github.com/agentforeman/foreman/phases/agentmcp"
 	"github.com/agentforeman/foreman/pipeline"
@@ -160,6 +161,7 @@ func TestACompletionWithoutAChangeIsNotTakenFromTheMCPServer(t *testing.T) {
 }
 
 func TestTheMCPServerCanBeTurnedOff(t *testing.T) {
+	stress.Long(t) // every other team test runs with the server on
 	t.Parallel()
 	f := newFixture(t)
 	f.cfg.MCP.Off = true

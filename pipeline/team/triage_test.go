@@ -13,6 +13,7 @@ import (
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/demo"
 	"github.com/agentforeman/foreman/internal/gitexec"
+	"github.com/agentforeman/foreman/internal/stress"
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/phases/agentcmd"
 	"github.com/agentforeman/foreman/pipeline"
@@ -230,6 +231,7 @@ func TestARealConflictGoesBackToTheAgentOnceAndLands(t *testing.T) {
 }
 
 func TestAConflictAfterTheReworkPausesNamingTheFiles(t *testing.T) {
+	stress.Long(t) // the pause after a rework; triagedecide_test covers the decision and CI runs it
 	t.Parallel()
 	f := triageFixture(t)
 	f.touch(t, "B.stubborn")
@@ -328,6 +330,7 @@ func TestConflictTriageFinishesAfterARunStopsMidway(t *testing.T) {
 }
 
 func TestARebasedChangeThatFailsTheGatesGoesBackToTheAgentOnce(t *testing.T) {
+	stress.Long(t) // the rework path TestARealConflictGoesBackToTheAgentOnceAndLands takes, from the gates
 	t.Parallel()
 	f := triageFixture(t)
 	// B's change is fine on its own base; rebased onto main (with A) it

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/stress"
 	"github.com/agentforeman/foreman/pipeline/team"
 	"github.com/agentforeman/foreman/pipeline/team/teamweb"
 )
@@ -18,6 +19,7 @@ import (
 // the Last-Event-ID it had and gets every event since, those recorded
 // before the restart and after, in order, none twice, then the live ones.
 func TestAReconnectAfterAHostRestartMissesNothing(t *testing.T) {
+	stress.Long(t) // TestTheStreamFollowsLiveAndAReconnectMissesNothing reconnects within a run
 	t.Parallel()
 	f := newFixture(t)
 	f.add(t, team.Story{ID: "A", Title: "first"}, team.Story{ID: "B", Title: "second", After: []foreman.ItemID{"A"}})
