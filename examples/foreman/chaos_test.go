@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -50,11 +51,12 @@ const (
 // is left behind: no worktree but the paused story's, no git lock file, no
 // agent process, main clean.
 //
-// Each run prints its seed. The seed decides the kill delays; the moments
-// they hit depend on the machine's speed, so a replay of a seed
+// Each run prints its seed. The seed decides each kill's point: after how
+// many more agent executions and how long after the last of them. The
+// moment that hits depends on the machine's speed, so a replay of a seed
 // (FOREMAN_STRESS=1 FOREMAN_CHAOS_SEED=<seed> FOREMAN_CHAOS_RUNS=1 go test
-// -run TestKilledAtRandomPoints ./examples/foreman/) repeats the delays, not
-// always the exact points.
+// -run TestKilledAtRandomPoints ./examples/foreman/) repeats the points in
+// the plan, not always the exact instants.
 func TestKilledAtRandomPoints(t *testing.T) {
 	skipUnlessLong(t)
 	runs := 6
@@ -92,23 +94,46 @@ func chaosRun(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	var delays []string
 	kills := 0
+	agentLog := filepath.Join(f.ctl, "log")
 	for range 8 {
-		// A whole run takes about a second on two idle cores; the kills
-		// fall anywhere in it, from the start-up to the last merge.
-		delay := time.Duration(rng.IntN(900)) * time.Millisecond
+		// Each kill waits for the plan to move (one to three more agent
+		// executions than before this run), then a random moment more:
+		// so the kills fall throughout the plan, in agents, gates and
+		// merges alike, whatever the machine's speed.
+		target := countLines(agentLog) + 1 + rng.IntN(3)
+		delay := time.Duration(rng.IntN(600)) * time.Millisecond
 		cmd, _, _ := f.command(t, f.runArgs()...)
 		cmd.Env = append(cmd.Env, "FOREMAN_CHAOS_TOKEN="+token)
 		require.NoError(t, cmd.Start())
-		timer := time.AfterFunc(delay, func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
+		exited := make(chan struct{})
+		var struck atomic.Bool
+		go func() {
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for countLines(agentLog) < target {
+				select {
+				case <-exited:
+					return
+				case <-tick.C:
+				}
+			}
+			select {
+			case <-exited:
+				return
+			case <-time.After(delay):
+			}
+			struck.Store(true)
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+		}()
 		err := cmd.Wait()
-		killed := !timer.Stop()
-		if !killed {
+		close(exited)
+		if !struck.Load() {
 			// The run ended before its kill: the plan is as far as it goes.
 			require.Equal(t, exitNeedsPerson, exitCode(t, err), "seed %d: a run that was not killed ends waiting for a person", seed)
 			break
 		}
 		kills++
-		delays = append(delays, fmt.Sprintf("%s (%d merged)", delay, len(f.merged(t))))
+		delays = append(delays, fmt.Sprintf("execution %d + %s (%d merged)", target, delay, len(f.merged(t))))
 	}
 	cmd, stdout, stderr := f.command(t, f.runArgs()...)
 	cmd.Env = append(cmd.Env, "FOREMAN_CHAOS_TOKEN="+token)
@@ -198,4 +223,13 @@ func skipUnlessLong(t *testing.T) {
 	if v := os.Getenv("FOREMAN_STRESS"); v == "" || v == "0" {
 		t.Skip("long end-to-end run: FOREMAN_STRESS=1 runs it (CI does)")
 	}
+}
+
+// countLines counts the lines of a file, 0 if it does not exist yet.
+func countLines(path string) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(data), "\n")
 }
