@@ -2,7 +2,6 @@ package team
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -33,25 +32,9 @@ func NewStageAgent(ctx context.Context, cfg Config) (phases.AgentDriver, error) 
 	if cfg.Reviewer != nil {
 		return nil, &ConfigError{Field: "Reviewer", Reason: "not supported by a stage agent"}
 	}
-	cfg, err := cfg.withDefaults()
+	cfg, log, err := prepareConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
-	}
-	if err := resolveRepo(ctx, &cfg); err != nil {
-		return nil, err
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	for i := range cfg.Stages {
-		st := &cfg.Stages[i]
-		if st.Agent == nil {
-			continue
-		}
-		if st.Agent, err = prepareAgent(st.Agent, cfg.StateDir, "the "+st.Role+" stage's agent", log); err != nil {
-			return nil, err
-		}
 	}
 	for _, d := range []string{cfg.StateDir, filepath.Join(cfg.StateDir, "results"), filepath.Join(cfg.StateDir, "leases")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

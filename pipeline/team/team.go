@@ -68,25 +68,9 @@ type Team struct {
 // call Run. A missing agent program is an error matching
 // ErrAgentUnavailable; a bad Config one matching ErrInvalidConfig.
 func New(ctx context.Context, cfg Config) (*Team, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, log, err := prepareConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
-	}
-	if err := resolveRepo(ctx, &cfg); err != nil {
-		return nil, err
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	for i := range cfg.Stages {
-		st := &cfg.Stages[i]
-		if st.Agent == nil {
-			continue
-		}
-		if st.Agent, err = prepareAgent(st.Agent, cfg.StateDir, "the "+st.Role+" stage's agent", log); err != nil {
-			return nil, err
-		}
 	}
 	if cfg.Reviewer != nil {
 		// The reviewer works in the same worktree as the builder, after it:
@@ -103,6 +87,33 @@ func New(ctx context.Context, cfg Config) (*Team, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// prepareConfig checks cfg and fills its defaults, resolves the repository
+// to its main worktree, and prepares every stage's own agent (prepareAgent):
+// what New and NewStageAgent share.
+func prepareConfig(ctx context.Context, cfg Config) (Config, *slog.Logger, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return cfg, nil, err
+	}
+	if err := resolveRepo(ctx, &cfg); err != nil {
+		return cfg, nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	for i := range cfg.Stages {
+		st := &cfg.Stages[i]
+		if st.Agent == nil {
+			continue
+		}
+		if st.Agent, err = prepareAgent(st.Agent, cfg.StateDir, "the "+st.Role+" stage's agent", log); err != nil {
+			return cfg, nil, err
+		}
+	}
+	return cfg, log, nil
 }
 
 // prepareAgent turns the orphan reaper on for an *agentcmd.Driver (leases
