@@ -59,19 +59,7 @@ const (
 // the plan, not always the exact instants.
 func TestKilledAtRandomPoints(t *testing.T) {
 	skipUnlessLong(t)
-	runs := 6
-	if v := os.Getenv(envChaosRuns); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(t, err, envChaosRuns)
-		runs = n
-	}
-	first := uint64(time.Now().UnixNano() % 1_000_000)
-	if v := os.Getenv(envChaosSeed); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		require.NoError(t, err, envChaosSeed)
-		first = n
-	}
-	t.Logf("%d runs, seeds %d to %d", runs, first, first+uint64(runs)-1)
+	runs, first := chaosSeeds(t, envChaosRuns, 6, envChaosSeed)
 	for i := range runs {
 		seed := first + uint64(i)
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
@@ -232,4 +220,23 @@ func countLines(path string) int {
 		return 0
 	}
 	return strings.Count(string(data), "\n")
+}
+
+// chaosSeeds reads how many chaos runs to make (runsVar, default runs) and
+// the first run's seed (seedVar, default from the clock), and logs them.
+func chaosSeeds(t *testing.T, runsVar string, runs int, seedVar string) (int, uint64) {
+	t.Helper()
+	if v := os.Getenv(runsVar); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, runsVar)
+		runs = n
+	}
+	first := uint64(time.Now().UnixNano() % 1_000_000)
+	if v := os.Getenv(seedVar); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err, seedVar)
+		first = n
+	}
+	t.Logf("%d runs, seeds %d to %d", runs, first, first+uint64(runs)-1)
+	return runs, first
 }

@@ -53,19 +53,7 @@ func clusterPlan() string {
 // always the exact moments they hit).
 func TestClusterChaos(t *testing.T) {
 	skipUnlessLong(t)
-	runs := 1
-	if v := os.Getenv(envClusterRuns); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(t, err, envClusterRuns)
-		runs = n
-	}
-	first := uint64(time.Now().UnixNano() % 1_000_000)
-	if v := os.Getenv(envClusterSeed); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		require.NoError(t, err, envClusterSeed)
-		first = n
-	}
-	t.Logf("%d runs, seeds %d to %d", runs, first, first+uint64(runs)-1)
+	runs, first := chaosSeeds(t, envClusterRuns, 1, envClusterSeed)
 	for i := range runs {
 		seed := first + uint64(i)
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
