@@ -3,69 +3,26 @@ package teamnotify_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentforeman/foreman/merge"
-	"github.com/agentforeman/foreman/phases"
-	"github.com/agentforeman/foreman/phases/agentcmd"
+	"github.com/agentforeman/foreman/internal/teamtest"
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/team"
 	"github.com/agentforeman/foreman/pipeline/team/teamnotify"
 )
 
-// agentScript plays every stage; <id>.fail-stage-N in the control
-// directory makes it exit 3 at stage N (the story pauses).
-const agentScript = `#!/bin/sh
-set -eu
-ctl=%CTL%
-id=$FOREMAN_ITEM
-stage=$FOREMAN_STAGE
-if [ -e "$ctl/$id.fail-stage-$stage" ]; then echo "boom $stage" >&2; exit 3; fi
-outcome=complete
-case "$stage" in
-1) outcome=go ;;
-2) echo "$id was here" > "$id.txt"; git add "$id.txt" && git commit -qm "$id: its file" ;;
-esac
-printf '{"assignment":"%s","outcome":"%s"}\n' "$FOREMAN_ASSIGNMENT" "$outcome" > "$FOREMAN_RESULT"
-`
-
-// newTeam makes a real repository and a team of the scripted agent on it,
+// newTeam makes a real repository and a team of the scripted agent
+// (teamtest.AgentScript) on it,
 // with stories A (merges) and C (its planner fails: it pauses).
 func newTeam(t *testing.T) *team.Team {
 	t.Helper()
-	dir := t.TempDir()
-	repo, ctl := filepath.Join(dir, "repo"), filepath.Join(dir, "ctl")
-	env := []string{"GIT_CONFIG_GLOBAL=" + os.DevNull, "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=Notify Test", "GIT_AUTHOR_EMAIL=notify@foreman.invalid",
-		"GIT_COMMITTER_NAME=Notify Test", "GIT_COMMITTER_EMAIL=notify@foreman.invalid"}
-	for _, d := range []string{repo, ctl} {
-		require.NoError(t, os.MkdirAll(d, 0o755))
-	}
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "start"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = repo, append(os.Environ(), env...)
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(ctl, "C.fail-stage-0"), nil, 0o644))
-	script := filepath.Join(dir, "agent.sh")
-	require.NoError(t, os.WriteFile(script, []byte(strings.ReplaceAll(agentScript, "%CTL%", "'"+ctl+"'")), 0o755))
-	tm, err := team.New(context.Background(), team.Config{
-		Repo:  repo,
-		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: env}),
-		Gates: phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L1Tests, Checks: []phases.GateCheck{
-			{Name: "files", Argv: []string{"sh", "-c", "ls *.txt"}},
-		}}}},
-		Merge: merge.Config{GitEnv: env[:2], Author: merge.Identity{Name: "Notify Test", Email: "notify@foreman.invalid"}},
-	})
+	f := teamtest.New(t, "Notify Test")
+	f.Touch(t, "C.fail-stage-0")
+	tm, err := team.New(context.Background(), f.Config)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tm.Close() })
 	require.NoError(t, tm.Add(context.Background(), team.Story{ID: "A", Title: "a"}, team.Story{ID: "C", Title: "c"}))

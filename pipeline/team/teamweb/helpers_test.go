@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,56 +18,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentforeman/foreman/merge"
-	"github.com/agentforeman/foreman/phases"
-	"github.com/agentforeman/foreman/phases/agentcmd"
+	"github.com/agentforeman/foreman/internal/teamtest"
 	"github.com/agentforeman/foreman/pipeline/team"
 	"github.com/agentforeman/foreman/pipeline/team/teamweb"
 )
 
-// agentScript plays every stage of the story flow: it reports through the
-// result file and, in the build stage, writes <story>.txt and commits; it
-// ends as Claude Code does, with a result line saying it spent 1,000
-// tokens and $0.02.
-// Files in the control directory steer it per story:
-//
-//	<id>.fail-stage-N  exit 3 at stage N with "boom N" on stderr (the story pauses)
-//	<id>.wait          the build waits until <id>.go exists (the story stays
-//	                   running while a test looks at it)
-const agentScript = `#!/bin/sh
-set -eu
-ctl=%CTL%
-id=$FOREMAN_ITEM
-stage=$FOREMAN_STAGE
-if [ -e "$ctl/$id.fail-stage-$stage" ]; then echo "boom $stage" >&2; exit 3; fi
-outcome=complete
-case "$stage" in
-1) outcome=go ;;
-2) if [ -e "$ctl/$id.wait" ]; then
-     n=0
-     while [ ! -e "$ctl/$id.go" ]; do n=$((n+1)); [ $n -lt 1200 ] || exit 4; sleep 0.05; done
-   fi
-   echo "$id was here" > "$id.txt"
-   git add "$id.txt" && git commit -qm "$id: its file" ;;
-esac
-printf '{"assignment":"%s","outcome":"%s","summary":"stage %s done"}\n' "$FOREMAN_ASSIGNMENT" "$outcome" "$stage" > "$FOREMAN_RESULT"
-echo '{"type":"result","subtype":"success","is_error":false,"result":"done","total_cost_usd":0.02,"usage":{"input_tokens":900,"output_tokens":100}}'
-`
-
 // gitEnv keeps the machine's git config out and commits as a fixed identity.
-func gitEnv() []string {
-	return []string{"GIT_CONFIG_GLOBAL=" + os.DevNull, "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=Teamweb Test", "GIT_AUTHOR_EMAIL=teamweb@foreman.invalid",
-		"GIT_COMMITTER_NAME=Teamweb Test", "GIT_COMMITTER_EMAIL=teamweb@foreman.invalid"}
-}
+func gitEnv() []string { return teamtest.GitEnv("Teamweb Test") }
 
 func git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir, cmd.Env = dir, append(os.Environ(), gitEnv()...)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "git %s: %s", strings.Join(args, " "), out)
-	return string(out)
+	return teamtest.Git(t, dir, gitEnv(), args...)
 }
 
 const testToken = "0123456789abcdef-test-token"
@@ -80,27 +39,11 @@ type fixture struct {
 }
 
 // newFixture makes a real git repository and a team of the scripted agent
-// on it (not running).
+// (teamtest.AgentScript) on it (not running).
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	dir := t.TempDir()
-	f := &fixture{repo: filepath.Join(dir, "repo"), ctl: filepath.Join(dir, "ctl")}
-	for _, d := range []string{f.repo, f.ctl} {
-		require.NoError(t, os.MkdirAll(d, 0o755))
-	}
-	git(t, f.repo, "init", "-q", "-b", "main")
-	git(t, f.repo, "commit", "-q", "--allow-empty", "-m", "an empty project")
-	script := filepath.Join(dir, "agent.sh")
-	require.NoError(t, os.WriteFile(script, []byte(strings.ReplaceAll(agentScript, "%CTL%", "'"+f.ctl+"'")), 0o755))
-	f.cfg = team.Config{
-		Repo:  f.repo,
-		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Format: agentcmd.FormatClaude, Env: gitEnv()}),
-		Gates: phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L1Tests, Checks: []phases.GateCheck{
-			{Name: "files", Argv: []string{"sh", "-c", "ls *.txt"}},
-		}}}},
-		Workers: 4,
-		Merge:   merge.Config{GitEnv: gitEnv()[:2], Author: merge.Identity{Name: "Teamweb Test", Email: "teamweb@foreman.invalid"}},
-	}
+	tf := teamtest.New(t, "Teamweb Test")
+	f := &fixture{repo: tf.Repo, ctl: tf.Ctl, cfg: tf.Config}
 	tm, err := team.New(context.Background(), f.cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tm.Close() })
