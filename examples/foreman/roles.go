@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -69,18 +70,9 @@ func becomeLeader(ctx context.Context, o options, cfg *team.Config, out *printer
 		return nil, nil, err
 	}
 	out.printf("coordinator: campaigning for the lease (ttl %v)\n", o.leaseTTL)
-	leader, err := d.store.Campaign(ctx, pgstore.LeaseOptions{TTL: o.leaseTTL})
-	if err != nil {
-		d.close()
-		return nil, nil, err
-	}
-	d.closer = append(d.closer, func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = leader.Resign(rctx)
-	})
-	out.printf("coordinator: leading, term %d\n", leader.Term())
-	coord, err := pgtransport.NewCoordinator(ctx, pgtransport.Config{Pool: d.pool, Store: d.store, Leader: leader, Logger: cfg.Logger})
+	lead, err := teampg.Lead(ctx, teampg.LeadConfig{Pool: d.pool, Store: d.store, Clone: d.clone,
+		Lease: pgstore.LeaseOptions{TTL: o.leaseTTL}, Silence: o.silence,
+		Merge: merge.Request{Check: cfg.MergeCheck}, Logger: cfg.Logger})
 	if err != nil {
 		d.close()
 		return nil, nil, err
@@ -88,25 +80,18 @@ func becomeLeader(ctx context.Context, o options, cfg *team.Config, out *printer
 	d.closer = append(d.closer, func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_ = coord.Close(cctx)
+		_ = lead.Close(cctx)
 	})
-	remote, err := teampg.NewRemote(teampg.RemoteConfig{Coordinator: coord, Store: leader.Store(), Silence: o.silence})
-	if err != nil {
-		d.close()
-		return nil, nil, err
-	}
-	git := teampg.Git{Clone: d.clone, Leader: leader, Request: merge.Request{Check: cfg.MergeCheck}}
-	cfg.Repo, cfg.Store, cfg.Remote, cfg.Worktrees, cfg.Merger = d.clone.Dir(), leader.Store(), remote, git, git
-	lctx, cancel := context.WithCancelCause(ctx)
+	out.printf("coordinator: leading, term %d; the shared repository is fenced with it\n", lead.Leader.Term())
+	lead.Configure(cfg)
+	lctx := lead.Context()
 	go func() {
-		select {
-		case <-leader.Lost():
-			out.printf("coordinator: lost the lease (term %d): another coordinator leads; stopping without another write\n", leader.Term())
-			cancel(leader.Err())
-		case <-lctx.Done():
+		<-lctx.Done()
+		if errors.Is(context.Cause(lctx), pgstore.ErrLeadershipLost) {
+			out.printf("coordinator: lost the lease (term %d): another coordinator leads; stopping without another write\n", lead.Leader.Term())
 		}
 	}()
-	return lctx, func() { cancel(nil); d.close() }, nil
+	return lctx, d.close, nil
 }
 
 // runWorkerHost serves the team's stages from this host until ctx ends.

@@ -24,6 +24,12 @@
 // the push leaves nothing behind: every Merge starts by resetting the
 // clone's target to the remote's.
 //
+// Mergers that take turns by an election elsewhere (a lease in a
+// database) fence the shared repository with their term (Clone.Fence):
+// every Merge then pushes the target together with the fence, atomically,
+// so a leader that was paused while a newer one took over cannot land
+// anything once it resumes (*FencedError).
+//
 // The clone's own checkout is detached, so its base and target branches
 // can follow the remote without touching any working tree; item worktrees
 // live under the clone's .worktrees as merge.Manager makes them.

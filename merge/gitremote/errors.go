@@ -21,6 +21,9 @@ var (
 	ErrLostRace = errors.New("gitremote: lost the race for the target")
 	// ErrBranchMoved is matched by *BranchMovedError.
 	ErrBranchMoved = errors.New("gitremote: item branch moved on the remote")
+	// ErrFenced is matched by *FencedError: a leader with a newer term has
+	// fenced the shared repository (Clone.Fence).
+	ErrFenced = errors.New("gitremote: fenced off by a newer leader")
 	// ErrNotCheckedOut: Push of an item this Clone did not Checkout (so it
 	// does not know which remote tip its work started from).
 	ErrNotCheckedOut = errors.New("gitremote: item not checked out here")

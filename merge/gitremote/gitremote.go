@@ -55,7 +55,9 @@ type Clone struct {
 	target string
 	prefix string
 
-	mergeMu sync.Mutex // one Merge at a time: each moves the local target
+	mergeMu   sync.Mutex // one Merge or Fence at a time: each moves the local target or the fence
+	fenceTip  string     // the fence commit this Clone last pushed or adopted ("" = not fenced)
+	fenceTerm int64
 
 	mu     sync.Mutex
 	leases map[foreman.ItemID]string // item -> remote branch tip its worktree started from ("" = absent)

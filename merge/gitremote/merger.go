@@ -24,7 +24,9 @@ import (
 // Errors: merge's (ErrNothingToMerge, *ConflictError, *CheckError, ...),
 // merge.ErrNoBranch when the remote has no branch for the item,
 // *RaceError, *merge.PushError when the push failed for another reason
-// than a moved target, and ErrRemote when the remote cannot be read.
+// than a moved target, *FencedError when this Clone was fenced (Fence) and
+// a newer leader has fenced the remote since, and ErrRemote when the
+// remote cannot be read.
 func (c *Clone) Merge(ctx context.Context, id foreman.ItemID, req merge.Request) (merge.Result, error) {
 	if err := id.Validate(); err != nil {
 		return merge.Result{}, err
@@ -55,10 +57,25 @@ func (c *Clone) Merge(ctx context.Context, id foreman.ItemID, req merge.Request)
 			return res, nil
 		}
 		ref := "refs/heads/" + c.target
-		out, perr := c.git.Run(ctx, c.cfg.Dir, "push", "--porcelain", "--force-with-lease="+ref+":"+res.Previous,
-			remoteName, res.Commit+":"+ref)
+		args := []string{"push", "--porcelain", "--force-with-lease=" + ref + ":" + res.Previous}
+		refspecs := []string{res.Commit + ":" + ref}
+		var nextFence string
+		if c.fenceTip != "" {
+			// The fence moves with every merge, so that the remote checks it
+			// under the same lock as the target (an unchanged ref is never
+			// sent, hence never checked).
+			if nextFence, err = c.fenceCommit(ctx, c.fenceTip, c.fenceTerm, fmt.Sprintf("Foreman leader term %d: %s", c.fenceTerm, id)); err != nil {
+				return merge.Result{}, err
+			}
+			args = append(args, "--atomic", "--force-with-lease="+FenceRef+":"+c.fenceTip)
+			refspecs = append(refspecs, nextFence+":"+FenceRef)
+		}
+		out, perr := c.git.Run(ctx, c.cfg.Dir, append(append(args, remoteName), refspecs...)...)
 		if perr == nil {
 			res.Pushed = true
+			if nextFence != "" {
+				c.fenceTip = nextFence
+			}
 			if upToDate(out, ref) {
 				// Another merger squashed the same change onto the same
 				// tip in the same second: the identical commit is already
@@ -71,6 +88,15 @@ func (c *Clone) Merge(ctx context.Context, id foreman.ItemID, req merge.Request)
 		}
 		if errors.Is(perr, context.Canceled) || errors.Is(perr, context.DeadlineExceeded) || ctx.Err() != nil {
 			return merge.Result{}, perr
+		}
+		if c.fenceTip != "" {
+			moved, err := c.checkFence(ctx)
+			if err != nil {
+				return merge.Result{}, err
+			}
+			if moved {
+				continue
+			}
 		}
 		got, err := c.remoteTip(ctx, c.target)
 		if err != nil {

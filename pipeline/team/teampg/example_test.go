@@ -16,9 +16,10 @@ import (
 	"github.com/agentforeman/foreman/worker/pgtransport"
 )
 
-// A coordinator process: campaign for the lease, then run the team with
-// its stages on the worker hosts and its merges on the shared repository.
-// (examples/foreman -role coordinator does this, with printing.)
+// A coordinator process: campaign for the lease, fence the shared
+// repository with its term, then run the team with its stages on the
+// worker hosts and its merges on the shared repository. (examples/foreman
+// -role coordinator does this, with printing.)
 func Example_coordinator() {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
@@ -36,33 +37,24 @@ func Example_coordinator() {
 		fmt.Println(err)
 		return
 	}
-	leader, err := db.Campaign(ctx, pgstore.LeaseOptions{}) // blocks until this process leads
+	lead, err := teampg.Lead(ctx, teampg.LeadConfig{Pool: pool, Store: db, Clone: clone}) // blocks until this process leads
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	coord, err := pgtransport.NewCoordinator(ctx, pgtransport.Config{Pool: pool, Store: db, Leader: leader})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	remote, err := teampg.NewRemote(teampg.RemoteConfig{Coordinator: coord, Store: leader.Store()})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	git := teampg.Git{Clone: clone, Leader: leader}
-	tm, err := team.New(ctx, team.Config{
-		Repo: clone.Dir(), Store: leader.Store(), Remote: remote, Worktrees: git, Merger: git,
+	defer lead.Close(context.WithoutCancel(ctx))
+	cfg := team.Config{
 		Agent: agentcmd.New(agentcmd.Config{Format: agentcmd.FormatClaude}),
 		Gates: phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L1Tests,
 			Checks: []phases.GateCheck{{Name: "tests", Argv: []string{"go", "test", "./..."}}}}}},
-	})
+	}
+	lead.Configure(&cfg) // Repo, Store, Remote, Worktrees, Merger
+	tm, err := team.New(lead.Context(), cfg)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	res, err := tm.Run(ctx) // ends early, fenced, if another coordinator takes over
+	res, err := tm.Run(lead.Context()) // ends early if another coordinator takes over
 	fmt.Println(res, err)
 }
 

@@ -21,9 +21,9 @@ type Git struct {
 	// Leader, when set, fences each merge: just before it, a record is
 	// written through Leader.Store(), which fails (pgstore.ErrFenced) once
 	// another coordinator holds the lease, and then nothing is merged. A
-	// leader paused between that write and its push can still push once
-	// resumed; the push's compare-and-swap and the item's trailer keep that
-	// from landing anything twice.
+	// leader paused between that write and its push is stopped by the
+	// Clone's fence (gitremote.Clone.Fence, which Lead calls with the
+	// lease's term): its push fails with *gitremote.FencedError.
 	Leader *pgstore.Leader
 	// Request is every merge's template (Check, Body); Title comes from
 	// the story.

@@ -158,6 +158,9 @@ func (r *Remote) result(ctx context.Context, id foreman.AssignmentID) (phases.Ag
 	if err := json.Unmarshal(rec.Data, &sr); err != nil {
 		return phases.AgentResult{}, fmt.Errorf("%w: %s: corrupt result: %w", ErrHostFailed, id, err)
 	}
+	// Read once: every execution has an id of its own, so nobody reads it
+	// again. Should the delete fail (the lead lost), the leader stops anyway.
+	_, _ = r.cfg.Store.Apply(ctx, store.Op{Kind: resultKind, ID: string(id), ExpectVersion: rec.Version, Delete: true})
 	return phases.AgentResult{Success: true, Result: sr.Result, SessionID: sr.SessionID,
 		Tokens: phases.TokenUsage{Input: sr.Tokens}, CostUSD: sr.CostUSD}, nil
 }
