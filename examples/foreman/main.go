@@ -51,6 +51,7 @@ type options struct {
 	format  agentcmd.Format
 	workers int
 	gates   []string
+	check   string
 	author  string
 	verbose bool
 	http    string
@@ -123,6 +124,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		o.gates = append(o.gates, s)
 		return nil
 	})
+	fs.StringVar(&o.check, "merge-check", "", "a command run on each story's squash commit, in a checkout of it, before it lands on main,\ne.g. 'go build ./...'; when it fails the story pauses with its output")
 	fs.StringVar(&o.author, "author", "", "author of the squash commits, 'Name <email>' (default Foreman <foreman@localhost>)")
 	fs.BoolVar(&o.verbose, "v", false, "log the library's warnings to stderr")
 	fs.StringVar(&o.http, "http", "127.0.0.1:0", "serve the live status page (and its actions) while the team runs, at this address; the URL with its\naccess token is printed at start; empty: no page")

@@ -292,6 +292,48 @@ func TestAPausedOldLeaderNeverMergesAfterItResumes(t *testing.T) {
 	}
 }
 
+// The window no database fence closes: a leader stopped in the middle of
+// a merge, after its last check of the lease and before its push. The new
+// leader fences the shared repository with its term before it does
+// anything, so the old one's push is refused once it resumes.
+func TestALeaderStoppedMidMergeLandsNothingOnceResumed(t *testing.T) {
+	c := newCluster(t)
+	started := filepath.Join(c.ctl, "check.started")
+	release := filepath.Join(c.ctl, "check.release")
+	for _, p := range []string{started, release} {
+		require.NoError(t, syscall.Mkfifo(p, 0o644))
+	}
+	// The merge check runs between the leader's store check and its push;
+	// coord-a's first one waits there.
+	check := filepath.Join(c.ctl, "merge-check.sh")
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"$FOREMAN_TEST_PROC\" = coord-a ] && mkdir %[1]s/check.once 2>/dev/null; then\n"+
+		"  echo started > %[2]s\n  read line < %[3]s\nfi\nexit 0\n", shellQuote(c.ctl), shellQuote(started), shellQuote(release))
+	require.NoError(t, os.WriteFile(check, []byte(script), 0o755))
+
+	c.start(t, "worker-1", roleWorker)
+	old := c.start(t, "coord-a", roleCoordinator, "-lease-ttl", "2s", "-merge-check", check)
+	old.waitFor(t, "coordinator: leading, term 1", time.Minute)
+	next := c.start(t, "coord-b", roleCoordinator, "-lease-ttl", "2s", "-merge-check", check)
+	next.waitFor(t, "coordinator: campaigning", time.Minute)
+
+	readFIFO(t, started, 3*time.Minute) // coord-a is inside its first merge
+	require.NoError(t, old.cmd.Process.Signal(syscall.SIGSTOP))
+	next.waitFor(t, "coordinator: leading, term 2", time.Minute)
+	before := len(c.pushesToMain(t))
+	writeFIFO(t, release)
+	require.NoError(t, old.cmd.Process.Signal(syscall.SIGCONT))
+
+	code := old.wait(t, time.Minute)
+	assert.NotEqual(t, exitMerged, code)
+	require.Equal(t, exitMerged, next.wait(t, 3*time.Minute), "new leader:\n%s", next.out)
+	assert.ElementsMatch(t, []string{"US-001", "US-002", "US-003"}, c.remoteMerged(t), "each story once on the shared main")
+	pushes := c.pushesToMain(t)
+	for _, who := range pushes[before:] {
+		assert.Equal(t, "coord-b", who, "after it resumed, the old leader moved main: %v\nold leader:\n%s", pushes, old.out)
+	}
+	assert.Contains(t, c.git(t, "--git-dir", c.remote, "log", "-1", "--format=%B", "refs/foreman/leader"), "Foreman-Leader-Term: 2")
+}
+
 func readFIFO(t *testing.T, path string, limit time.Duration) {
 	t.Helper()
 	got := make(chan error, 1)

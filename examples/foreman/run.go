@@ -193,6 +193,14 @@ func teamConfig(o options, plan team.Plan, stderr io.Writer) (team.Config, error
 	if len(gates.Levels) == 0 {
 		return team.Config{}, errors.New("no gates: every story's work must pass at least one check; give -gate 'go test ./...' or gates: in the stories file")
 	}
+	var check []string
+	if o.check != "" {
+		words, err := agentcmd.SplitCommand(o.check)
+		if err != nil || len(words) == 0 {
+			return team.Config{}, fmt.Errorf("-merge-check %q: %v", o.check, orEmpty(err))
+		}
+		check = words
+	}
 	workers := o.workers
 	if workers == 0 {
 		workers = plan.Workers
@@ -214,12 +222,13 @@ func teamConfig(o options, plan team.Plan, stderr io.Writer) (team.Config, error
 		mc.Author = merge.Identity{Name: a.Name, Email: a.Address}
 	}
 	return team.Config{
-		Repo:    repo,
-		Agent:   agentcmd.New(agentcmd.Config{Argv: argv, Format: o.format, Logger: log}),
-		Gates:   gates,
-		Workers: workers,
-		Merge:   mc,
-		Logger:  log,
+		Repo:       repo,
+		Agent:      agentcmd.New(agentcmd.Config{Argv: argv, Format: o.format, Logger: log}),
+		Gates:      gates,
+		Workers:    workers,
+		Merge:      mc,
+		MergeCheck: check,
+		Logger:     log,
 	}, nil
 }
 
