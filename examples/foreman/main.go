@@ -130,11 +130,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.http, "http", "127.0.0.1:0", "serve the live status page (and its actions) while the team runs, at this address; the URL with its\naccess token is printed at start; empty: no page")
 	fs.StringVar(&o.notify, "notify", "", "POST escalations and the run's end as JSON to this URL (a webhook), signed with the secret in\n$"+envNotifySecret+" (HMAC-SHA256; see go doc pipeline/team/teamnotify)")
 	fs.StringVar(&o.role, "role", "", "run one part of a team spread over hosts: coordinator (campaigns for the lease, leads the team) or\nworker (performs stages); needs -db and -remote, and -repo is then this host's clone of -remote")
-	fs.StringVar(&o.db, "db", "", "with -role: the team's PostgreSQL database, postgres://...")
+	fs.StringVar(&o.db, "db", "", "with -role or -status: the team's PostgreSQL database, postgres://...")
 	fs.StringVar(&o.remote, "remote", "", "with -role: the shared git repository every host fetches from and pushes to (URL or path)")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", 10*time.Second, "with -role coordinator: how long the leader's lease lasts without renewal (failover time)")
 	fs.DurationVar(&o.silence, "host-silence", 30*time.Second, "with -role coordinator: how long a stage may go without a word from its worker host")
-	fs.BoolVar(&o.status, "status", false, "print how the plan stands and exit (works while another foreman runs the team)")
+	fs.BoolVar(&o.status, "status", false, "print how the plan stands and exit (works while another foreman runs the team; with -db, a team\nspread over hosts, and which coordinator leads it)")
 	fs.BoolVar(&o.json, "json", false, "with -status: print the status as JSON")
 	fs.StringVar(&o.resolve, "resolve", "", "decide about a paused story: ID=retry|resume|skip|abandon")
 	fs.StringVar(&o.note, "note", "", "with -resolve: a note the story's next agent reads")
@@ -158,15 +158,18 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	switch o.role {
 	case "":
-		if o.db != "" || o.remote != "" {
-			return o, fmt.Errorf("-db and -remote go with -role coordinator or -role worker")
+		if o.resolve != "" && o.db != "" {
+			return o, fmt.Errorf("-resolve with -db: a team over PostgreSQL is resolved on its leading coordinator's page (-http)")
+		}
+		if (o.db != "" && !o.status) || o.remote != "" {
+			return o, fmt.Errorf("-db and -remote go with -role coordinator or -role worker (or -db with -status)")
 		}
 	case roleCoordinator, roleWorker:
 		if o.db == "" || o.remote == "" {
 			return o, fmt.Errorf("-role %s needs -db postgres://... and -remote (the shared repository)", o.role)
 		}
 		if o.status || o.resolve != "" {
-			return o, fmt.Errorf("-role runs the team; -status and -resolve are for a single-process team")
+			return o, fmt.Errorf("-role runs the team; for its status give -status -db alone, and resolve on the leader's page (-http)")
 		}
 	default:
 		return o, fmt.Errorf("-role %q: coordinator or worker", o.role)

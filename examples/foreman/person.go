@@ -18,6 +18,9 @@ import (
 // team's database read-only and needs no agent, so it works while another
 // foreman process runs the team.
 func showStatus(ctx context.Context, o options, stdout, stderr io.Writer) int {
+	if o.db != "" {
+		return showClusterStatus(ctx, o, stdout, stderr)
+	}
 	st, err := team.ReadStatus(ctx, team.Config{Repo: o.repo})
 	switch {
 	case errors.Is(err, team.ErrNoState):
@@ -30,6 +33,16 @@ func showStatus(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "foreman:", err)
 		return exitFault
 	}
+	running := ""
+	if st.Host != nil {
+		running = fmt.Sprintf("A foreman process (pid %d) is running the team.\n\n", st.Host.PID)
+	}
+	return printStatus(o, st, running, stdout, stderr)
+}
+
+// printStatus prints st as text (after the line saying who runs the team)
+// or JSON, and returns -status's exit status.
+func printStatus(o options, st team.Status, running string, stdout, stderr io.Writer) int {
 	if o.json {
 		data, err := st.JSON()
 		if err != nil {
@@ -38,9 +51,7 @@ func showStatus(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "%s\n", data)
 	} else {
-		if st.Host != nil {
-			fmt.Fprintf(stdout, "A foreman process (pid %d) is running the team.\n\n", st.Host.PID)
-		}
+		fmt.Fprint(stdout, running)
 		fmt.Fprint(stdout, st.Text())
 	}
 	return statusExit(st)

@@ -141,3 +141,42 @@ func runWorkerHost(ctx context.Context, o options, stdout, stderr io.Writer) int
 	}
 	return exitInterrupted
 }
+
+// showClusterStatus is -status -db: how a team spread over hosts stands,
+// read from its database, and which coordinator leads it.
+func showClusterStatus(ctx context.Context, o options, stdout, stderr io.Writer) int {
+	pool, err := pgxpool.New(ctx, o.db)
+	if err != nil {
+		fmt.Fprintln(stderr, "foreman: -db:", err)
+		return exitUsage
+	}
+	defer pool.Close()
+	db, err := pgstore.OpenPool(ctx, pool, pgstore.Options{})
+	if err != nil {
+		fmt.Fprintln(stderr, "foreman:", err)
+		return exitFault
+	}
+	defer db.Close()
+	st, err := team.ReadStatus(ctx, team.Config{Store: db})
+	switch {
+	case errors.Is(err, team.ErrNoState):
+		fmt.Fprintf(stderr, "foreman: no team in this database yet (%v): start a -role coordinator first\n", err)
+		return exitUsage
+	case err != nil:
+		fmt.Fprintln(stderr, "foreman:", err)
+		return exitFault
+	}
+	lease, found, err := db.ReadLease(ctx, "")
+	if err != nil {
+		fmt.Fprintln(stderr, "foreman:", err)
+		return exitFault
+	}
+	running := "No coordinator has led the team yet.\n\n"
+	switch {
+	case found && lease.Live():
+		running = fmt.Sprintf("Coordinator %s leads the team (term %d).\n\n", lease.Holder, lease.Term)
+	case found:
+		running = fmt.Sprintf("No coordinator leads the team now (the last, %s, led term %d).\n\n", lease.Holder, lease.Term)
+	}
+	return printStatus(o, st, running, stdout, stderr)
+}

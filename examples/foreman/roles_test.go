@@ -229,6 +229,13 @@ func TestRolesRunThePlanAcrossProcesses(t *testing.T) {
 	assert.Less(t, indexOf(got, "US-001"), indexOf(got, "US-002"))
 	assert.Equal(t, []string{"coord-1", "coord-1", "coord-1"}, c.pushesToMain(t), "only the leader moves main")
 
+	// A person on any machine reads how the team stands from its database.
+	code, status, errOut := c.foreman(t, "-status", "-db", c.db)
+	assert.Equal(t, exitMerged, code, "%s", errOut)
+	assert.Contains(t, status, "No coordinator leads the team now")
+	assert.Contains(t, status, "led term 1")
+	assert.Regexp(t, `US-003\s+merged`, status)
+
 	c.stopAll(t)
 	for _, w := range []*proc{w1, w2} {
 		assert.Contains(t, w.out.String(), "worker: stopped after")
@@ -245,6 +252,8 @@ func TestRoleFlagsAreChecked(t *testing.T) {
 		{[]string{"-role", "boss", "-plan", f.plan}, `-role "boss"`},
 		{[]string{"-role", roleWorker, "-plan", f.plan}, "needs -db"},
 		{[]string{"-db", "postgres://x", "-plan", f.plan}, "-db and -remote go with -role"},
+		{[]string{"-db", "postgres://x", "-resolve", "US-001=retry"}, "leading coordinator's page"},
+		{[]string{"-role", "coordinator", "-db", "postgres://x", "-remote", "r", "-status"}, "give -status -db alone"},
 	} {
 		code, _, stderr := f.foreman(t, tc.args...)
 		assert.Equal(t, exitUsage, code, "%v", tc.args)

@@ -231,3 +231,39 @@ func leaseNow(c foreman.Clock) *time.Time {
 	t := c.Now().UTC().Truncate(time.Microsecond)
 	return &t
 }
+
+// LeaseState is a lease as the database has it: who took it last, at what
+// term, and how long it has left (zero or less: it ran out, or was given
+// up, and the next contender takes it).
+type LeaseState struct {
+	Lease     string
+	Holder    string
+	Term      int64
+	ExpiresAt time.Time
+	Remaining time.Duration
+}
+
+// Live reports whether the lease had time left when it was read: a
+// coordinator leads.
+func (l LeaseState) Live() bool { return l.Remaining > 0 }
+
+// ReadLease reads the lease name (default "coordinator") without
+// contending for it, for a status page or command; found is false when no
+// one ever took it.
+func (s *Store) ReadLease(ctx context.Context, name string) (state LeaseState, found bool, err error) {
+	leave, err := s.enter()
+	if err != nil {
+		return LeaseState{}, false, err
+	}
+	defer leave()
+	name = or(name, defaultLeaseName)
+	err = s.heldBy(ctx, LeaseOptions{Name: name})
+	var held *LeaseHeldError
+	switch {
+	case err == nil:
+		return LeaseState{Lease: name}, false, nil
+	case errors.As(err, &held):
+		return LeaseState{Lease: name, Holder: held.Holder, Term: held.Term, ExpiresAt: held.ExpiresAt, Remaining: held.Remaining}, true, nil
+	}
+	return LeaseState{}, false, err
+}

@@ -324,3 +324,31 @@ func TestLeaseOptionsAndFenceArguments(t *testing.T) {
 	_, err = s.Campaign(ctx, pgstore.LeaseOptions{})
 	assert.True(t, errors.Is(err, context.Canceled), "%v", err)
 }
+
+// A status command reads who leads without contending.
+func TestReadLeaseSaysWhoLeads(t *testing.T) {
+	s := coordinators(t, 1)[0]
+	_, found, err := s.ReadLease(t.Context(), "")
+	require.NoError(t, err)
+	assert.False(t, found, "no one ever led")
+
+	l, err := s.TryLead(t.Context(), pgstore.LeaseOptions{Holder: "a", TTL: time.Hour})
+	require.NoError(t, err)
+	st, found, err := s.ReadLease(t.Context(), "")
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, "coordinator", st.Lease)
+	assert.Equal(t, "a", st.Holder)
+	assert.Equal(t, int64(1), st.Term)
+	assert.True(t, st.Live())
+
+	require.NoError(t, l.Resign(t.Context()))
+	st, _, err = s.ReadLease(t.Context(), "coordinator")
+	require.NoError(t, err)
+	assert.False(t, st.Live(), "given up: nobody leads")
+	assert.Equal(t, "a", st.Holder)
+
+	require.NoError(t, s.Close())
+	_, _, err = s.ReadLease(t.Context(), "")
+	assert.ErrorIs(t, err, store.ErrClosed)
+}

@@ -26,14 +26,26 @@ var ErrNoState = errors.New("team: no team state")
 // host set them) matter; the default SQLite store is opened read-only.
 // Status.Running says whether a host holds the team's run lock (a Run is
 // in progress in some process), and Status.Host which one.
+//
+// With Store set, Repo may be empty: the status is then read from the
+// store alone, and Running stays false (the run lock is a file in the
+// repository; a team over PostgreSQL has its leader's lease instead).
 func ReadStatus(ctx context.Context, cfg Config) (Status, error) {
 	workersGiven := cfg.Workers > 0
+	// A shared store (PostgreSQL) holds the whole status; no repository
+	// need be at hand to read it.
+	storeOnly := cfg.Repo == "" && cfg.Store != nil
+	if storeOnly {
+		cfg.Repo = string(filepath.Separator) // defaults wants one; nothing reads it
+	}
 	cfg, err := cfg.defaults(false)
 	if err != nil {
 		return Status{}, err
 	}
-	if err := resolveRepo(ctx, &cfg); err != nil {
-		return Status{}, err
+	if !storeOnly {
+		if err := resolveRepo(ctx, &cfg); err != nil {
+			return Status{}, err
+		}
 	}
 	t := &Team{cfg: cfg, clk: clock.OrReal(cfg.Clock), log: slog.New(slog.DiscardHandler),
 		stories: map[foreman.ItemID]Story{}}
@@ -83,7 +95,11 @@ func ReadStatus(ctx context.Context, cfg Config) (Status, error) {
 	if err != nil {
 		return st, err
 	}
-	if info, running := runningElsewhere(cfg.StateDir); running {
+	if storeOnly {
+		if !workersGiven {
+			st.Workers = 0
+		}
+	} else if info, running := runningElsewhere(cfg.StateDir); running {
 		st.Running = true
 		st.Host = &RunHost{PID: info.PID, Host: info.Host, Started: info.Started}
 		if info.Workers > 0 {

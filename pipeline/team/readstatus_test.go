@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentforeman/foreman/pipeline/store"
 	"github.com/agentforeman/foreman/pipeline/team"
 )
 
@@ -61,4 +62,29 @@ func TestReadStatusWithoutAnAgentWhileTheTeamRuns(t *testing.T) {
 	st, err = team.ReadStatus(ctx, team.Config{Repo: f.repo, Workers: 2})
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(st.Text(), "Stories (2 workers)\n"), st.Text())
+}
+
+// A team whose store is shared (PostgreSQL, say) is read from the store
+// alone: the reader need not have the repository.
+func TestReadStatusFromTheStoreAlone(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	cfg := f.cfg
+	cfg.Store = store.NewMemory(store.MemoryOptions{})
+	tm, err := team.New(ctx, cfg)
+	require.NoError(t, err)
+	defer tm.Close()
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "A", Title: "a"}))
+	require.Equal(t, 1, run(t, tm).Merged)
+
+	st, err := team.ReadStatus(ctx, team.Config{Store: cfg.Store})
+	require.NoError(t, err)
+	require.Len(t, st.Stories, 1)
+	assert.Equal(t, team.StoryMerged, st.Stories[0].State)
+	assert.False(t, st.Running, "no run lock to read without the repository")
+	_, err = team.ReadStatus(ctx, team.Config{Store: store.NewMemory(store.MemoryOptions{})})
+	assert.ErrorIs(t, err, team.ErrNoState)
+	_, err = team.ReadStatus(ctx, team.Config{})
+	assert.ErrorIs(t, err, team.ErrInvalidConfig, "neither a repository nor a store")
 }
