@@ -125,8 +125,8 @@ type Config struct {
 	Transport Transport
 	// Agent runs one assignment in the default Runtime (for example an
 	// agentcmd.Driver). Commits reads the worktree's HEAD for heartbeats
-	// (default: git rev-parse HEAD). AgentTimeout bounds one execution
-	// (default none).
+	// (default: what git rev-parse HEAD prints, read from git's files when
+	// they are plain). AgentTimeout bounds one execution (default none).
 	Agent        phases.AgentDriver
 	Commits      CommitReader
 	AgentTimeout time.Duration

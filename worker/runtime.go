@@ -41,7 +41,15 @@ func (noCommits) Head(context.Context, string) (string, error) { return "", nil 
 
 type gitHead struct{ git gitexec.Runner }
 
+// Head reads HEAD from the worktree's files when their layout is the plain
+// one, and asks git otherwise: a heartbeat comes every few seconds per
+// worker, and a git process costs milliseconds of CPU each time.
 func (g *gitHead) Head(ctx context.Context, dir string) (string, error) {
+	if l, ok := gitexec.ReadLayout(dir, g.git.Env); ok {
+		if head, ok := gitexec.ReadHead(l); ok {
+			return head, nil
+		}
+	}
 	out, err := g.git.Run(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD")
 	return strings.TrimSpace(out), err
 }
@@ -59,7 +67,8 @@ type RuntimeConfig struct {
 	// Agent runs each assignment; required.
 	Agent phases.AgentDriver
 	// Commits reads the worktree's HEAD for every heartbeat; nil means
-	// git rev-parse HEAD.
+	// what git rev-parse HEAD prints, read from git's files when their
+	// layout is the plain one (no process per heartbeat).
 	Commits CommitReader
 	// HeartbeatInterval: default 10 s.
 	HeartbeatInterval time.Duration
