@@ -93,9 +93,12 @@ type Manager struct {
 	topDir    string // the worktree Repo names; where repository-wide git commands run
 	mainDir   string // the main worktree
 	commonDir string // the shared git directory
-	root      string
-	target    string // fully qualified target ref
-	merges    int    // landed merges, guarded by lock
+	// plainLayout: the layout was read from git's files (no environment
+	// relocating the repository), so its refs may be read from them too.
+	plainLayout bool
+	root        string
+	target      string // fully qualified target ref
+	merges      int    // landed merges, guarded by lock
 }
 
 // New opens the repository named by cfg.Repo.
@@ -132,32 +135,11 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
-	// No `git worktree list` here: it reads every worktree's registration and
-	// fails while another process is in the middle of `worktree add`.
-	lines, err := m.git.Lines(ctx, repo, "rev-parse", "--path-format=absolute",
-		"--git-common-dir", "--git-dir", "--show-toplevel")
-	if err != nil {
-		return nil, fmt.Errorf("merge: %s is not a git work tree: %w", repo, err)
+	if err := m.findRepository(ctx, repo); err != nil {
+		return nil, err
 	}
-	if len(lines) != 3 {
-		return nil, fmt.Errorf("merge: unexpected rev-parse output %q", lines)
-	}
-	m.commonDir, m.topDir = lines[0], lines[2]
-	switch {
-	case lines[0] == lines[1]:
-		m.mainDir = m.topDir // Repo is the main worktree
-	case filepath.Base(m.commonDir) == ".git":
-		m.mainDir = filepath.Dir(m.commonDir)
-	default:
-		return nil, fmt.Errorf("merge: cannot find the main worktree of %s (git dir %s)", repo, m.commonDir)
-	}
-	for _, branch := range []string{m.cfg.BaseBranch, m.cfg.TargetBranch} {
-		if _, err := m.git.Run(ctx, m.mainDir, "show-ref", "--verify", "--quiet", "refs/heads/"+branch); err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("merge: %w", err)
-			}
-			return nil, fmt.Errorf("%w: %q in %s (set Config.BaseBranch / TargetBranch)", ErrUnknownBranch, branch, m.mainDir)
-		}
+	if err := m.checkBranches(ctx); err != nil {
+		return nil, err
 	}
 	m.root = cfg.Root
 	if m.root == "" {
@@ -175,9 +157,72 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	return m, nil
 }
 
+// findRepository sets the working tree, main worktree and common git
+// directory of repo, from git's files when their layout is the plain one
+// (gitexec.ReadLayout), else from git rev-parse.
+func (m *Manager) findRepository(ctx context.Context, repo string) error {
+	l, ok := gitexec.ReadLayout(repo, m.git.Env)
+	m.plainLayout = ok
+	if !ok {
+		// No `git worktree list` here: it reads every worktree's registration and
+		// fails while another process is in the middle of `worktree add`.
+		lines, err := m.git.Lines(ctx, repo, "rev-parse", "--path-format=absolute",
+			"--git-common-dir", "--git-dir", "--show-toplevel")
+		if err != nil {
+			return fmt.Errorf("merge: %s is not a git work tree: %w", repo, err)
+		}
+		if len(lines) != 3 {
+			return fmt.Errorf("merge: unexpected rev-parse output %q", lines)
+		}
+		l = gitexec.Layout{CommonDir: lines[0], GitDir: lines[1], TopLevel: lines[2]}
+	}
+	m.commonDir, m.topDir = l.CommonDir, l.TopLevel
+	switch {
+	case l.CommonDir == l.GitDir:
+		m.mainDir = m.topDir // Repo is the main worktree
+	case filepath.Base(m.commonDir) == ".git":
+		m.mainDir = filepath.Dir(m.commonDir)
+	default:
+		return fmt.Errorf("merge: cannot find the main worktree of %s (git dir %s)", repo, m.commonDir)
+	}
+	return nil
+}
+
+// checkBranches makes sure the base and target branches exist, as git
+// show-ref --verify does: from the ref files when they are plain, else by
+// asking git.
+func (m *Manager) checkBranches(ctx context.Context) error {
+	l := gitexec.Layout{TopLevel: m.mainDir, GitDir: m.commonDir, CommonDir: m.commonDir}
+	for i, branch := range []string{m.cfg.BaseBranch, m.cfg.TargetBranch} {
+		if i == 1 && branch == m.cfg.BaseBranch {
+			break
+		}
+		// show-ref also refuses a ref whose commit is missing: only a
+		// commit found as a loose object is as sure as its answer.
+		if m.plainLayout {
+			if hash, ok := gitexec.ReadRef(l, "refs/heads/"+branch); ok && gitexec.HasLooseObject(l, hash) {
+				continue
+			}
+		}
+		if _, err := m.git.Run(ctx, m.mainDir, "show-ref", "--verify", "--quiet", "refs/heads/"+branch); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("merge: %w", err)
+			}
+			return fmt.Errorf("%w: %q in %s (set Config.BaseBranch / TargetBranch)", ErrUnknownBranch, branch, m.mainDir)
+		}
+	}
+	return nil
+}
+
+// validBranch checks a branch name by git's rules in process, and asks git
+// check-ref-format (for its verdict and its message) only about a name
+// those rules refuse or leave to git.
 func (m *Manager) validBranch(ctx context.Context, name string) error {
 	if strings.HasPrefix(name, "-") {
 		return errors.New("must not start with '-'")
+	}
+	if gitexec.ValidBranchName(name) {
+		return nil
 	}
 	_, err := m.git.Run(ctx, m.topDir, "check-ref-format", "--branch", name)
 	return err

@@ -271,14 +271,15 @@ func (m *Manager) cleanHead(ctx context.Context, id foreman.ItemID, path, branch
 		if _, err := m.git.Run(ctx, path, "add", "-A"); err != nil {
 			return "", false, err
 		}
-		if _, err := m.git.Run(ctx, path, "commit", "-q", "--no-verify", "-m", msg); err != nil {
+		// Auto maintenance is run by maintain, not after every commit.
+		if _, err := m.git.Run(ctx, path, "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", msg); err != nil {
 			return "", false, err
 		}
-		out, err := m.git.Run(ctx, path, "rev-parse", "HEAD")
+		h, err := m.worktreeHead(ctx, path)
 		if err != nil {
 			return "", false, err
 		}
-		head = strings.TrimSpace(out)
+		head = h
 	}
 	if !onBranch {
 		return "", false, nil
@@ -390,6 +391,17 @@ func (m *Manager) sync(ctx context.Context, id foreman.ItemID, path, tip string)
 				return "", aerr
 			}
 			return "", &ConflictError{Item: id, Target: m.cfg.TargetBranch, Stage: "sync", Files: files}
+		}
+	}
+	return m.worktreeHead(ctx, path)
+}
+
+// worktreeHead returns the commit checked out at path: read from git's
+// files when the worktree's layout is the plain one, else from git.
+func (m *Manager) worktreeHead(ctx context.Context, path string) (string, error) {
+	if l, ok := gitexec.ReadLayout(path, m.git.Env); ok {
+		if head, ok := gitexec.ReadHead(l); ok {
+			return head, nil
 		}
 	}
 	out, err := m.git.Run(ctx, path, "rev-parse", "HEAD")

@@ -254,3 +254,16 @@ func TestReadRef(t *testing.T) {
 	_, ok = ReadRef(Layout{TopLevel: repo, GitDir: filepath.Join(repo, ".git"), CommonDir: filepath.Join(repo, ".git")}, "refs/worktree/mine")
 	assert.False(t, ok, "a linked worktree's own ref is not the main worktree's")
 }
+
+func TestHasLooseObject(t *testing.T) {
+	_, repo := newRepo(t)
+	l, ok := ReadLayout(repo, nil)
+	require.True(t, ok)
+	head, ok := ReadHead(l)
+	require.True(t, ok)
+	assert.True(t, HasLooseObject(l, head))
+	assert.False(t, HasLooseObject(l, strings.Repeat("1", 40)), "a missing commit")
+	assert.False(t, HasLooseObject(l, "../../x"), "not an object name")
+	testGit(t, repo, "gc", "-q")
+	assert.False(t, HasLooseObject(l, head), "packed: only git reads it")
+}

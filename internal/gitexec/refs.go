@@ -59,6 +59,17 @@ func ReadRef(l Layout, ref string) (string, bool) {
 	return readPackedRef(l.CommonDir, ref)
 }
 
+// HasLooseObject reports whether the object hash is stored as a loose
+// object of l's repository. false does not mean it is missing: it may be in a
+// pack, which only git reads.
+func HasLooseObject(l Layout, hash string) bool {
+	if !isHash(hash) {
+		return false
+	}
+	fi, err := os.Stat(filepath.Join(l.CommonDir, "objects", hash[:2], hash[2:]))
+	return err == nil && fi.Mode().IsRegular()
+}
+
 // readPackedRef looks ref up in packed-refs: "<hash> <ref>" lines, with
 // "^<hash>" lines (a tag's peeled value) and a "# pack-refs" header between.
 func readPackedRef(commonDir, ref string) (string, bool) {

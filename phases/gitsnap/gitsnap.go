@@ -113,9 +113,10 @@ func (s *Snapshotter) Before(ctx context.Context, workspacePath string) (phases.
 
 // Capture records every change since before: commits since
 // before.BaseCommit, and the content diff since before.BaseTree when it is
-// set (a dirty start), else since before.BaseCommit. It runs three git
-// commands (status, add into a temporary index, diff), plus log when HEAD
-// has moved.
+// set (a dirty start), else since before.BaseCommit. It runs status, then
+// nothing more when nothing changed; a diff of two trees when the working
+// tree is clean (the agent committed everything); else add into a temporary
+// index and a diff of it; plus log when HEAD has moved.
 func (s *Snapshotter) Capture(ctx context.Context, workspacePath string, before phases.BeforeState, meta phases.SnapshotMeta) (phases.Snapshot, error) {
 	base := before.BaseCommit
 	if base == "" {
@@ -129,7 +130,17 @@ func (s *Snapshotter) Capture(ctx context.Context, workspacePath string, before 
 	if err != nil {
 		return phases.Snapshot{}, err
 	}
-	diff, err := s.diffSince(ctx, workspacePath, from, st.untracked)
+	var diff diffResult
+	switch {
+	case len(st.dirty) == 0 && st.head != "" && st.head == from:
+		// Nothing changed since the base: the diff is empty.
+		diff, err = parseDiff("", nil)
+	case len(st.dirty) == 0 && st.head != "":
+		// A clean tree is HEAD's: diff the two trees, no index to stage.
+		diff, err = s.diffTrees(ctx, workspacePath, from, st.head)
+	default:
+		diff, err = s.diffSince(ctx, workspacePath, from, st.untracked)
+	}
 	if err != nil {
 		return phases.Snapshot{}, err
 	}
@@ -240,14 +251,26 @@ func (s *Snapshotter) diffSince(ctx context.Context, ws, from string, untracked 
 		return diffResult{}, err
 	}
 	defer remove()
-	out, err := s.git.RunCmd(ctx, gitexec.Cmd{Dir: ws, Env: env, Args: []string{
-		"diff", "--cached", "-z", "--raw", "--numstat", "-M", "--no-abbrev",
-		"--no-ext-diff", "--no-textconv", from, "--",
-	}})
+	out, err := s.git.RunCmd(ctx, gitexec.Cmd{Dir: ws, Env: env, Args: append(diffArgs(), "--cached", from, "--")})
 	if err != nil {
 		return diffResult{}, s.wrap(ws, err)
 	}
 	return parseDiff(out, untracked)
+}
+
+// diffTrees diffs the tree of to against from, a commit or a tree: what
+// diffSince finds when the working tree is clean at to, without staging it.
+func (s *Snapshotter) diffTrees(ctx context.Context, ws, from, to string) (diffResult, error) {
+	out, err := s.git.Run(ctx, ws, append(diffArgs(), from, to, "--")...)
+	if err != nil {
+		return diffResult{}, s.wrap(ws, err)
+	}
+	return parseDiff(out, nil)
+}
+
+// diffArgs are the options of every diff a snapshot takes.
+func diffArgs() []string {
+	return []string{"diff", "-z", "--raw", "--numstat", "-M", "--no-abbrev", "--no-ext-diff", "--no-textconv"}
 }
 
 // indexPath finds the user's index file without running git when the

@@ -47,12 +47,11 @@ func excludeFromGit(ctx context.Context, repo, dir, gitBin string, env []string)
 	if err != nil || rel == "." || strings.HasPrefix(rel, "..") || filepath.IsAbs(rel) {
 		return nil
 	}
-	g := gitexec.Runner{Git: gitBin, Env: env}
-	common, err := g.Run(ctx, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	common, err := commonDir(ctx, repo, gitBin, env)
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(strings.TrimSpace(common), "info", "exclude")
+	path := filepath.Join(common, "info", "exclude")
 	line := "/" + filepath.ToSlash(rel) + "/"
 	data, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
@@ -90,16 +89,27 @@ func mainWorktree(ctx context.Context, path, gitBin string, env []string) (strin
 	} else if !info.IsDir() {
 		return "", &ConfigError{Field: "Repo", Reason: path + " is not a directory"}
 	}
-	g := gitexec.Runner{Git: gitBin, Env: env}
-	common, err := g.Run(ctx, path, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	common, err := commonDir(ctx, path, gitBin, env)
 	if err != nil {
 		return "", &ConfigError{Field: "Repo", Reason: "not in a git repository: " + err.Error()}
 	}
-	common = strings.TrimSpace(common)
 	if filepath.Base(common) != ".git" {
 		return "", &ConfigError{Field: "Repo", Reason: common + " is a bare repository; the team needs a working tree"}
 	}
 	return filepath.Dir(common), nil
+}
+
+// commonDir returns the git directory shared by the worktrees of the
+// repository holding dir, as git rev-parse --git-common-dir prints it
+// (absolute): read from git's files when dir is the root of a plainly laid
+// out worktree, else asked of git.
+func commonDir(ctx context.Context, dir, gitBin string, env []string) (string, error) {
+	if l, ok := gitexec.ReadLayout(dir, env); ok {
+		return l.CommonDir, nil
+	}
+	g := gitexec.Runner{Git: gitBin, Env: env}
+	common, err := g.Run(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	return strings.TrimSpace(common), err
 }
 
 // resolveRepo makes cfg.Repo the main worktree and fills StateDir's default.

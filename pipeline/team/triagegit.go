@@ -94,12 +94,17 @@ func abortRebase(ctx context.Context, g *gitexec.Runner, dir string) error {
 
 // rebaseInProgress reports whether a rebase is stopped in dir.
 func rebaseInProgress(ctx context.Context, g *gitexec.Runner, dir string) (bool, error) {
+	l, plain := gitexec.ReadLayout(dir, g.Env)
 	for _, name := range []string{"rebase-merge", "rebase-apply"} {
-		p, err := g.Run(ctx, dir, "rev-parse", "--path-format=absolute", "--git-path", name)
-		if err != nil {
-			return false, err
+		p := filepath.Join(l.GitDir, name) // where git keeps a rebase's state
+		if !plain {
+			out, err := g.Run(ctx, dir, "rev-parse", "--path-format=absolute", "--git-path", name)
+			if err != nil {
+				return false, err
+			}
+			p = strings.TrimSpace(out)
 		}
-		if _, err := os.Stat(strings.TrimSpace(p)); err == nil {
+		if _, err := os.Stat(p); err == nil {
 			return true, nil
 		}
 	}
