@@ -324,6 +324,22 @@ func nthField(s string, n int) string {
 
 // findMerged returns a commit in base..tip whose trailer names id.
 func (m *Manager) findMerged(ctx context.Context, id foreman.ItemID, base, tip string) (string, error) {
+	if base != "" && m.plainLayout {
+		// The target's history since the item's base is usually a short
+		// chain of squash commits, loose objects: read it from git's files.
+		l := gitexec.Layout{TopLevel: m.mainDir, GitDir: m.commonDir, CommonDir: m.commonDir}
+		if chain, ok := gitexec.LinearHistory(l, m.git.Env, base, tip); ok {
+			line := trailerKey + ": " + string(id) // what the --grep below matches
+			for i := len(chain) - 1; i >= 0; i-- { // newest first, as rev-list
+				c := chain[i]
+				if slices.Contains(strings.Split(c.Message, "\n"), line) &&
+					slices.Contains(trailerValues(c.Message, trailerKey), string(id)) {
+					return c.Hash, nil
+				}
+			}
+			return "", nil
+		}
+	}
 	pattern := "^" + trailerKey + ": " + strings.ReplaceAll(string(id), ".", `\.`) + "$"
 	rng := tip
 	if base != "" {

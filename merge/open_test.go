@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/gitexec"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -85,4 +87,48 @@ func TestNewRefusesABadBranchPrefixWithGitsMessage(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, prefix+"/x", branch)
 	}
+}
+
+// findMerged reads the target's history from git's files when it is a chain
+// of loose commits: it must find what rev-list --grep and the trailer check
+// find, for trailers written every way.
+func TestFindMergedReadsHistoryAsGitDoes(t *testing.T) {
+	t.Parallel()
+	repo := newRepo(t, nil)
+	base := revParse(t, repo, "HEAD")
+	messages := []string{
+		"a.b: squash\n\nForeman-Item: a.b\n",
+		"mentions\n\nForeman-Item: axb\n",                      // '.' is not a wildcard
+		"not a trailer\n\nForeman-Item: c\n\nlast paragraph\n", // grep hit, no trailer
+		"spaces\n\nForeman-Item:   d  \n",                      // trailer, no grep hit
+		"twice\n\nForeman-Item: e\n",
+		"twice again\n\nForeman-Item: e\n",
+	}
+	for _, msg := range messages {
+		out, err := testRunner().RunCmd(context.Background(), gitexecCmd(repo, msg))
+		require.NoError(t, err, out)
+	}
+	tip := revParse(t, repo, "HEAD")
+	m := newManager(t, repo, nil)
+	require.True(t, m.plainLayout)
+	byGit := *m
+	byGit.plainLayout = false
+	for _, id := range []string{"a.b", "axb", "c", "d", "e", "f"} {
+		t.Run(id, func(t *testing.T) {
+			want, err := byGit.findMerged(context.Background(), foreman.ItemID(id), base, tip)
+			require.NoError(t, err)
+			got, err := m.findMerged(context.Background(), foreman.ItemID(id), base, tip)
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+			assert.Equal(t, id == "a.b" || id == "axb" || id == "e", got != "", "found")
+		})
+	}
+	got, err := m.findMerged(context.Background(), "e", base, tip)
+	require.NoError(t, err)
+	assert.Equal(t, tip, got, "the newest hit, as rev-list lists it")
+}
+
+func gitexecCmd(dir, msg string) gitexec.Cmd {
+	return gitexec.Cmd{Dir: dir, Stdin: strings.NewReader(msg),
+		Args: []string{"commit", "-q", "--allow-empty", "--cleanup=verbatim", "-F", "-"}}
 }

@@ -2,6 +2,7 @@ package gitsnap
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -67,4 +68,26 @@ func TestCaptureOfACleanTreeMatchesTheStagedDiff(t *testing.T) {
 			assert.Equal(t, tt.changed, len(snap.Files) > 0)
 		})
 	}
+}
+
+// Capture reads an agent's commits from git's files when they are a chain
+// of loose objects; git log must list the same hashes and subjects.
+func TestCommitsReadFromFilesMatchGitLog(t *testing.T) {
+	r := newRepo(t, map[string]string{"a.txt": "a\n"})
+	base := r.run("rev-parse", "HEAD")
+	for i, msg := range []string{"one line", "two\nlines\n\nbody", "\n\nleading blank lines", "trailing   "} {
+		r.write("a.txt", strings.Repeat("x\n", i+1))
+		r.run("add", "-A")
+		r.run("commit", "-q", "--cleanup=verbatim", "-m", msg)
+	}
+	head := r.run("rev-parse", "HEAD")
+	ctx := context.Background()
+	fromFiles, err := New(Config{}).commitsSince(ctx, r.dir, base, head)
+	require.NoError(t, err)
+	// A configuration in the environment leaves the history to git log.
+	fromGit, err := New(Config{Env: []string{"GIT_CONFIG_COUNT=0"}}).commitsSince(ctx, r.dir, base, head)
+	require.NoError(t, err)
+	require.Len(t, fromGit, 4)
+	assert.Equal(t, fromGit, fromFiles)
+	assert.Equal(t, "two lines", fromFiles[1].Subject)
 }

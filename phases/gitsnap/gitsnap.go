@@ -146,7 +146,7 @@ func (s *Snapshotter) Capture(ctx context.Context, workspacePath string, before 
 	}
 	var commits []phases.Commit
 	if st.head != "" && st.head != base {
-		commits, err = s.commitsSince(ctx, workspacePath, base)
+		commits, err = s.commitsSince(ctx, workspacePath, base, st.head)
 		if err != nil {
 			return phases.Snapshot{}, err
 		}
@@ -362,12 +362,23 @@ func copyIndex(path string) (string, error) {
 	return name, nil
 }
 
-func (s *Snapshotter) commitsSince(ctx context.Context, ws, base string) ([]phases.Commit, error) {
+func (s *Snapshotter) commitsSince(ctx context.Context, ws, base, head string) ([]phases.Commit, error) {
+	// An agent's commits are usually a short chain of loose objects: read
+	// them from git's files rather than start git log.
+	if l, ok := gitexec.ReadLayout(ws, s.git.Env); ok {
+		if chain, ok := gitexec.LinearHistory(l, s.git.Env, base, head); ok {
+			commits := make([]phases.Commit, 0, len(chain))
+			for _, c := range chain {
+				commits = append(commits, phases.Commit{Hash: c.Hash, Subject: c.Subject()})
+			}
+			return commits, nil
+		}
+	}
 	args := []string{"log", "-z", "--reverse", "--format=%H%x00%s"}
 	if isEmptyTree(base) {
-		args = append(args, "HEAD")
+		args = append(args, head)
 	} else {
-		args = append(args, base+"..HEAD")
+		args = append(args, base+".."+head)
 	}
 	out, err := s.git.Run(ctx, ws, append(args, "--")...)
 	if err != nil {
