@@ -2,4 +2,15 @@
 // explicit author and committer, a C locale, no terminal prompts, and
 // stderr carried in a typed error (*Error, re-exported as foreman.GitError).
 // A cancelled context kills git's whole process group.
+//
+// It also answers the questions Foreman asks most often (where is this
+// worktree's git directory, what is HEAD, does this branch exist, which
+// commits are new since the base, is this a valid branch name) by reading
+// git's own files, because every git process costs milliseconds of CPU and
+// a team asks them on every heartbeat, snapshot and merge. Each reader
+// answers only where the files are the plain, documented layout, and
+// reports ok=false for anything else (a relocating environment variable,
+// core.worktree, packed objects, replace refs, ...): the caller then runs
+// the git command it stands for, so a reader changes the cost of an
+// answer, never the answer.
 package gitexec

@@ -30,6 +30,7 @@ func commitWithMessage(t *testing.T, dir, msg string) {
 }
 
 func TestLinearHistoryAgreesWithGitLog(t *testing.T) {
+	t.Parallel()
 	_, repo := newRepo(t)
 	base := testGit(t, repo, "rev-parse", "HEAD")
 	messages := []string{
@@ -68,6 +69,7 @@ func TestLinearHistoryAgreesWithGitLog(t *testing.T) {
 }
 
 func TestLinearHistoryLeavesOtherHistoriesToGit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		env   []string
@@ -123,6 +125,7 @@ func TestLinearHistoryLeavesOtherHistoriesToGit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			_, repo := newRepo(t)
 			base := testGit(t, repo, "rev-parse", "HEAD")
 			from, to := tt.setup(t, repo, base)

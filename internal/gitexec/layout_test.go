@@ -43,6 +43,7 @@ func gitLayout(t *testing.T, dir string) Layout {
 }
 
 func TestReadLayoutAgreesWithGit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, base, repo string) string // returns the directory to read
@@ -72,6 +73,7 @@ func TestReadLayoutAgreesWithGit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			base, repo := newRepo(t)
 			dir := tt.setup(t, base, repo)
 			got, ok := ReadLayout(dir, nil)
@@ -82,6 +84,7 @@ func TestReadLayoutAgreesWithGit(t *testing.T) {
 }
 
 func TestReadLayoutLeavesUnusualLayoutsToGit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		env   []string
@@ -137,6 +140,7 @@ func TestReadLayoutLeavesUnusualLayoutsToGit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			base, repo := newRepo(t)
 			dir := tt.setup(t, base, repo)
 			_, ok := ReadLayout(dir, tt.env)
@@ -146,6 +150,7 @@ func TestReadLayoutLeavesUnusualLayoutsToGit(t *testing.T) {
 }
 
 func TestReadHeadAgreesWithGit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, base, repo string) string
@@ -180,6 +185,7 @@ func TestReadHeadAgreesWithGit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			base, repo := newRepo(t)
 			dir := tt.setup(t, base, repo)
 			l, ok := ReadLayout(dir, nil)
@@ -192,6 +198,7 @@ func TestReadHeadAgreesWithGit(t *testing.T) {
 }
 
 func TestReadHeadLeavesUnclearHeadsToGit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, repo string)
@@ -207,6 +214,7 @@ func TestReadHeadLeavesUnclearHeadsToGit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			_, repo := newRepo(t)
 			tt.setup(t, repo)
 			l, ok := ReadLayout(repo, nil)
@@ -218,6 +226,7 @@ func TestReadHeadLeavesUnclearHeadsToGit(t *testing.T) {
 }
 
 func TestReadRef(t *testing.T) {
+	t.Parallel()
 	base, repo := newRepo(t)
 	main := testGit(t, repo, "rev-parse", "main")
 	wt := filepath.Join(base, "wt")
@@ -244,6 +253,7 @@ func TestReadRef(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.ref, func(t *testing.T) {
+			t.Parallel()
 			got, ok := ReadRef(l, tt.ref)
 			assert.Equal(t, tt.wantOK, ok)
 			assert.Equal(t, tt.want, got)
@@ -256,6 +266,7 @@ func TestReadRef(t *testing.T) {
 }
 
 func TestHasLooseObject(t *testing.T) {
+	t.Parallel()
 	_, repo := newRepo(t)
 	l, ok := ReadLayout(repo, nil)
 	require.True(t, ok)

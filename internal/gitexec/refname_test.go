@@ -45,9 +45,11 @@ func gitAcceptsBranch(t testing.TB, repo, name string) bool {
 }
 
 func TestValidBranchNameAgreesWithGit(t *testing.T) {
+	t.Parallel()
 	_, repo := newRepo(t)
 	for name, want := range branchNames {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			assert.Equal(t, want, ValidBranchName(name))
 			if strings.ContainsRune(name, '@') {
 				return // ValidBranchName leaves these to git
