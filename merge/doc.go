@@ -76,8 +76,10 @@
 //
 // To keep a cycle close to the cost of the raw git commands
 // (BenchmarkItemCycle compares the two in one run): reads that git would
-// answer from a few files (refs, HEADs of worktrees, the commit Merge just
-// wrote, the worktree registry) are done directly, falling back to git when
+// answer from a few files (the repository's layout, refs, HEADs of
+// worktrees, the commit Merge just wrote, the target's history since the
+// item's base when it is a chain of loose commits, the worktree registry,
+// the branch-name rules) are done directly, falling back to git when
 // the layout is not the simple one; the three independent questions a merge
 // starts with (clean worktree, landed before, clean squash) are asked of git
 // in parallel; worktrees are removed without a git process; and git's auto

@@ -137,7 +137,8 @@
 // assignment in the assignment's worktree (agentcmd runs it as a subprocess
 // in its own process group). The Runtime, not the agent, heartbeats, and
 // each heartbeat carries the last output time and the worktree's HEAD
-// (CommitReader; default git rev-parse HEAD), so a heartbeat is evidence of
+// (CommitReader; default: what git rev-parse HEAD prints, read from the
+// worktree's git files without a process where they are plain), so a heartbeat is evidence of
 // work. KILL, RESET and SHUTDOWN cancel the execution, which terminates the
 // process group (SIGTERM, grace, SIGKILL); nothing of one assignment survives
 // into the next. PROBE is answered by the supervising goroutine, so a
