@@ -27,14 +27,14 @@
 // deleted afterwards (Before does the same to write BaseTree). The copy
 // keeps the index's modification time, so that git still re-reads a file
 // changed in the second its index was last written rather than trusting the
-// cached size and times, as git itself does. A working tree with no
-// change in it needs no staging: Capture then diffs HEAD's tree against the
-// base, and lists the commits since the base from the loose commit objects
-// when they form a plain chain (else git log). That staging
+// cached size and times, as git itself does. That staging
 // does write blob and tree objects into the repository's object store,
 // where unreferenced ones are garbage-collected by git as usual (after two
 // weeks by default, gc.pruneExpire; a BeforeState kept longer than that may
-// name a tree git has pruned).
+// name a tree git has pruned). A working tree with no change in it needs no
+// staging: Capture then diffs HEAD's tree against the base, and lists the
+// commits since the base from the loose commit objects when they form a
+// plain chain (else with git log).
 //
 // An empty change is reported as such (Snapshot.Empty); whether that is a
 // failure is the caller's decision. Errors are system faults only: a
