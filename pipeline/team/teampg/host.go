@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/clock"
 	"github.com/agentforeman/foreman/merge/gitremote"
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/pipeline"
@@ -41,7 +43,9 @@ func NewHost(ctx context.Context, cfg HostConfig) (*pgtransport.Host, error) {
 	if cfg.Clone == nil || cfg.Stages == nil || cfg.Store == nil {
 		return nil, errors.New("teampg: HostConfig needs Clone, Stages and Store")
 	}
-	h := &hostAgent{cfg: cfg, current: map[foreman.ItemID]foreman.AssignmentID{}}
+	h := &hostAgent{cfg: cfg, current: map[foreman.ItemID]foreman.AssignmentID{}, executing: map[foreman.ItemID]int{}}
+	h.idle = sync.NewCond(&h.mu)
+	h.clk = clock.OrReal(cfg.Transport.Clock)
 	tc := cfg.Transport
 	tc.Runtime.Agent = h
 	tc.Prepare = h.prepare
@@ -49,12 +53,39 @@ func NewHost(ctx context.Context, cfg HostConfig) (*pgtransport.Host, error) {
 }
 
 type hostAgent struct {
-	cfg     HostConfig
-	mu      sync.Mutex
-	current map[foreman.ItemID]foreman.AssignmentID // the transport assignment each item runs as here
+	cfg  HostConfig
+	clk  foreman.Clock
+	mu   sync.Mutex
+	idle *sync.Cond // signalled when an item's stage stops executing here
+	// current is the transport assignment each item was last prepared as
+	// here: the one that owns the item's worktree. An older run of the same
+	// item (a withdrawn attempt still winding down) must leave it alone.
+	current   map[foreman.ItemID]foreman.AssignmentID
+	executing map[foreman.ItemID]int
 }
 
+// stopWait bounds how long a new attempt at an item waits for a withdrawn
+// one to stop on this host (its agent gets SIGTERM, then SIGKILL). The
+// host's loop waits with it, so it must stay well below the coordinator's
+// host silence.
+const stopWait = 10 * time.Second
+
 func (h *hostAgent) prepare(ctx context.Context, a *worker.Assignment) error {
+	// A new attempt at an item whose withdrawn attempt still runs here
+	// waits for it to stop: both would work in the one worktree. (The
+	// transport carries the withdrawal out before it starts what it
+	// claimed in the same round.)
+	wctx, cancel := context.WithCancel(ctx)
+	timer := h.clk.AfterFunc(stopWait, cancel)
+	err := h.waitIdle(wctx, a.Item)
+	timer.Stop()
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("teampg: an earlier attempt at %s is still running on this host after %v", a.Item, stopWait)
+	}
 	wt, err := h.cfg.Clone.Checkout(ctx, a.Item)
 	if err != nil {
 		return err
@@ -66,6 +97,40 @@ func (h *hostAgent) prepare(ctx context.Context, a *worker.Assignment) error {
 	return nil
 }
 
+func (h *hostAgent) waitIdle(ctx context.Context, item foreman.ItemID) error {
+	stop := context.AfterFunc(ctx, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.idle.Broadcast()
+	})
+	defer stop()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for h.executing[item] > 0 && ctx.Err() == nil {
+		h.idle.Wait()
+	}
+	return ctx.Err()
+}
+
+// owns reports whether id still owns item's worktree here.
+func (h *hostAgent) owns(item foreman.ItemID, id foreman.AssignmentID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.current[item] == id
+}
+
+// drop removes item's worktree if run id still owns it: its work is not
+// the story's (withdrawn, or superseded on the shared repository).
+func (h *hostAgent) drop(ctx context.Context, item foreman.ItemID, id foreman.AssignmentID, err error) error {
+	if !h.owns(item, id) {
+		return err
+	}
+	if rerr := h.cfg.Clone.Remove(context.WithoutCancel(ctx), item); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	return err
+}
+
 func (h *hostAgent) Execute(ctx context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (phases.AgentResult, error) {
 	a, ok := pipeline.ParseAssignment(req.TaskPrompt)
 	if !ok {
@@ -73,10 +138,19 @@ func (h *hostAgent) Execute(ctx context.Context, req phases.AgentRequest, onEven
 	}
 	h.mu.Lock()
 	id, ok := h.current[a.Item]
+	if ok {
+		h.executing[a.Item]++
+	}
 	h.mu.Unlock()
 	if !ok {
 		return phases.AgentResult{}, fmt.Errorf("teampg: %s was not prepared on this host", a.Item)
 	}
+	defer func() {
+		h.mu.Lock()
+		h.executing[a.Item]--
+		h.idle.Broadcast()
+		h.mu.Unlock()
+	}()
 	req.Env = append(slices.Clip(req.Env), pipeline.AssignmentEnv(pipeline.SpawnRequest{
 		Item: a.Item, Stage: a.Stage, Worker: a.Worker, Assignment: a.Assignment})...)
 	res, err := h.cfg.Stages.Execute(ctx, req, onEvent)
@@ -84,15 +158,19 @@ func (h *hostAgent) Execute(ctx context.Context, req phases.AgentRequest, onEven
 		// Withdrawn (a new leader, a kill) or the host stopping: what was
 		// not pushed is not the story's, and the next attempt checks out
 		// again, here or elsewhere.
-		if rerr := h.cfg.Clone.Remove(context.WithoutCancel(ctx), a.Item); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-		return res, err
+		return res, h.drop(ctx, a.Item, id, err)
 	}
 	if err != nil || !res.Success {
-		return res, err
+		return res, err // a failed stage's worktree stays for a person to look at
+	}
+	if !h.owns(a.Item, id) {
+		return phases.AgentResult{}, fmt.Errorf("teampg: %s: a newer attempt was prepared on this host; not pushing %s's work", a.Item, id)
 	}
 	if _, err := h.cfg.Clone.Push(ctx, a.Item, fmt.Sprintf("%s: stage %d", a.Item, a.Stage)); err != nil {
+		if errors.Is(err, gitremote.ErrBranchMoved) {
+			// Another attempt pushed the story meanwhile: this work is stale.
+			return phases.AgentResult{}, h.drop(ctx, a.Item, id, err)
+		}
 		return phases.AgentResult{}, err
 	}
 	data, err := json.Marshal(stageResult{Result: res.Result, SessionID: res.SessionID, Tokens: res.Tokens.Total(), CostUSD: res.CostUSD})
@@ -103,9 +181,8 @@ func (h *hostAgent) Execute(ctx context.Context, req phases.AgentRequest, onEven
 		return phases.AgentResult{}, fmt.Errorf("teampg: recording %s's result: %w", id, err)
 	}
 	// The work is on the shared repository: the next stage, here or on
-	// another host, checks it out again. A failed stage's worktree stays
-	// for a person to look at.
-	if err := h.cfg.Clone.Remove(ctx, a.Item); err != nil {
+	// another host, checks it out again.
+	if err := h.drop(ctx, a.Item, id, nil); err != nil {
 		return phases.AgentResult{}, err
 	}
 	return res, nil
