@@ -95,8 +95,13 @@ func clusterChaosRun(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0xc1a5))
 	coordArgs := []string{"-lease-ttl", "2s", "-host-silence", "20s"}
 	for i := 1; i <= 3; i++ {
-		c.start(t, fmt.Sprintf("worker-%d", i), roleWorker)
+		c.start(t, fmt.Sprintf("worker-%d", i), roleWorker, "-v")
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.logTails(t, 40)
+		}
+	})
 	coords := []*proc{c.start(t, "coord-1", roleCoordinator, coordArgs...), c.start(t, "coord-2", roleCoordinator, coordArgs...)}
 	leader := func() *proc {
 		var best *proc
@@ -222,4 +227,15 @@ func (p *proc) code() int {
 		return ee.ExitCode()
 	}
 	return -1
+}
+
+// logTails logs the last n lines of every process's output.
+func (c *cluster) logTails(t *testing.T, n int) {
+	c.mu.Lock()
+	procs := append([]*proc(nil), c.procs...)
+	c.mu.Unlock()
+	for _, p := range procs {
+		lines := strings.Split(strings.TrimSpace(p.out.String()), "\n")
+		t.Logf("--- %s, last %d lines:\n%s", p.name, n, strings.Join(lines[max(0, len(lines)-n):], "\n"))
+	}
 }
