@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/gitexec"
+	"github.com/agentforeman/foreman/internal/testrepo"
 	"github.com/stretchr/testify/require"
 )
 
@@ -27,20 +28,16 @@ func git(t testing.TB, dir string, args ...string) string {
 	return strings.TrimSpace(out)
 }
 
-// newRepo makes a repository on main with files committed.
+// newRepo makes a repository on main with files committed (written without
+// git: internal/testrepo).
 func newRepo(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "repo")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	git(t, dir, "init", "-q", "-b", "main")
 	if files == nil {
 		files = map[string]string{"README.md": "hello\n", "shared.txt": "one\ntwo\nthree\n"}
 	}
-	for name, content := range files {
-		writeFile(t, dir, name, content)
-	}
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "initial")
+	_, err := testrepo.New(dir, "main", testrepo.Commit{Files: files, Author: testIdentity})
+	require.NoError(t, err)
 	return dir
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/stress"
+	"github.com/agentforeman/foreman/internal/testrepo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -24,13 +25,12 @@ const helperEnv = "FOREMAN_MERGE_LOCK_HELPER"
 // TestMain doubles as the helper process of the multi-process lock test.
 func TestMain(m *testing.M) {
 	// A developer's own git config (core.hooksPath, commit.gpgsign) must not
-	// reach the test repositories; every git the tests start, helper
-	// processes' included, inherits this.
-	for k, v := range map[string]string{"GIT_CONFIG_GLOBAL": os.DevNull, "GIT_CONFIG_NOSYSTEM": "1"} {
-		if err := os.Setenv(k, v); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
-		}
+	// reach the test repositories, nor git's auto maintenance run after
+	// each of their commits; every git the tests start, helper processes'
+	// included, inherits this.
+	if err := testrepo.IsolateGit(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
 	if spec := os.Getenv(helperEnv); spec != "" {
 		os.Exit(lockHelper(spec))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/gitexec"
+	"github.com/agentforeman/foreman/internal/testrepo"
 	"github.com/agentforeman/foreman/merge"
 	"github.com/agentforeman/foreman/pipeline/message"
 	"github.com/agentforeman/foreman/pipeline/sqlitestore"
@@ -30,14 +31,23 @@ func git(t testing.TB, dir string, args ...string) string {
 	return strings.TrimSpace(out)
 }
 
+// TestMain keeps the machine's git configuration and git's auto
+// maintenance out of every git the tests start (internal/testrepo).
+func TestMain(m *testing.M) {
+	if err := testrepo.IsolateGit(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	os.Exit(m.Run())
+}
+
+// newRepo makes a repository on main with README.md committed (written
+// without git: internal/testrepo).
 func newRepo(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "repo")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	git(t, dir, "init", "-q", "-b", "main")
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("hello\n"), 0o644))
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "initial")
+	_, err := testrepo.New(dir, "main", testrepo.Commit{Files: map[string]string{"README.md": "hello\n"}, Author: testIdentity})
+	require.NoError(t, err)
 	return dir
 }
 
