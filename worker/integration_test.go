@@ -3,7 +3,6 @@ package worker_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/demo"
+	"github.com/agentforeman/foreman/internal/gitexec"
+	"github.com/agentforeman/foreman/internal/testrepo"
 	"github.com/agentforeman/foreman/phases/agentcmd"
 	"github.com/agentforeman/foreman/worker"
 	"github.com/stretchr/testify/assert"
@@ -93,23 +94,13 @@ func kind(k worker.EventKind) func(worker.Event) bool {
 	return func(e worker.Event) bool { return e.Kind == k }
 }
 
+// gitRepo is a repository with one empty commit on main (written without
+// git: internal/testrepo).
 func gitRepo(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"commit", "-q", "--allow-empty", "-m", "base"},
-	} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		// No global or system config: a developer's core.hooksPath or
-		// commit.gpgsign must not break the commit.
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com",
-			"GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, string(out))
-	}
+	_, err := testrepo.New(dir, "main", testrepo.Commit{Message: "base", Author: gitexec.Identity{Name: "t", Email: "t@example.com"}})
+	require.NoError(t, err)
 	return dir
 }
 

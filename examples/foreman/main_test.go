@@ -91,6 +91,8 @@ func raceDetector() bool {
 // identity; the foreman process and its agents inherit it.
 func gitEnv() []string {
 	return []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		// No auto maintenance after every commit (a process each).
+		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=maintenance.auto", "GIT_CONFIG_VALUE_0=false",
 		"GIT_AUTHOR_NAME=Agent", "GIT_AUTHOR_EMAIL=agent@example.com",
 		"GIT_COMMITTER_NAME=Agent", "GIT_COMMITTER_EMAIL=agent@example.com"}
 }
@@ -240,6 +242,7 @@ func (f *fixture) executions(t *testing.T) map[string]int {
 }
 
 func TestRunMergesThePlanOneSquashCommitPerStory(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	code, stdout, stderr := f.foreman(t, f.runArgs()...)
 	require.Equal(t, exitMerged, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
@@ -325,6 +328,7 @@ func (f *fixture) finishAfterStop(t *testing.T) {
 }
 
 func TestAnInterruptedRunGoesOnWhereItStopped(t *testing.T) {
+	t.Parallel()
 	skipUnlessLong(t) // a second held run; TestAPausedStoryWaitsForAPersonAndIsResolved runs the binary again after a stop
 	f := newFixture(t)
 	cmd, stdout, stderr, agentPid := f.holdInBuild(t)
@@ -356,6 +360,7 @@ func TestAnInterruptedRunGoesOnWhereItStopped(t *testing.T) {
 // next run stops that agent (agentcmd's lease reaper) before it builds the
 // story again, and finishes the plan.
 func TestAKilledRunGoesOnWhereItStopped(t *testing.T) {
+	t.Parallel()
 	skipUnlessLong(t) // the team's and agentcmd's own tests kill hosts and reap orphans
 	f := newFixture(t)
 	cmd, _, _, agentPid := f.holdInBuild(t)
@@ -368,6 +373,7 @@ func TestAKilledRunGoesOnWhereItStopped(t *testing.T) {
 }
 
 func TestAPausedStoryWaitsForAPersonAndIsResolved(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	require.NoError(t, os.WriteFile(filepath.Join(f.ctl, "US-001.fail"), nil, 0o644))
 	code, stdout, stderr := f.foreman(t, f.runArgs()...)
@@ -399,6 +405,7 @@ func TestAPausedStoryWaitsForAPersonAndIsResolved(t *testing.T) {
 }
 
 func TestBadInputIsRefusedWithItsCause(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	badPlan := filepath.Join(dir, "bad.yaml")
 	require.NoError(t, os.WriteFile(badPlan, []byte("stories:\n  - id: A\n    titel: typo\n"), 0o644))
@@ -428,6 +435,7 @@ func TestBadInputIsRefusedWithItsCause(t *testing.T) {
 }
 
 func TestAnAgentThatCannotStartIsASystemFault(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"-repo", f.repo, "-plan", f.plan, "-agent", "no-such-agent-xyz {prompt}", "-gate", "true"}, &stdout, &stderr)
@@ -436,6 +444,7 @@ func TestAnAgentThatCannotStartIsASystemFault(t *testing.T) {
 }
 
 func TestHelpShowsACompleteStoriesFile(t *testing.T) {
+	t.Parallel()
 	var stdout, stderr bytes.Buffer
 	assert.Equal(t, exitMerged, run(context.Background(), []string{"-h"}, &stdout, &stderr))
 	help := stderr.String()
@@ -481,6 +490,7 @@ func indexOf(s []string, v string) int {
 // with the access token; the page and its status are there while the
 // team runs.
 func TestTheRunServesTheStatusPage(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

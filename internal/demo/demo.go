@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentforeman/foreman/internal/gitexec"
+	"github.com/agentforeman/foreman/internal/testrepo"
 )
 
 // Identity is the git identity demo repositories and agents commit with.
@@ -55,26 +56,16 @@ func TestSub(t *testing.T) {
 
 // NewGoModuleRepo creates a git repository in dir (which must be empty or
 // missing) holding a tiny Go module with one passing test, committed on
-// branch main.
+// branch main. The commit is written without running git (internal/testrepo:
+// the same commit git init, add and commit would make), as the tests make
+// many such repositories.
 func NewGoModuleRepo(ctx context.Context, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	files := map[string]string{"go.mod": goMod, "calc.go": calcGo, "calc_test.go": calcTestGo}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			return err
-		}
-	}
-	git := gitexec.Runner{Author: Identity(), Env: IsolatedGitConfig()}
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"add", "-A"},
-		{"commit", "-q", "-m", "calc: initial module"},
-	} {
-		if _, err := git.Run(ctx, dir, args...); err != nil {
-			return fmt.Errorf("demo repo: %w", err)
-		}
+	if _, err := testrepo.New(dir, "main", testrepo.Commit{Files: files, Message: "calc: initial module", Author: Identity()}); err != nil {
+		return fmt.Errorf("demo repo: %w", err)
 	}
 	return nil
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentforeman/foreman/internal/gitexec"
+	"github.com/agentforeman/foreman/internal/testrepo"
 	"github.com/agentforeman/foreman/merge"
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/phases/agentcmd"
@@ -51,13 +53,17 @@ printf '{"assignment":"%s","outcome":"%s","summary":"stage %s done"}\n' "$FOREMA
 echo '{"type":"result","subtype":"success","is_error":false,"result":"done","total_cost_usd":0.02,"usage":{"input_tokens":900,"output_tokens":100}}'
 `
 
-// GitEnv keeps the machine's git configuration out and commits as who
-// (who@foreman.invalid).
+// GitEnv keeps the machine's git configuration and git's auto maintenance
+// out (testrepo.GitEnv, first) and commits as who (who@foreman.invalid).
 func GitEnv(who string) []string {
-	email := strings.ToLower(strings.ReplaceAll(who, " ", "-")) + "@foreman.invalid"
-	return []string{"GIT_CONFIG_GLOBAL=" + os.DevNull, "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=" + who, "GIT_AUTHOR_EMAIL=" + email,
-		"GIT_COMMITTER_NAME=" + who, "GIT_COMMITTER_EMAIL=" + email}
+	email := emailOf(who)
+	return append(testrepo.GitEnv(),
+		"GIT_AUTHOR_NAME="+who, "GIT_AUTHOR_EMAIL="+email,
+		"GIT_COMMITTER_NAME="+who, "GIT_COMMITTER_EMAIL="+email)
+}
+
+func emailOf(who string) string {
+	return strings.ToLower(strings.ReplaceAll(who, " ", "-")) + "@foreman.invalid"
 }
 
 // Git runs git in dir with env and returns its output; a failure fails t.
@@ -84,11 +90,9 @@ func New(t testing.TB, who string) *Fixture {
 	t.Helper()
 	dir := t.TempDir()
 	f := &Fixture{Repo: filepath.Join(dir, "repo"), Ctl: filepath.Join(dir, "ctl"), Env: GitEnv(who)}
-	for _, d := range []string{f.Repo, f.Ctl} {
-		require.NoError(t, os.MkdirAll(d, 0o755))
-	}
-	Git(t, f.Repo, f.Env, "init", "-q", "-b", "main")
-	Git(t, f.Repo, f.Env, "commit", "-q", "--allow-empty", "-m", "an empty project")
+	require.NoError(t, os.MkdirAll(f.Ctl, 0o755))
+	_, err := testrepo.New(f.Repo, "main", testrepo.Commit{Message: "an empty project", Author: gitexec.Identity{Name: who, Email: emailOf(who)}})
+	require.NoError(t, err)
 	script := filepath.Join(dir, "agent.sh")
 	require.NoError(t, os.WriteFile(script, []byte(strings.ReplaceAll(AgentScript, "%CTL%", "'"+f.Ctl+"'")), 0o755))
 	f.Config = team.Config{
@@ -98,7 +102,7 @@ func New(t testing.TB, who string) *Fixture {
 			{Name: "files", Argv: []string{"sh", "-c", "ls *.txt"}},
 		}}}},
 		Workers: 4,
-		Merge:   merge.Config{GitEnv: f.Env[:2], Author: merge.Identity{Name: who, Email: strings.TrimPrefix(f.Env[3], "GIT_AUTHOR_EMAIL=")}},
+		Merge:   merge.Config{GitEnv: testrepo.GitEnv(), Author: merge.Identity{Name: who, Email: emailOf(who)}},
 	}
 	return f
 }

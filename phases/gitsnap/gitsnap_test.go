@@ -3,6 +3,7 @@ package gitsnap
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/agentforeman/foreman/internal/clock"
 	"github.com/agentforeman/foreman/internal/gitexec"
+	"github.com/agentforeman/foreman/internal/testrepo"
 	"github.com/agentforeman/foreman/phases"
 )
 
@@ -25,18 +27,27 @@ type testRepo struct {
 	git *gitexec.Runner
 }
 
-// newRepo makes a repository with one commit holding files.
+// TestMain keeps the machine's git configuration and git's auto
+// maintenance out of every git the tests start (internal/testrepo).
+func TestMain(m *testing.M) {
+	if err := testrepo.IsolateGit(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	os.Exit(m.Run())
+}
+
+// newRepo makes a repository with one commit holding files, or with no
+// commit for no files (written without git: internal/testrepo).
 func newRepo(t testing.TB, files map[string]string) *testRepo {
 	t.Helper()
 	r := &testRepo{t: t, dir: t.TempDir(), git: &gitexec.Runner{Author: testIdentity}}
-	r.run("init", "-q", "-b", "main")
-	if len(files) > 0 {
-		for name, content := range files {
-			r.write(name, content)
-		}
-		r.run("add", "-A")
-		r.run("commit", "-q", "-m", "initial")
+	if len(files) == 0 {
+		require.NoError(t, testrepo.Init(r.dir, "main"))
+		return r
 	}
+	_, err := testrepo.New(r.dir, "main", testrepo.Commit{Files: files, Author: testIdentity})
+	require.NoError(t, err)
 	return r
 }
 

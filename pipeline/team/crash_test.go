@@ -22,6 +22,7 @@ import (
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/demo"
 	"github.com/agentforeman/foreman/internal/stress"
+	"github.com/agentforeman/foreman/internal/testrepo"
 	"github.com/agentforeman/foreman/merge"
 	"github.com/agentforeman/foreman/phases/agentcmd"
 	"github.com/agentforeman/foreman/pipeline/team"
@@ -37,6 +38,12 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	// No machine git configuration and no auto maintenance after each
+	// commit, for every git the tests, the team and the agents start.
+	if err := testrepo.IsolateGit(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	if repo := os.Getenv(envHostRepo); repo != "" {
 		os.Exit(host(repo, os.Getenv(envHostAgent)))
 	}
