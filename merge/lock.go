@@ -54,7 +54,10 @@ func (l *repoLock) lock(ctx context.Context) (unlock func(), err error) {
 		return nil, err
 	}
 	return func() {
-		// Closing the descriptor releases the flock.
+		// Unlock before closing: a child forked meanwhile by any goroutine
+		// holds a copy of the descriptor until it execs, and closing ours
+		// alone would leave the flock held (the next waiter polls) until then.
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		_ = f.Close()
 		<-l.sem
 	}, nil

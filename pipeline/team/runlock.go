@@ -53,9 +53,15 @@ func acquireRunLock(stateDir string, info runInfo) (*runLock, error) {
 	return &runLock{f: f}, nil
 }
 
+// release unlocks before it closes. Closing alone drops the flock only when
+// no other descriptor shares the open file: a process this one forks (a git
+// command, an agent, from any goroutine) holds a copy until it execs, and a
+// Run right after this one would find the lock still held (ErrBusy, seen in
+// pipeline/team's parallel tests). LOCK_UN releases it for every copy.
 func (l *runLock) release() {
 	_ = l.f.Truncate(0)
-	_ = l.f.Close() // closing drops the flock
+	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	_ = l.f.Close()
 }
 
 // runningElsewhere reports whether a host holds the run lock, and what it
