@@ -58,9 +58,10 @@ case "$prompt" in
 esac
 if [ -e "$ctl/$id.wait" ]; then
   other=$(cat "$ctl/$id.wait"); i=0
+  # Polled every 0.2 s: each look is three processes.
   until git log main --format=%B | grep -qx "Foreman-Item: $other"; do
-    i=$((i + 1)); [ "$i" -lt 1200 ] || { echo "$other never landed" >&2; exit 1; }
-    sleep 0.05
+    i=$((i + 1)); [ "$i" -lt 300 ] || { echo "$other never landed" >&2; exit 1; }
+    sleep 0.2
   done
 fi
 . "$ctl/$id.build"
