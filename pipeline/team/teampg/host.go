@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -46,6 +47,10 @@ func NewHost(ctx context.Context, cfg HostConfig) (*pgtransport.Host, error) {
 	h := &hostAgent{cfg: cfg, current: map[foreman.ItemID]foreman.AssignmentID{}, executing: map[foreman.ItemID]int{}}
 	h.idle = sync.NewCond(&h.mu)
 	h.clk = clock.OrReal(cfg.Transport.Clock)
+	h.log = cfg.Transport.Logger
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
 	tc := cfg.Transport
 	tc.Runtime.Agent = h
 	tc.Prepare = h.prepare
@@ -55,6 +60,7 @@ func NewHost(ctx context.Context, cfg HostConfig) (*pgtransport.Host, error) {
 type hostAgent struct {
 	cfg  HostConfig
 	clk  foreman.Clock
+	log  *slog.Logger
 	mu   sync.Mutex
 	idle *sync.Cond // signalled when an item's stage stops executing here
 	// current is the transport assignment each item was last prepared as
@@ -88,6 +94,7 @@ func (h *hostAgent) prepare(ctx context.Context, a *worker.Assignment) error {
 	}
 	wt, err := h.cfg.Clone.Checkout(ctx, a.Item)
 	if err != nil {
+		h.log.Warn("teampg: checking the story out failed", "item", a.Item, "assignment", a.ID, "err", err)
 		return err
 	}
 	a.Worktree = wt.Path
@@ -161,7 +168,10 @@ func (h *hostAgent) Execute(ctx context.Context, req phases.AgentRequest, onEven
 		return res, h.drop(ctx, a.Item, id, err)
 	}
 	if err != nil || !res.Success {
-		return res, err // a failed stage's worktree stays for a person to look at
+		// A failed stage's worktree stays for a person to look at.
+		h.log.Warn("teampg: stage failed on this host; its worktree is kept", "item", a.Item, "stage", a.Stage,
+			"assignment", id, "worktree", req.WorkspacePath, "err", err, "result", res.Result)
+		return res, err
 	}
 	if !h.owns(a.Item, id) {
 		return phases.AgentResult{}, fmt.Errorf("teampg: %s: a newer attempt was prepared on this host; not pushing %s's work", a.Item, id)

@@ -2,6 +2,7 @@ package teampg
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,7 +76,7 @@ func (s *stages) Execute(ctx context.Context, req phases.AgentRequest, _ phases.
 
 func newHostAgent(clone *gitremote.Clone, st phases.AgentDriver) (*hostAgent, *foreman.FakeClock) {
 	clk := foreman.NewFakeClock(time.Unix(0, 0))
-	h := &hostAgent{cfg: HostConfig{Clone: clone, Stages: st, Store: store.NewMemory(store.MemoryOptions{})}, clk: clk,
+	h := &hostAgent{cfg: HostConfig{Clone: clone, Stages: st, Store: store.NewMemory(store.MemoryOptions{})}, clk: clk, log: slog.New(slog.DiscardHandler),
 		current: map[foreman.ItemID]foreman.AssignmentID{}, executing: map[foreman.ItemID]int{}}
 	h.idle = sync.NewCond(&h.mu)
 	return h, clk
