@@ -201,7 +201,14 @@ func clusterChaosRun(t *testing.T, seed uint64) {
 		clone := filepath.Join(filepath.Dir(c.remote), fmt.Sprintf("worker-%d", i))
 		entries, _ := os.ReadDir(filepath.Join(clone, ".worktrees"))
 		for _, e := range entries {
-			assert.Equal(t, "US-14", e.Name(), "seed %d: only the paused story's worktree is kept (worker-%d)", seed, i)
+			if !assert.Equal(t, "US-14", e.Name(), "seed %d: only the paused story's worktree is kept (worker-%d)", seed, i) {
+				wt := filepath.Join(clone, ".worktrees", e.Name())
+				cmd := exec.Command("sh", "-c", "ls -la; git log --oneline -3; git status --short")
+				cmd.Dir = wt
+				out, _ := cmd.CombinedOutput()
+				st, _ := os.Stat(wt)
+				t.Logf("the worktree %s (made %v):\n%s", wt, st.ModTime(), out)
+			}
 		}
 	}
 	assert.Empty(t, processesWith(t, "FOREMAN_CHAOS_TOKEN="+token), "seed %d: no process left", seed)
