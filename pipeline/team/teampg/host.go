@@ -44,7 +44,8 @@ func NewHost(ctx context.Context, cfg HostConfig) (*pgtransport.Host, error) {
 	if cfg.Clone == nil || cfg.Stages == nil || cfg.Store == nil {
 		return nil, errors.New("teampg: HostConfig needs Clone, Stages and Store")
 	}
-	h := &hostAgent{cfg: cfg, current: map[foreman.ItemID]foreman.AssignmentID{}, executing: map[foreman.ItemID]int{}}
+	h := &hostAgent{cfg: cfg, current: map[foreman.ItemID]foreman.AssignmentID{},
+		busy: map[foreman.ItemID]int{}, unended: map[foreman.AssignmentID]bool{}}
 	h.idle = sync.NewCond(&h.mu)
 	h.clk = clock.OrReal(cfg.Transport.Clock)
 	h.log = cfg.Transport.Logger
@@ -62,12 +63,15 @@ type hostAgent struct {
 	clk  foreman.Clock
 	log  *slog.Logger
 	mu   sync.Mutex
-	idle *sync.Cond // signalled when an item's stage stops executing here
+	idle *sync.Cond // signalled when an item's run ends here
 	// current is the transport assignment each item was last prepared as
 	// here: the one that owns the item's worktree. An older run of the same
 	// item (a withdrawn attempt still winding down) must leave it alone.
-	current   map[foreman.ItemID]foreman.AssignmentID
-	executing map[foreman.ItemID]int
+	current map[foreman.ItemID]foreman.AssignmentID
+	// busy counts each item's runs from their checkout to the end of their
+	// execution; unended holds those runs.
+	busy    map[foreman.ItemID]int
+	unended map[foreman.AssignmentID]bool
 }
 
 // stopWait bounds how long a new attempt at an item waits for a withdrawn
@@ -100,6 +104,10 @@ func (h *hostAgent) prepare(ctx context.Context, a *worker.Assignment) error {
 	a.Worktree = wt.Path
 	h.mu.Lock()
 	h.current[a.Item] = a.ID
+	// Busy from now, not from when its execution starts: a run prepared but
+	// not yet started owns the worktree too.
+	h.busy[a.Item]++
+	h.unended[a.ID] = true
 	h.mu.Unlock()
 	return nil
 }
@@ -113,7 +121,7 @@ func (h *hostAgent) waitIdle(ctx context.Context, item foreman.ItemID) error {
 	defer stop()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for h.executing[item] > 0 && ctx.Err() == nil {
+	for h.busy[item] > 0 && ctx.Err() == nil {
 		h.idle.Wait()
 	}
 	return ctx.Err()
@@ -145,17 +153,17 @@ func (h *hostAgent) Execute(ctx context.Context, req phases.AgentRequest, onEven
 	}
 	h.mu.Lock()
 	id, ok := h.current[a.Item]
-	if ok {
-		h.executing[a.Item]++
-	}
 	h.mu.Unlock()
 	if !ok {
 		return phases.AgentResult{}, fmt.Errorf("teampg: %s was not prepared on this host", a.Item)
 	}
 	defer func() {
 		h.mu.Lock()
-		h.executing[a.Item]--
-		h.idle.Broadcast()
+		if h.unended[id] {
+			delete(h.unended, id)
+			h.busy[a.Item]--
+			h.idle.Broadcast()
+		}
 		h.mu.Unlock()
 	}()
 	req.Env = append(slices.Clip(req.Env), pipeline.AssignmentEnv(pipeline.SpawnRequest{

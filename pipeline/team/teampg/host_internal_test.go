@@ -77,7 +77,7 @@ func (s *stages) Execute(ctx context.Context, req phases.AgentRequest, _ phases.
 func newHostAgent(clone *gitremote.Clone, st phases.AgentDriver) (*hostAgent, *foreman.FakeClock) {
 	clk := foreman.NewFakeClock(time.Unix(0, 0))
 	h := &hostAgent{cfg: HostConfig{Clone: clone, Stages: st, Store: store.NewMemory(store.MemoryOptions{})}, clk: clk, log: slog.New(slog.DiscardHandler),
-		current: map[foreman.ItemID]foreman.AssignmentID{}, executing: map[foreman.ItemID]int{}}
+		current: map[foreman.ItemID]foreman.AssignmentID{}, busy: map[foreman.ItemID]int{}, unended: map[foreman.AssignmentID]bool{}}
 	h.idle = sync.NewCond(&h.mu)
 	return h, clk
 }
@@ -167,4 +167,27 @@ func TestStaleWorkIsDroppedWithItsWorktree(t *testing.T) {
 	recs, err := h.cfg.Store.List(ctx, resultKind)
 	require.NoError(t, err)
 	assert.Empty(t, recs, "no result recorded for stale work")
+}
+
+// A run prepared but not started yet owns the worktree as much as one that
+// runs: a new attempt waits for it too.
+func TestANewAttemptWaitsForOnePreparedButNotStarted(t *testing.T) {
+	ctx := context.Background()
+	h, clk := newHostAgent(openClone(t, sharedRepo(t)), &stages{})
+	first := worker.Assignment{ID: "a1", Item: "S1"}
+	require.NoError(t, h.prepare(ctx, &first))
+
+	second := worker.Assignment{ID: "a2", Item: "S1"}
+	prepared := make(chan error, 1)
+	go func() { prepared <- h.prepare(ctx, &second) }()
+	bound, cancel := context.WithTimeout(ctx, time.Minute) // a bound on a hang, not a timing assertion
+	defer cancel()
+	require.NoError(t, clk.BlockUntil(bound, 1), "the new attempt is not waiting")
+	assert.True(t, h.owns("S1", "a1"))
+
+	withdrawn, stop := context.WithCancel(ctx)
+	stop()
+	_, _ = h.Execute(withdrawn, request("S1", first.Worktree), nil) // the runtime still calls it, cancelled
+	require.NoError(t, <-prepared)
+	assert.True(t, h.owns("S1", "a2"))
 }
