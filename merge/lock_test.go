@@ -25,9 +25,9 @@ const helperEnv = "FOREMAN_MERGE_LOCK_HELPER"
 // TestMain doubles as the helper process of the multi-process lock test.
 func TestMain(m *testing.M) {
 	// A developer's own git config (core.hooksPath, commit.gpgsign) must not
-	// reach the test repositories, nor git's auto maintenance run after
-	// each of their commits; every git the tests start, helper processes'
-	// included, inherits this.
+	// reach the test repositories (whose own config turns git's auto
+	// maintenance off: internal/testrepo); every git the tests start,
+	// helper processes' included, inherits this.
 	if err := testrepo.IsolateGit(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

@@ -31,8 +31,8 @@ func git(t testing.TB, dir string, args ...string) string {
 	return strings.TrimSpace(out)
 }
 
-// TestMain keeps the machine's git configuration and git's auto
-// maintenance out of every git the tests start (internal/testrepo).
+// TestMain keeps the machine's git configuration out of every git the tests
+// start (internal/testrepo; its repositories turn auto maintenance off).
 func TestMain(m *testing.M) {
 	if err := testrepo.IsolateGit(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -91,8 +91,6 @@ func raceDetector() bool {
 // identity; the foreman process and its agents inherit it.
 func gitEnv() []string {
 	return []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		// No auto maintenance after every commit (a process each).
-		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=maintenance.auto", "GIT_CONFIG_VALUE_0=false",
 		"GIT_AUTHOR_NAME=Agent", "GIT_AUTHOR_EMAIL=agent@example.com",
 		"GIT_COMMITTER_NAME=Agent", "GIT_COMMITTER_EMAIL=agent@example.com"}
 }
@@ -157,6 +155,7 @@ func newFixture(t *testing.T) *fixture {
 	require.NoError(t, os.MkdirAll(f.repo, 0o755))
 	require.NoError(t, os.MkdirAll(f.ctl, 0o755))
 	f.git(t, "init", "-q", "-b", "main")
+	f.noAutoMaintenance(t)
 	require.NoError(t, os.WriteFile(filepath.Join(f.repo, "README"), []byte("a throwaway repository\n"), 0o644))
 	f.git(t, "add", "README")
 	f.git(t, "commit", "-qm", "initial")
@@ -165,6 +164,18 @@ func newFixture(t *testing.T) *fixture {
 	require.NoError(t, os.WriteFile(f.agent, []byte(script), 0o755))
 	require.NoError(t, os.WriteFile(f.plan, []byte(threeStories), 0o644))
 	return f
+}
+
+// noAutoMaintenance turns off, in the repository's own config, the git
+// maintenance run --auto that git commit and merge would start after each
+// call (a process each; the library runs it itself every few merges).
+func (f *fixture) noAutoMaintenance(t *testing.T) {
+	t.Helper()
+	config, err := os.OpenFile(filepath.Join(f.repo, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = config.WriteString("[maintenance]\n\tauto = false\n")
+	require.NoError(t, err)
+	require.NoError(t, config.Close())
 }
 
 func (f *fixture) git(t *testing.T, args ...string) string {

@@ -53,8 +53,8 @@ printf '{"assignment":"%s","outcome":"%s","summary":"stage %s done"}\n' "$FOREMA
 echo '{"type":"result","subtype":"success","is_error":false,"result":"done","total_cost_usd":0.02,"usage":{"input_tokens":900,"output_tokens":100}}'
 `
 
-// GitEnv keeps the machine's git configuration and git's auto maintenance
-// out (testrepo.GitEnv, first) and commits as who (who@foreman.invalid).
+// GitEnv keeps the machine's git configuration out (testrepo.GitEnv,
+// first) and commits as who (who@foreman.invalid).
 func GitEnv(who string) []string {
 	email := emailOf(who)
 	return append(testrepo.GitEnv(),

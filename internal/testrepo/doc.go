@@ -8,8 +8,9 @@
 // were a good part of the CPU of README's go test ./.... Everything after
 // the first commit (worktrees, merges, more commits) is real git.
 //
+// Its repositories have git's automatic maintenance turned off in their
+// configuration: it otherwise starts one more process after every commit.
 // IsolateGit, called from a package's TestMain, keeps the machine's git
 // configuration out of every git the tests start (directly, through the
-// library, or through scripted agents) and turns off git's automatic
-// maintenance, which otherwise starts one more process after every commit.
+// library, or through scripted agents).
 package testrepo

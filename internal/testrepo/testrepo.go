@@ -18,15 +18,14 @@ import (
 )
 
 // GitEnv is the environment IsolateGit sets: no global or system git
-// configuration (a developer's core.hooksPath or commit.gpgsign must not
-// reach test repositories) and no automatic maintenance after commits and
-// merges (the library runs it itself every few merges; in tests it was one
-// process in eight).
+// configuration, so that a developer's core.hooksPath or commit.gpgsign
+// does not reach test repositories. (Auto maintenance is turned off in the
+// repositories' own configuration instead, see Init: a GIT_CONFIG_COUNT in
+// the environment would also turn off the library's reading of history
+// from git's files, gitexec.LinearHistory, which must not see config it
+// cannot read.)
 func GitEnv() []string {
-	return []string{
-		"GIT_CONFIG_GLOBAL=" + os.DevNull, "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=maintenance.auto", "GIT_CONFIG_VALUE_0=false",
-	}
+	return []string{"GIT_CONFIG_GLOBAL=" + os.DevNull, "GIT_CONFIG_NOSYSTEM=1"}
 }
 
 // IsolateGit sets GitEnv in this process's environment, for a TestMain:
@@ -55,7 +54,11 @@ type Commit struct {
 }
 
 // Init makes dir (created if missing) an empty repository with branch as
-// its unborn current branch, as git init -b branch does.
+// its unborn current branch, as git init -b branch does, except that its
+// configuration turns git's auto maintenance off (maintenance.auto false):
+// git commit, merge and rebase would otherwise start git maintenance run
+// --auto after each call, one test process in eight. Its worktrees share
+// the setting.
 func Init(dir, branch string) error {
 	if branch == "" {
 		return fmt.Errorf("testrepo: no branch")
@@ -70,8 +73,9 @@ func Init(dir, branch string) error {
 		}
 	}
 	return writeFiles(gitDir, map[string]string{
-		"HEAD":   "ref: refs/heads/" + branch + "\n",
-		"config": "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n",
+		"HEAD": "ref: refs/heads/" + branch + "\n",
+		"config": "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n" +
+			"[maintenance]\n\tauto = false\n",
 	})
 }
 

@@ -99,7 +99,14 @@ func TestNewRefusesPathsOutsideTheWorkTree(t *testing.T) {
 	}
 }
 
-func TestIsolateGitTurnsOffAutoMaintenance(t *testing.T) {
-	assert.Equal(t, "false", gitInDir(t, t.TempDir(), time.Now(), "config", "maintenance.auto"))
-	assert.Equal(t, os.DevNull, os.Getenv("GIT_CONFIG_GLOBAL"))
+func TestAutoMaintenanceIsOffInTheRepositoryAndItsWorktrees(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "repo")
+	_, err := New(dir, "main", Commit{Files: map[string]string{"a": "a\n"}})
+	require.NoError(t, err)
+	assert.Equal(t, "false", gitInDir(t, dir, time.Now(), "config", "maintenance.auto"))
+	wt := filepath.Join(t.TempDir(), "wt")
+	gitInDir(t, dir, time.Now(), "worktree", "add", "-q", "-b", "side", wt)
+	assert.Equal(t, "false", gitInDir(t, wt, time.Now(), "config", "maintenance.auto"))
+	assert.Equal(t, os.DevNull, os.Getenv("GIT_CONFIG_GLOBAL"), "IsolateGit")
+	assert.Empty(t, os.Getenv("GIT_CONFIG_COUNT"), "gitexec.LinearHistory reads no history with config in the environment")
 }

@@ -38,8 +38,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	// No machine git configuration and no auto maintenance after each
-	// commit, for every git the tests, the team and the agents start.
+	// No machine git configuration for every git the tests, the team and
+	// the agents start (the fixtures' repositories turn git's auto
+	// maintenance off: internal/testrepo).
 	if err := testrepo.IsolateGit(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
