@@ -33,7 +33,20 @@ func newRemote(t testing.TB) string {
 	git(t, seed, "commit", "-q", "-m", "initial")
 	bare := filepath.Join(root, "shared.git")
 	git(t, root, "clone", "-q", "--bare", seed, bare)
+	// git would start gc or maintenance after most pushes and fetches;
+	// the tests' repositories are tiny and these processes are half of
+	// what a test costs.
+	appendFile(t, filepath.Join(bare, "config"), "[gc]\n\tauto = 0\n[receive]\n\tautogc = false\n[maintenance]\n\tauto = false\n")
 	return bare
+}
+
+func appendFile(t testing.TB, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(text)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
 }
 
 func writeFile(t testing.TB, dir, name, content string) {
@@ -53,6 +66,7 @@ func open(t testing.TB, remote string, mod func(*gitremote.Config)) *gitremote.C
 	}
 	c, err := gitremote.Open(context.Background(), cfg)
 	require.NoError(t, err)
+	appendFile(t, filepath.Join(c.Dir(), ".git", "config"), "[maintenance]\n\tauto = false\n[gc]\n\tauto = 0\n")
 	return c
 }
 
