@@ -117,13 +117,40 @@ func readPID(t *testing.T, path string) int {
 	return pid
 }
 
+// pidPipe makes a named pipe an agent writes its pid to, and returns its
+// path and a function that waits for that pid. The write blocks the agent
+// until the test reads it, so a test that waits for the pid knows the agent
+// is running before it moves the fake clock on.
+func pidPipe(t *testing.T) (string, func() int) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pid")
+	require.NoError(t, syscall.Mkfifo(path, 0o600))
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(path) // returns at the writer's close
+		got <- b
+	}()
+	return path, func() int {
+		t.Helper()
+		select {
+		case b := <-got:
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			require.NoError(t, err, "the agent wrote %q", b)
+			return pid
+		case <-time.After(30 * time.Second): // a hang guard, not a timing assertion
+			t.Fatal("the agent never wrote its pid")
+			return 0
+		}
+	}
+}
+
 func processGone(pid int) bool {
 	return syscall.Kill(pid, 0) == syscall.ESRCH
 }
 
 func TestIntegrationAgentThatHeartbeatsButNeverProgressesIsKilledAndItsItemReassigned(t *testing.T) {
 	wt := gitRepo(t)
-	pidFile := filepath.Join(t.TempDir(), "pid")
+	pidFile, agentPID := pidPipe(t)
 	// Attempt 1 sleeps silently: no output, no commit. Attempt 2 finishes.
 	script := `if [ "$FOREMAN_ITERATION" = 1 ]; then echo $$ > ` + demo.ShellQuote(pidFile) + `; exec sleep 600; fi; echo done`
 	clk := foreman.NewFakeClock(t0)
@@ -137,6 +164,9 @@ func TestIntegrationAgentThatHeartbeatsButNeverProgressesIsKilledAndItsItemReass
 	require.NoError(t, clk.BlockUntil(context.Background(), 2))
 	info, _ := d.Worker(first.Worker)
 	require.Len(t, info.LastCommit, 40, "heartbeats carry the worktree's HEAD")
+	// The agent must be running before the clock moves: on a fast machine
+	// the 15 minutes pass before sh has started otherwise.
+	pid := agentPID()
 
 	// The runtime heartbeats every 10 s for 15 minutes; the agent does nothing.
 	for range 89 {
@@ -158,7 +188,7 @@ func TestIntegrationAgentThatHeartbeatsButNeverProgressesIsKilledAndItsItemReass
 		return e.Kind == worker.EventAgentExited && e.Assignment == first.Assignment
 	})
 	assert.Contains(t, exited.Reason, "killed by SIGTERM")
-	assert.True(t, processGone(readPID(t, pidFile)), "the agent's process group was terminated")
+	assert.True(t, processGone(pid), "the agent's process group was terminated")
 	done := rec.await(t, kind(worker.EventCompleted))
 	assert.Equal(t, 2, done.Attempt, "reassigned and finished by the second attempt")
 	assert.NotEqual(t, first.Assignment, done.Assignment)
