@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +22,9 @@ import (
 const (
 	envClusterRuns = "FOREMAN_CLUSTER_CHAOS_RUNS" // runs to make (default 1, as CI; the long command in docs/multihost.md makes 20)
 	envClusterSeed = "FOREMAN_CLUSTER_CHAOS_SEED" // the first run's seed (default: from the clock); run i uses seed+i
+	// With a budget (a duration, e.g. 3m) no run starts once it is spent:
+	// CI makes as many of its runs as a few minutes allow on its machine.
+	envClusterBudget = "FOREMAN_CLUSTER_CHAOS_BUDGET"
 )
 
 // clusterPlan is 30 stories in ten chains of three; US-14 cannot be built
@@ -39,7 +43,7 @@ func clusterPlan() string {
 
 // TestClusterChaos runs a team spread over processes (2 coordinators, 3
 // worker hosts, a bare shared repository, real PostgreSQL, scripted agents)
-// through 30 stories while it SIGKILLs the leader at seeded random moments
+// through 30 stories while it SIGKILLs the leader at seeded random points
 // (starting a replacement coordinator each time) and once SIGSTOPs the
 // leader past its lease and SIGCONTs it. Every run checks: every buildable
 // story is on the shared main exactly once, the failing one paused with
@@ -49,12 +53,23 @@ func clusterPlan() string {
 //
 // Replay: FOREMAN_STRESS=1 FOREMAN_CLUSTER_CHAOS_SEED=<seed>
 // FOREMAN_CLUSTER_CHAOS_RUNS=1 .ci/with-postgres go test -run
-// TestClusterChaos ./examples/foreman/ (the seed repeats the delays, not
-// always the exact moments they hit).
+// TestClusterChaos ./examples/foreman/ (the seed repeats the strikes'
+// progress points and delays, not always the exact moments they hit).
 func TestClusterChaos(t *testing.T) {
 	skipUnlessLong(t)
 	runs, first := chaosSeeds(t, envClusterRuns, 1, envClusterSeed)
+	var budget time.Duration
+	if v := os.Getenv(envClusterBudget); v != "" {
+		var err error
+		budget, err = time.ParseDuration(v)
+		require.NoError(t, err, envClusterBudget)
+	}
+	start := time.Now()
 	for i := range runs {
+		if budget > 0 && i > 0 && time.Since(start) >= budget {
+			t.Logf("%d of %d runs within %s=%v; the rest not run", i, runs, envClusterBudget, budget)
+			break
+		}
 		seed := first + uint64(i)
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			clusterChaosRun(t, seed)
@@ -84,6 +99,36 @@ func (p *proc) exited() bool {
 	default:
 		return false
 	}
+}
+
+// strike is one planned blow at the leader: a SIGKILL, or a SIGSTOP past
+// its lease and a SIGCONT.
+type strike struct {
+	afterMerged int // stories on the shared main first
+	jitter      time.Duration
+	stop        bool
+}
+
+// requiredStrikes is how many of a run's first strikes must land: a SIGKILL
+// and the SIGSTOP are among them. Later ones may find the plan finished.
+const requiredStrikes = 2
+
+// clusterStrikes draws a run's strikes from rng: 1-3 SIGKILLs and one
+// SIGSTOP (first or second), at rising progress: 0-20 of the 28 stories
+// that merge.
+func clusterStrikes(rng *rand.Rand) []strike {
+	n := 2 + rng.IntN(3)
+	at := make([]int, n)
+	for i := range at {
+		at[i] = rng.IntN(21)
+	}
+	slices.Sort(at)
+	stop := rng.IntN(requiredStrikes)
+	out := make([]strike, n)
+	for i := range out {
+		out[i] = strike{afterMerged: at[i], jitter: time.Duration(rng.IntN(1000)) * time.Millisecond, stop: i == stop}
+	}
+	return out
 }
 
 func clusterChaosRun(t *testing.T, seed uint64) {
@@ -124,33 +169,45 @@ func clusterChaosRun(t *testing.T, seed uint64) {
 	var actions []string
 	var resumed *proc
 	pushesAtResume := 0
-	kills, stopped := 1+rng.IntN(3), false
+	// The strikes are placed by the plan's progress, not by the clock, so
+	// that they land all through the run however fast the machine is: the
+	// seed picks 1-3 SIGKILLs and one SIGSTOP, each at a number of stories
+	// on the shared main and a moment after that (up to 1 s, so that
+	// strikes also fall inside stages and merges).
+	strikes := clusterStrikes(rng)
 	deadline := time.Now().Add(5 * time.Minute)
-	for (kills > 0 || !stopped) && finished() == nil && time.Now().Before(deadline) {
-		// Spread over a run of a minute or two; chaos timing, not an
-		// assertion: the seed picks when to strike.
-		delay := time.Duration(1000+rng.IntN(19000)) * time.Millisecond
-		time.Sleep(delay)
-		l := leader()
-		if l == nil || finished() != nil {
-			continue
+	for _, s := range strikes {
+		var l *proc
+		merged := 0
+		for finished() == nil && time.Now().Before(deadline) {
+			if merged = len(c.remoteMerged(t)); merged >= s.afterMerged {
+				if l = leader(); l != nil {
+					break
+				}
+			}
+			time.Sleep(100 * time.Millisecond) // polling the shared main, not a timing assertion
 		}
-		merged := len(c.remoteMerged(t))
-		if !stopped && (kills == 0 || rng.IntN(2) == 0) {
-			stopped = true
+		time.Sleep(s.jitter)
+		if l == nil || l.exited() || finished() != nil {
+			break
+		}
+		if s.stop {
 			require.NoError(t, l.cmd.Process.Signal(syscall.SIGSTOP))
 			time.Sleep(3 * time.Second) // past the 2 s lease
 			pushesAtResume = len(c.pushesToMain(t))
 			require.NoError(t, l.cmd.Process.Signal(syscall.SIGCONT))
 			resumed = l
-			actions = append(actions, fmt.Sprintf("SIGSTOP %s (term %d) after %v for 3s (%d merged)", l.name, l.term(), delay, merged))
+			actions = append(actions, fmt.Sprintf("SIGSTOP %s (term %d) at %d merged +%v, for 3s", l.name, l.term(), merged, s.jitter))
 			continue
 		}
-		kills--
 		require.NoError(t, l.cmd.Process.Signal(syscall.SIGKILL))
 		<-l.done
 		coords = append(coords, c.start(t, fmt.Sprintf("coord-%d", len(coords)+1), roleCoordinator, coordArgs...))
-		actions = append(actions, fmt.Sprintf("SIGKILL %s (term %d) after %v (%d merged)", l.name, l.term(), delay, merged))
+		actions = append(actions, fmt.Sprintf("SIGKILL %s (term %d) at %d merged +%v", l.name, l.term(), merged, s.jitter))
+	}
+	require.GreaterOrEqual(t, len(actions), requiredStrikes, "seed %d: the plan ended before the strikes that must land; done: %v", seed, actions)
+	if len(actions) < len(strikes) {
+		t.Logf("seed %d: the plan ended before strikes %d-%d", seed, len(actions)+1, len(strikes))
 	}
 	t.Logf("seed %d: %s", seed, strings.Join(actions, "; "))
 
