@@ -177,6 +177,7 @@ const (
 	stageTermSent   // SIGTERM sent to the group; grace timer armed
 	stageKillSent   // SIGKILL sent; grace timer armed for the pipes to close
 	stagePipesGiven // pipes closed by the driver: a holder escaped the group
+	stageDraining   // the agent and its group are gone; grace timer armed for the last output
 )
 
 // supervise streams the agent's output, enforces the timeout and ctx, and
@@ -228,8 +229,8 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, parser O
 			cfg.Logger.Warn("killing agent process group", "pgid", p.pgid, "reason", reason, "signal", "SIGKILL")
 			p.signalGroup(syscall.SIGKILL)
 			stage = stageKillSent
-		case stageKillSent:
-			cfg.Logger.Warn("abandoning agent output pipes still held after SIGKILL", "pgid", p.pgid)
+		case stageKillSent, stageDraining:
+			cfg.Logger.Warn("abandoning agent output pipes held by a process outside its group", "pgid", p.pgid, "reason", reason)
 			_ = p.stdout.Close()
 			_ = p.stderr.Close()
 			stage = stagePipesGiven
@@ -285,9 +286,19 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, parser O
 		case <-waited:
 			exited = true
 			if eofs < 2 && stage == stageRunning {
-				// The agent is gone but something it started still holds
-				// its output.
-				escalate("agent exited leaving processes holding its output")
+				if groupAlive(p.pgid) {
+					// The agent is gone but something it started still
+					// holds its output.
+					escalate("agent exited leaving processes holding its output")
+					break
+				}
+				// The whole group is gone: the ends of its output are
+				// usually still on their way to the readers. A grace
+				// period for them; a holder that left the group (setsid)
+				// is given up on after it.
+				stage = stageDraining
+				t := cfg.Clock.NewTimer(cfg.KillGrace)
+				grace, graceC = t, t.C()
 			}
 		}
 	}

@@ -86,6 +86,12 @@ func runningGroupMembers(pgid int, notBefore uint64) ([]int, error) {
 
 // signalGroup sends sig to process group pgid; a group that is already gone
 // is not an error.
+// groupAlive reports whether any process of the group pgid exists.
+func groupAlive(pgid int) bool {
+	err := syscall.Kill(-pgid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
 func (d *Driver) signalGroup(pgid int, sig syscall.Signal) {
 	if err := syscall.Kill(-pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		d.cfg.Logger.Warn("signalling agent process group failed", "pgid", pgid, "signal", signalName(sig), "err", err)
