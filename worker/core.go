@@ -292,7 +292,7 @@ func (c *core) tryAssign(now time.Time) {
 		}
 		r := c.queue.pop()
 		if r.overBudget || c.cfg.itemBudget.exceededBy(r.usage) {
-			c.park(r, now)
+			c.park(r, "over its budget", now)
 			if w != nil {
 				w.inIdle = true
 				c.idle = append(c.idle, w)
@@ -458,14 +458,15 @@ func (c *core) requeue(r *itemRec, now time.Time) {
 	c.emit(Event{Kind: EventRequeued, At: now, Item: r.item.ID, Attempt: r.attempt})
 }
 
-// park sets r aside for a person. Its quality-gate history is dropped: a
-// parked item leaves the worker, and submitting it again starts afresh.
-func (c *core) park(r *itemRec, now time.Time) {
+// park sets r aside for a person, for reason (its escalation's). Its
+// quality-gate history is dropped: a parked item leaves the worker, and
+// submitting it again starts afresh.
+func (c *core) park(r *itemRec, reason string, now time.Time) {
 	c.queue.remove(r)
 	c.moveItem(r, ItemPark)
 	c.stuckQG.Reset(string(r.item.ID))
 	c.stats.Parked++
-	c.emit(Event{Kind: EventParked, At: now, Item: r.item.ID, Attempt: r.attempt})
+	c.emit(Event{Kind: EventParked, At: now, Item: r.item.ID, Attempt: r.attempt, Reason: reason})
 }
 
 func (c *core) complete(w *workerSlot, now time.Time) {

@@ -105,7 +105,7 @@ func (c *core) needsPerson(w *workerSlot, question string, now time.Time) {
 	// The agent may still sit at a prompt (a network transport's agent):
 	// reset ends it, since no one here will answer.
 	c.release(w, CommandReset, "waiting for a person", now)
-	c.park(r, now)
+	c.park(r, e.Reason, now)
 	c.tryAssign(now)
 }
 

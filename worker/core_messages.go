@@ -194,7 +194,7 @@ func (c *core) escalateStuckQG(w *workerSlot, r *itemRec, v health.QGVerdict, no
 	e := c.escalate(StuckQG, w, r, reason, false, now)
 	e.QGRepeats, e.QGWindow, e.QGStreak = v.Repeats, c.stuckQG.Config().Window, v.Streak
 	c.release(w, CommandReset, "stuck quality gate", now)
-	c.park(r, now)
+	c.park(r, reason, now)
 	c.tryAssign(now)
 }
 
@@ -205,14 +205,15 @@ func (c *core) crash(w *workerSlot, stop CommandKind, reason string, now time.Ti
 	r.crashes++
 	c.stats.Crashes++
 	requeue := r.crashes <= c.cfg.crashBudget
+	parked := ""
 	if !requeue {
-		c.escalate(CrashLimit, w, r, fmt.Sprintf("%s (crash %d, budget %d)", reason, r.crashes, c.cfg.crashBudget), false, now)
+		parked = c.escalate(CrashLimit, w, r, fmt.Sprintf("%s (crash %d, budget %d)", reason, r.crashes, c.cfg.crashBudget), false, now).Reason
 	}
 	c.release(w, stop, reason, now)
 	if requeue {
 		c.requeue(r, now)
 	} else {
-		c.park(r, now)
+		c.park(r, parked, now)
 	}
 	c.tryAssign(now)
 }
@@ -230,7 +231,7 @@ func (c *core) stall(w *workerSlot, reason string, now time.Time) {
 	if requeue {
 		c.requeue(r, now)
 	} else {
-		c.park(r, now)
+		c.park(r, "stalled: "+reason, now)
 	}
 	c.tryAssign(now)
 }
@@ -287,9 +288,9 @@ func (c *core) review(v Verdict, now time.Time) (Disposition, error) {
 		// Escalate, then free the worker (Idle, item, worktree and
 		// pending QG output cleared, process reset) so that it takes new
 		// work in this same assign cycle.
-		c.escalate(ReviewLimit, w, r, fmt.Sprintf("rejected %d times (limit %d)", r.rejections, c.cfg.maxReviewRejections), false, now)
+		e := c.escalate(ReviewLimit, w, r, fmt.Sprintf("rejected %d times (limit %d)", r.rejections, c.cfg.maxReviewRejections), false, now)
 		c.release(w, CommandReset, "review limit", now)
-		c.park(r, now)
+		c.park(r, e.Reason, now)
 	case c.cfg.mode == ModePooled && !r.overBudget && !c.halted && !c.stopping:
 		// The same worker gets a new assignment carrying
 		// every reviewer's feedback and the attempt counter; pending QG

@@ -102,9 +102,9 @@ func (c *core) crashConfirmed(w *workerSlot, next health.State, reason string, n
 	c.stats.Crashes++
 	c.emit(Event{Kind: EventWorkerDead, At: now, Worker: w.id, Assignment: id, Item: r.item.ID, Reason: reason})
 	if next.Phase == health.Paused {
-		c.escalate(CrashLimit, w, r, fmt.Sprintf("worker fell silent: %s (crash %d, budget %d)", reason, r.crashes, c.cfg.crashBudget), false, now)
+		e := c.escalate(CrashLimit, w, r, fmt.Sprintf("worker fell silent: %s (crash %d, budget %d)", reason, r.crashes, c.cfg.crashBudget), false, now)
 		c.release(w, CommandKill, reason, now)
-		c.park(r, now)
+		c.park(r, e.Reason, now)
 		c.tryAssign(now)
 		return
 	}
@@ -155,7 +155,7 @@ func (c *core) itemChecked(item foreman.ItemID, crashed foreman.AssignmentID, op
 		case health.EffectEscalate:
 			e := c.escalate(ItemCheckFailed, nil, r, fmt.Sprintf("%s after a crash: %v", next.PauseReason, err), false, now)
 			e.Assignment = crashed
-			c.park(r, now)
+			c.park(r, e.Reason, now)
 		}
 	}
 	// A Resuming item's protocol ends here: its next assignment starts

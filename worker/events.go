@@ -34,7 +34,7 @@ const (
 	EventWorkerStalled    EventKind = "worker_stalled"
 	EventWorkerLost       EventKind = "worker_lost" // unreachable: Send failed
 	EventRequeued         EventKind = "requeued"
-	EventParked           EventKind = "parked"
+	EventParked           EventKind = "parked"      // set aside for a person; Reason: why (its escalation)
 	EventItemClosed       EventKind = "item_closed" // found closed after a crash: not requeued
 	EventEscalated        EventKind = "escalated"
 	EventEscalationFailed EventKind = "escalation_failed"

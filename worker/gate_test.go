@@ -138,6 +138,7 @@ func TestDefaultRuntimeGateMakesStuckQGReachable(t *testing.T) {
 	assert.Equal(t, 3, esc.QGRepeats)
 	parked := rec.await(t, kind(worker.EventParked))
 	assert.Equal(t, foreman.ItemID("story-a"), parked.Item)
+	assert.Equal(t, esc.Reason, parked.Reason, "the parked event says why")
 	rec.await(t, kind(worker.EventAgentExited))
 	require.NoError(t, worker.CheckInvariants(d))
 	for _, w := range d.Workers() {

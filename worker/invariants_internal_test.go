@@ -21,7 +21,7 @@ func TestCheckInvariantsFindsALostItem(t *testing.T) {
 		for _, id := range []Item{{ID: "held"}, {ID: "queued"}, {ID: "parked"}} {
 			require.NoError(t, c.submit(id, now))
 		}
-		c.park(c.items["parked"], now)
+		c.park(c.items["parked"], "test", now)
 		require.NoError(t, c.checkInvariants())
 		return c
 	}

@@ -113,7 +113,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Usage = func() { usage(fs) }
 	fs.StringVar(&o.repo, "repo", ".", "the git repository to work on (its main worktree); stories merge onto its main branch")
 	fs.StringVar(&o.plan, "plan", "", "the stories file (YAML; -h shows one); required to run")
-	fs.StringVar(&o.agent, "agent", "", "the agent command, split like a shell would; {prompt} is replaced by the stage's prompt\n(default for -format claude or codex: that CLI's own non-interactive command)")
+	fs.StringVar(&o.agent, "agent", "", "the agent command, split like a shell would; {prompt} is replaced by the stage's prompt\n(default for -format claude or codex: that CLI's own non-interactive command); not needed with -role coordinator,\nwhose worker hosts run the agent and the gates")
 	fs.Func("format", "the agent's output format: text, claude or codex (default text)", func(s string) error {
 		f, err := agentcmd.ParseFormat(s)
 		o.format = f

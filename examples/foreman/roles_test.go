@@ -114,7 +114,10 @@ func newCluster(t *testing.T) *cluster {
 func (c *cluster) start(t *testing.T, name, role string, extra ...string) *proc {
 	t.Helper()
 	args := []string{"-role", role, "-db", c.db, "-remote", c.remote, "-repo", filepath.Join(filepath.Dir(c.remote), name),
-		"-plan", c.plan, "-agent", shellQuote(c.agent) + " {prompt}", "-gate", `sh -c '! grep -qs BAD *.txt'`, "-http", ""}
+		"-plan", c.plan, "-http", ""}
+	if role == roleWorker { // a coordinator runs no agent and no gate
+		args = append(args, "-agent", shellQuote(c.agent)+" {prompt}", "-gate", `sh -c '! grep -qs BAD *.txt'`)
+	}
 	cmd := exec.Command(binary, append(args, extra...)...)
 	cmd.Env = append(os.Environ(), append(gitEnv(), "FOREMAN_TEST_PROC="+name)...)
 	p := &proc{name: name, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}

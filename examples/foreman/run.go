@@ -165,6 +165,8 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 
 // teamConfig builds the team's Config from the flags and the plan.
 func teamConfig(o options, plan team.Plan, stderr io.Writer) (team.Config, error) {
+	// A coordinator runs no agent and no gate: its worker hosts do.
+	coordinator := o.role == roleCoordinator
 	var argv []string
 	if o.agent != "" {
 		var err error
@@ -174,7 +176,7 @@ func teamConfig(o options, plan team.Plan, stderr io.Writer) (team.Config, error
 		if len(argv) == 0 {
 			return team.Config{}, errors.New("-agent is empty")
 		}
-	} else if o.format == "" || o.format == agentcmd.FormatText {
+	} else if !coordinator && (o.format == "" || o.format == agentcmd.FormatText) {
 		return team.Config{}, errors.New("-agent is required (with -format text); e.g. -agent 'my-agent {prompt}'")
 	}
 	gates := plan.Gates
@@ -190,7 +192,7 @@ func teamConfig(o options, plan team.Plan, stderr io.Writer) (team.Config, error
 		}
 		gates.Levels = []phases.GateLevel{{Level: phases.L1Tests, Checks: checks}}
 	}
-	if len(gates.Levels) == 0 {
+	if len(gates.Levels) == 0 && !coordinator {
 		return team.Config{}, errors.New("no gates: every story's work must pass at least one check; give -gate 'go test ./...' or gates: in the stories file")
 	}
 	var check []string
@@ -221,9 +223,13 @@ func teamConfig(o options, plan team.Plan, stderr io.Writer) (team.Config, error
 		}
 		mc.Author = merge.Identity{Name: a.Name, Email: a.Address}
 	}
+	var agent phases.AgentDriver
+	if len(argv) > 0 || o.format != "" {
+		agent = agentcmd.New(agentcmd.Config{Argv: argv, Format: o.format, Logger: log})
+	}
 	return team.Config{
 		Repo:       repo,
-		Agent:      agentcmd.New(agentcmd.Config{Argv: argv, Format: o.format, Logger: log}),
+		Agent:      agent,
 		Gates:      gates,
 		Workers:    workers,
 		Merge:      mc,

@@ -21,8 +21,9 @@ const DefaultWorkers = 4
 // team's state by default (git-ignored through .git/info/exclude).
 const StateDirName = ".foreman"
 
-// Config configures a Team. Repo, Agent and Gates are required; the zero
-// value of every other field means its documented default.
+// Config configures a Team. Repo, Agent and Gates are required (Agent and
+// Gates not with Remote); the zero value of every other field means its
+// documented default.
 type Config struct {
 	// Repo is the git repository the team works on: any path inside it
 	// (a subdirectory, a linked worktree); the team works from its main
@@ -94,8 +95,10 @@ type Config struct {
 	// process, another host): the worker pool runs it as each worker's
 	// agent in place of performing the stage here, and it must return the
 	// stage's report line as the result's final message, as the agent
-	// NewStageAgent returns does on the host that performs it. Default nil:
-	// stages are performed in this process.
+	// NewStageAgent returns does on the host that performs it. Agent and
+	// Gates are then optional here (the hosts performing the stages have
+	// them) and not checked: a coordinator needs no agent program
+	// installed. Default nil: stages are performed in this process.
 	Remote phases.AgentDriver
 	// Worktrees and Merger, when set, replace the team's own (the
 	// merge.Manager of Repo making story worktrees and squash-merging with
@@ -294,7 +297,7 @@ func (cfg Config) defaults(work bool) (Config, error) {
 			if st.Agent == nil {
 				st.Agent = cfg.Agent
 			}
-			if st.Agent == nil && work {
+			if st.Agent == nil && work && cfg.Remote == nil {
 				return cfg, &ConfigError{Field: "Agent", Reason: fmt.Sprintf("required: stage %d (%s) runs an agent", i, st.Role)}
 			}
 		case StageGate:
@@ -303,7 +306,7 @@ func (cfg Config) defaults(work bool) (Config, error) {
 		}
 		needsGates = needsGates || st.Kind != StageAgent
 	}
-	if work && needsGates && checkCount(cfg.Gates) == 0 {
+	if work && cfg.Remote == nil && needsGates && checkCount(cfg.Gates) == 0 {
 		return cfg, &ConfigError{Field: "Gates", Reason: "the gate plan has no checks; every story's work must pass at least one"}
 	}
 	if cfg.Prompt == nil {

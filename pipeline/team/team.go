@@ -66,7 +66,10 @@ type Team struct {
 // New checks cfg, opens the team's state (creating it in a new repository,
 // continuing it in one that has it) and returns the Team. It runs nothing:
 // call Run. A missing agent program is an error matching
-// ErrAgentUnavailable; a bad Config one matching ErrInvalidConfig.
+// ErrAgentUnavailable; a bad Config one matching ErrInvalidConfig; a
+// Store holding another repository's plan one matching ErrOtherRepository
+// (a store remembers the first commit of the repository it was first
+// used with).
 func New(ctx context.Context, cfg Config) (*Team, error) {
 	cfg, log, err := prepareConfig(ctx, cfg)
 	if err != nil {
@@ -106,7 +109,7 @@ func prepareConfig(ctx context.Context, cfg Config) (Config, *slog.Logger, error
 	}
 	for i := range cfg.Stages {
 		st := &cfg.Stages[i]
-		if st.Agent == nil {
+		if st.Agent == nil || cfg.Remote != nil { // a remote stage's agent runs on its host
 			continue
 		}
 		if st.Agent, err = prepareAgent(st.Agent, cfg.StateDir, "the "+st.Role+" stage's agent", log); err != nil {
@@ -206,6 +209,9 @@ func (t *Team) open(ctx context.Context) error {
 		Core: taskgraph.CoreConfig{Roles: []string{storyRole}, NoCheckpoints: true, MaxActive: cfg.Workers},
 	})
 	if err != nil {
+		return err
+	}
+	if err := t.bindRepository(ctx); err != nil {
 		return err
 	}
 	if _, _, err := t.graph.Load(ctx, graphSession); errors.Is(err, taskgraph.ErrSessionNotFound) {

@@ -19,6 +19,14 @@
 // stage agent (team.NewStageAgent), pushes the story's branch and records
 // the stage's result in the team's store, then reports DONE.
 //
+// Example_coordinator and Example_worker (in example_test.go, shown on
+// pkg.go.dev) wire each side in about 30 lines; examples/foreman runs both
+// roles from one binary. The coordinator needs no agent program and no gate
+// plan (team.Config.Agent and Gates are the hosts'); each host's
+// pgtransport schema is its store's. A schema holds one team: the store
+// remembers the repository it was first used with, and team.New refuses
+// another (team.ErrOtherRepository).
+//
 // What a paused or partitioned old leader can do once another has taken
 // over: nothing. Its store and transport writes fail (pgstore.ErrFenced),
 // so it spawns nothing and records nothing. A merge it had already decided

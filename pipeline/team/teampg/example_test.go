@@ -43,11 +43,8 @@ func Example_coordinator() {
 		return
 	}
 	defer lead.Close(context.WithoutCancel(ctx))
-	cfg := team.Config{
-		Agent: agentcmd.New(agentcmd.Config{Format: agentcmd.FormatClaude}),
-		Gates: phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L1Tests,
-			Checks: []phases.GateCheck{{Name: "tests", Argv: []string{"go", "test", "./..."}}}}}},
-	}
+	// No agent and no gate plan here: the worker hosts have them.
+	cfg := team.Config{Workers: 8}
 	lead.Configure(&cfg) // Repo, Store, Remote, Worktrees, Merger
 	tm, err := team.New(lead.Context(), cfg)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,7 +32,9 @@ type HostConfig struct {
 	// set to Clone.Dir(); required.
 	Stages phases.AgentDriver
 	// Store is the team's store, where each stage's result is recorded for
-	// the coordinator; required.
+	// the coordinator; required. A *pgstore.Store also gives the transport
+	// its schema when Transport.Schema is empty (the two must agree: a
+	// host on another schema than the coordinators' never sees their work).
 	Store store.Store
 }
 
@@ -40,9 +43,13 @@ type HostConfig struct {
 // repository in Clone; after a stage that succeeded, the item's branch is
 // pushed (a refused push fails the stage), its result recorded and the
 // worktree removed; then the host reports DONE. Run it with Host.Run.
+//
+// A HostConfig without Clone, Stages or Store, or whose Transport.Schema is
+// not its Store's, is an error matching ErrInvalidConfig that names the
+// field.
 func NewHost(ctx context.Context, cfg HostConfig) (*pgtransport.Host, error) {
-	if cfg.Clone == nil || cfg.Stages == nil || cfg.Store == nil {
-		return nil, errors.New("teampg: HostConfig needs Clone, Stages and Store")
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	h := &hostAgent{cfg: cfg, current: map[foreman.ItemID]foreman.AssignmentID{},
 		busy: map[foreman.ItemID]int{}, unended: map[foreman.AssignmentID]bool{}}
@@ -56,6 +63,34 @@ func NewHost(ctx context.Context, cfg HostConfig) (*pgtransport.Host, error) {
 	tc.Runtime.Agent = h
 	tc.Prepare = h.prepare
 	return pgtransport.NewHost(ctx, tc)
+}
+
+// check finds what is missing or inconsistent in cfg, and takes the
+// transport's schema from a PostgreSQL store.
+func (cfg *HostConfig) check() error {
+	var missing []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"Clone (this host's clone of the shared repository)", cfg.Clone != nil},
+		{"Stages (team.NewStageAgent)", cfg.Stages != nil}, {"Store (the team's store)", cfg.Store != nil}} {
+		if !f.set {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: HostConfig needs %s", ErrInvalidConfig, strings.Join(missing, ", "))
+	}
+	if s, ok := cfg.Store.(interface{ Schema() string }); ok {
+		switch {
+		case cfg.Transport.Schema == "":
+			cfg.Transport.Schema = s.Schema()
+		case cfg.Transport.Schema != s.Schema():
+			return fmt.Errorf("%w: HostConfig.Transport.Schema %q is not the Store's schema %q: this host would never see the coordinators' work",
+				ErrInvalidConfig, cfg.Transport.Schema, s.Schema())
+		}
+	}
+	return nil
 }
 
 type hostAgent struct {

@@ -17,7 +17,8 @@ import (
 )
 
 // ErrInvalidConfig is matched by the error Lead returns for a LeadConfig
-// missing a required field.
+// missing a required field, and by NewHost's for a HostConfig missing one or
+// naming another schema than its store's.
 var ErrInvalidConfig = errors.New("teampg: invalid config")
 
 // LeadConfig configures Lead. Pool, Store and Clone are required; zero

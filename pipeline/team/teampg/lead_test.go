@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/merge/gitremote"
+	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/pgstore"
 	"github.com/agentforeman/foreman/pipeline/team"
@@ -52,6 +53,8 @@ func TestStagesRunOnAHostAndLandOnTheSharedMain(t *testing.T) {
 	assert.Contains(t, gitLog(t, c, gitremote.FenceRef), "Foreman-Leader-Term: 1", "the leader fenced the shared repository")
 
 	cfg := c.Config
+	// The coordinator runs no agent and no gate: the hosts have them.
+	cfg.Agent, cfg.Gates = nil, phases.GatePlan{}
 	lead.Configure(&cfg)
 	tm, err := team.New(lead.Context(), cfg)
 	require.NoError(t, err)

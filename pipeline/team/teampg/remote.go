@@ -127,6 +127,7 @@ func (r *Remote) Execute(ctx context.Context, req phases.AgentRequest, _ phases.
 	}
 	silence := r.clk.NewTimer(r.cfg.Silence)
 	defer silence.Stop()
+	heard := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -134,8 +135,13 @@ func (r *Remote) Execute(ctx context.Context, req phases.AgentRequest, _ phases.
 			return phases.AgentResult{}, context.Cause(ctx)
 		case <-silence.C():
 			withdraw("no word from the host")
-			return phases.AgentResult{}, fmt.Errorf("%w: %s: no heartbeat or message for %v", ErrHostFailed, id, r.cfg.Silence)
+			if !heard {
+				return phases.AgentResult{}, fmt.Errorf("%w: %s: no word from any worker host within %v (none claimed it, or its host died before its first heartbeat): is a host running (teampg.NewHost) on the same database, schema and queue?",
+					ErrHostFailed, id, r.cfg.Silence)
+			}
+			return phases.AgentResult{}, fmt.Errorf("%w: %s: no heartbeat or message from its host for %v", ErrHostFailed, id, r.cfg.Silence)
 		case m := <-ch:
+			heard = true
 			silence.Reset(r.cfg.Silence)
 			switch m.Kind {
 			case worker.MsgHeartbeat, worker.MsgStatus, worker.MsgQGResult:
