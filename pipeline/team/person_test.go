@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -310,4 +311,45 @@ func TestRepoMayBeAnyPathInsideTheRepository(t *testing.T) {
 	var ce *team.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "Repo", ce.Field)
+}
+
+// A person's decision may reach the task graph twice at once: from Resolve,
+// and from a Run starting that moment (a host runs again as soon as a
+// person decided). Both succeed, and the story is released once.
+func TestADecisionCarriedTwiceAtOnceReleasesTheStoryOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t)
+	f.touch(t, "US-001.fail-stage-0")
+	tm := f.newTeam(t)
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "US-001", Title: "first"}))
+	require.Equal(t, 1, run(t, tm).Paused)
+
+	errs := make(chan error, 9)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			<-start
+			for range 50 {
+				if err := team.ApplyDecision(tm, ctx, "US-001"); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		<-start
+		errs <- tm.Resolve(ctx, "US-001", team.Retry, "")
+	})
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		assert.NoError(t, err)
+	}
+
+	f.remove(t, "US-001.fail-stage-0")
+	assert.Equal(t, 1, run(t, tm).Merged)
 }

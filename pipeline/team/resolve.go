@@ -149,6 +149,16 @@ func (t *Team) applyDecision(ctx context.Context, story foreman.ItemID) error {
 		u.To = taskgraph.Cancelled
 	}
 	_, err = t.graph.Update(ctx, graphSession, u)
+	if errors.Is(err, taskgraph.ErrInvalidTransition) {
+		// Resolve and a Run starting up (a host runs again once a person
+		// decided) both carry the decision; whoever came second finds the
+		// task released already.
+		if sess, _, lerr := t.graph.Load(ctx, graphSession); lerr == nil {
+			if task, ok := sess.Graph.Task(string(story)); ok && task.Status != taskgraph.Parked {
+				return nil
+			}
+		}
+	}
 	return err
 }
 
