@@ -90,6 +90,13 @@ func chaosRun(t *testing.T, seed uint64) {
 		// merges alike, whatever the machine's speed.
 		target := countLines(agentLog) + 1 + rng.IntN(3)
 		delay := time.Duration(rng.IntN(600)) * time.Millisecond
+		if kills == 0 {
+			// The first kill lands within 100 ms of its execution's
+			// start, so that every run has one: on a fast machine the
+			// whole plan took less than 600 ms after its third execution
+			// (6 of 50 runs in CI were not killed at all).
+			delay = time.Duration(rng.IntN(100)) * time.Millisecond
+		}
 		cmd, _, _ := f.command(t, f.runArgs()...)
 		cmd.Env = append(cmd.Env, "FOREMAN_CHAOS_TOKEN="+token)
 		require.NoError(t, cmd.Start())
@@ -127,6 +134,7 @@ func chaosRun(t *testing.T, seed uint64) {
 	cmd.Env = append(cmd.Env, "FOREMAN_CHAOS_TOKEN="+token)
 	err := cmd.Run()
 	t.Logf("seed %d: %d kills, after %s; then a run to the end", seed, kills, strings.Join(delays, ", "))
+	require.NotZero(t, kills, "seed %d: the plan finished before the first kill", seed)
 	require.Equal(t, exitNeedsPerson, exitCode(t, err), "seed %d\nstdout:\n%s\nstderr:\n%s", seed, stdout, stderr)
 
 	got := f.merged(t)
