@@ -106,7 +106,9 @@ wait
 		require.Len(t, f, 2)
 		leader, _ = strconv.Atoi(f[0])
 		child, _ = strconv.Atoi(f[1])
-		return true
+		// The mv that wrote the file may still be a member of the group
+		// for a moment; the orphan is the leader and its sleeping child.
+		return len(liveGroupMembers(t, leader)) == 2
 	}, 30*time.Second, 10*time.Millisecond, "the helper's agent never started")
 	killGroupAtCleanup(t, leader)
 
