@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/atomicfile"
+	"github.com/agentforeman/foreman/internal/clock"
 )
 
 // Worktree is an item's working tree.
@@ -171,6 +173,31 @@ func (m *Manager) removeWorktreeFiles(path, admin string, stale bool) error {
 	} else {
 		m.log.Debug("merge: removing worktree", "path", path, "registrations", admins)
 	}
+	// A repair can race with the git that made the worktree: a host
+	// SIGKILLed during `git worktree add` leaves that git (in a process
+	// group of its own) running on, writing into the directories being
+	// removed ("directory not empty"). It ends within moments, so a few
+	// more tries finish the job.
+	var err error
+	for try := 0; ; try++ {
+		if err = removeAll(path, admins); err == nil || !stale || try == staleRemoveTries {
+			return err
+		}
+		if try == 0 {
+			m.log.Warn("merge: stale worktree still being written (a git of a killed process?); trying again", "path", path, "err", err)
+		}
+		_ = clock.Sleep(context.Background(), m.clk, staleRemovePause)
+	}
+}
+
+// A stale worktree's removal is tried again staleRemoveTries times, staleRemovePause apart.
+const (
+	staleRemoveTries = 40
+	staleRemovePause = 50 * time.Millisecond
+)
+
+// removeAll removes a worktree's directory and its registrations.
+func removeAll(path string, admins []string) error {
 	if err := os.RemoveAll(path); err != nil {
 		return fmt.Errorf("merge: remove stale worktree: %w", err)
 	}
