@@ -180,7 +180,7 @@ func (m *Manager) removeWorktreeFiles(path, admin string, stale bool) error {
 	// more tries finish the job.
 	var err error
 	for try := 0; ; try++ {
-		if err = removeAll(path, admins); err == nil || !stale || try == staleRemoveTries {
+		if err = removeWorktreeDirs(path, admins); err == nil || !stale || try == staleRemoveTries {
 			return err
 		}
 		if try == 0 {
@@ -196,8 +196,8 @@ const (
 	staleRemovePause = 50 * time.Millisecond
 )
 
-// removeAll removes a worktree's directory and its registrations.
-func removeAll(path string, admins []string) error {
+// removeWorktreeDirs removes a worktree's directory and its registrations.
+func removeWorktreeDirs(path string, admins []string) error {
 	if err := os.RemoveAll(path); err != nil {
 		return fmt.Errorf("merge: remove stale worktree: %w", err)
 	}
