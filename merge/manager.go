@@ -46,7 +46,9 @@ type Config struct {
 	Remote string
 	// StaleLockAge is the age after which a git lock file (index.lock, a
 	// ref's .lock) found in Foreman's way is taken for a crash leftover and
-	// removed. Younger ones are reported as *LockedError. Default 2 minutes.
+	// removed. Younger ones are reported as *LockedError. It is also how
+	// long New lets a git that a process now gone left running finish (see
+	// the package documentation). Default 2 minutes.
 	StaleLockAge time.Duration
 	// Git is the git binary. Default: "git" from PATH.
 	Git string
@@ -154,7 +156,48 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("merge: BranchPrefix %q: %w", m.cfg.BranchPrefix, err)
 	}
 	m.lock = newRepoLock(filepath.Join(m.commonDir, lockFileName), m.log)
+	if err := m.reapOrphanedGits(ctx); err != nil {
+		return nil, err
+	}
 	return m, nil
+}
+
+// orphanGrace is how long an orphaned git gets to end after SIGTERM, and
+// again after SIGKILL: git removes its lock files and exits at once on
+// SIGTERM.
+const orphanGrace = 5 * time.Second
+
+// reapOrphanedGits waits for the gits that a Manager in a process now gone
+// started in this repository or its worktrees: a host SIGKILLed in the
+// middle of `git worktree add` or a merge leaves its git running (git runs
+// in a process group of its own), and the repairs this Manager makes, or an
+// agent's next commit, would race with it. They get StaleLockAge to finish
+// (the age at which a git lock file counts as abandoned), then SIGTERM. The
+// waits are paced by the wall clock, whatever Config.Clock is: the orphans
+// are other processes.
+func (m *Manager) reapOrphanedGits(ctx context.Context) error {
+	reaper := gitexec.OrphanReaper{Clock: clock.Real(), Patience: m.cfg.StaleLockAge, Grace: orphanGrace,
+		OnFound: func(found []gitexec.Orphan) {
+			for _, o := range found {
+				m.log.Info("merge: waiting for a git left running by a host that is gone", "dir", o.Dir,
+					"pgid", o.PGID, "pids", o.PIDs, "owner", o.Owner)
+			}
+		}}
+	orphans, err := reaper.Reap(ctx, []string{m.mainDir, m.commonDir, m.root})
+	for _, o := range orphans {
+		switch {
+		case len(o.Survivors) > 0:
+			m.log.Warn("merge: a git left running by a host that is gone survived SIGKILL", "dir", o.Dir, "pgid", o.PGID, "pids", o.Survivors)
+		case o.Signal != "":
+			m.log.Warn("merge: ended a git left running by a host that is gone", "dir", o.Dir, "pgid", o.PGID, "signal", o.Signal)
+		default:
+			m.log.Info("merge: a git left running by a host that is gone has finished", "dir", o.Dir, "pgid", o.PGID)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	return nil
 }
 
 // findRepository sets the working tree, main worktree and common git

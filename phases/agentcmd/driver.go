@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentforeman/foreman/internal/proc"
 	"github.com/agentforeman/foreman/phases"
 )
 
@@ -286,7 +287,7 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, parser O
 		case <-waited:
 			exited = true
 			if eofs < 2 && stage == stageRunning {
-				if groupAlive(p.pgid) {
+				if proc.GroupAlive(p.pgid) {
 					// The agent is gone but something it started still
 					// holds its output.
 					escalate("agent exited leaving processes holding its output")

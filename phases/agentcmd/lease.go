@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman/internal/atomicfile"
+	"github.com/agentforeman/foreman/internal/proc"
 )
 
 // Lease is what the driver records in Config.LeaseDir about the agent it
@@ -154,12 +155,12 @@ func (l *workspaceLease) release() {
 
 // record writes the lease of the agent p, atomically.
 func (l *workspaceLease) record(p *process, env []string) error {
-	st, err := readProcStat(p.pgid)
+	st, err := proc.ReadStat(p.pgid)
 	if err != nil {
 		return fmt.Errorf("agentcmd: lease: agent start time: %w", err)
 	}
 	lease := Lease{
-		PID: p.pgid, PGID: p.pgid, StartTime: st.startTime, Workspace: l.workspace,
+		PID: p.pgid, PGID: p.pgid, StartTime: st.StartTime, Workspace: l.workspace,
 		Env: foremanEnv(env), WrittenAt: l.d.cfg.Clock.Now(),
 	}
 	if err := atomicfile.WriteJSON(l.path, lease, 0o600); err != nil {
@@ -260,14 +261,14 @@ func (l *workspaceLease) waitGone(ctx context.Context, lease Lease) ([]int, erro
 // group: the agent's group is all gone, and that process is not touched.
 func (lease Lease) running() ([]int, error) {
 	var pids []int
-	st, err := readProcStat(lease.PID)
+	st, err := proc.ReadStat(lease.PID)
 	switch {
-	case err == nil && st.startTime != lease.StartTime:
+	case err == nil && st.StartTime != lease.StartTime:
 		return nil, nil // pid reused
-	case err == nil && st.running():
+	case err == nil && st.Running():
 		pids = append(pids, lease.PID)
 	}
-	members, err := runningGroupMembers(lease.PGID, lease.StartTime)
+	members, err := proc.GroupMembers(lease.PGID, lease.StartTime)
 	if err != nil {
 		return nil, err
 	}

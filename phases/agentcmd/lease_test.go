@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/internal/atomicfile"
+	"github.com/agentforeman/foreman/internal/proc"
 	"github.com/agentforeman/foreman/phases"
 )
 
@@ -67,9 +68,9 @@ func leaseFiles(t *testing.T, dir string) []string {
 
 func startTimeOf(t *testing.T, pid int) uint64 {
 	t.Helper()
-	st, err := readProcStat(pid)
+	st, err := proc.ReadStat(pid)
 	require.NoError(t, err)
-	return st.startTime
+	return st.StartTime
 }
 
 // killGroupAtCleanup makes sure a failing test leaves no sleepers behind.
@@ -296,13 +297,4 @@ rmdir "`+scratch+`/busy"
 	}
 	assert.Empty(t, leaseFiles(t, leaseDir))
 	assert.Empty(t, d.leaseLocks.slots, "the per-workspace locks are dropped when unused")
-}
-
-func TestParseProcStat(t *testing.T) {
-	// comm with spaces and a parenthesis, as /proc shows it.
-	st, err := parseProcStat("4242 (a) b (c) S 1 4240 4240 0 -1 4194304 93 0 0 0 0 0 0 0 20 0 1 0 987654 2273280 224 rest\n")
-	require.NoError(t, err)
-	assert.Equal(t, procStat{state: 'S', pgrp: 4240, startTime: 987654}, st)
-	_, err = parseProcStat("4242 (a) S 1")
-	assert.Error(t, err)
 }
