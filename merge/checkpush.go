@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/gitexec"
 )
 
 func (m *Manager) clearLeftoverCheck(id foreman.ItemID) error {
@@ -38,7 +39,7 @@ func (m *Manager) runCheck(ctx context.Context, id foreman.ItemID, commit string
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.Env = append(os.Environ(), "FOREMAN_ITEM="+string(id), "FOREMAN_COMMIT="+commit)
+	cmd.Env = append(gitexec.WithoutOwner(os.Environ()), "FOREMAN_ITEM="+string(id), "FOREMAN_COMMIT="+commit)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

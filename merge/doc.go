@@ -67,17 +67,18 @@
 // valid: the local merge stands and a retry pushes again), *LockedError,
 // *InProgressError, *VerifyError. Any other error is a system fault.
 //
-// New first waits for the git commands that a Manager in a process now
-// gone left running in the repository or its worktrees: git runs in a
-// process group of its own, so a host SIGKILLed in the middle of `git
-// worktree add` or a merge leaves it running, and it would race with the
-// repairs below and with an agent's next commit there. Such a git is let
-// finish (ended half way, it would leave its work half done), for up to
-// Config.StaleLockAge; one still running then gets SIGTERM, on which git
-// removes its lock files, and 5 s later SIGKILL. Config.Logger hears of
-// each. Gits are told apart by the FOREMAN_GIT_OWNER variable every Manager
-// sets on them: the pid and start time of their process. Gits of a living
-// process are never touched.
+// New first waits for the git commands that a process now gone (a host
+// SIGKILLed in the middle of `git worktree add` or a merge) left running in
+// the repository or its worktrees: git runs in a process group of its own,
+// so it outlives its host, and it would race with the repairs below and
+// with an agent's next commit there. Such a git is let finish (ended half
+// way, it would leave its work half done), for up to Config.StaleLockAge;
+// one still running then gets SIGTERM, on which git removes its lock files,
+// and 5 s later SIGKILL. Config.Logger hears of each. Gits are told apart
+// by the FOREMAN_GIT_OWNER variable that every git Foreman starts carries:
+// the pid and start time of the process that started it. Only such gits
+// are waited for or signalled, never those of a living process, and never
+// a whole process group.
 //
 // Before it acts, Merge repairs crash leftovers: an interrupted merge or
 // rebase in the item's worktree is aborted, a half-made worktree is cleared

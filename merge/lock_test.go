@@ -22,7 +22,8 @@ import (
 
 const helperEnv = "FOREMAN_MERGE_LOCK_HELPER"
 
-// TestMain doubles as the helper process of the multi-process lock test.
+// TestMain doubles as the helper process of the multi-process lock test
+// and of the orphaned git test.
 func TestMain(m *testing.M) {
 	// A developer's own git config (core.hooksPath, commit.gpgsign) must not
 	// reach the test repositories (whose own config turns git's auto
@@ -34,6 +35,9 @@ func TestMain(m *testing.M) {
 	}
 	if spec := os.Getenv(helperEnv); spec != "" {
 		os.Exit(lockHelper(spec))
+	}
+	if repo := os.Getenv(orphanHelperEnv); repo != "" {
+		os.Exit(orphanHelper(repo))
 	}
 	os.Exit(m.Run())
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -50,19 +51,32 @@ func ownerAlive(owner string) bool {
 	return proc.Alive(pid, start)
 }
 
+// WithoutOwner returns env without OwnerEnv: for processes the library
+// starts that are not git (agents, gates, checks), so that an OwnerEnv this
+// process inherited does not make them look like a dead host's gits.
+func WithoutOwner(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, OwnerEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // Orphan is a git process group whose owner (the process that started the
 // git) is gone, found by an OrphanReaper.
 type Orphan struct {
 	// PGID is the group, led by the git a Runner started.
 	PGID int
-	// PIDs are the group's processes found running, and Dir the working
-	// directory of the first of them.
+	// PIDs are the group's orphaned processes seen running, and Dir the
+	// working directory of the first of them.
 	PIDs []int
 	Dir  string
 	// Owner is the dead owner, as OwnerEnv gave it.
 	Owner string
 	// Signal is empty when the group ended on its own; else the last
-	// signal it needed: SIGTERM, on which git removes its lock files, or
+	// signal it was sent: SIGTERM, on which git removes its lock files, or
 	// SIGKILL, which may leave one behind.
 	Signal string
 	// Survivors are the processes still running after SIGKILL and a
@@ -70,8 +84,8 @@ type Orphan struct {
 	Survivors []int
 }
 
-// orphanPoll is how often OrphanReaper looks whether an orphan group is
-// gone: it is not the orphans' parent, so it cannot wait for them.
+// orphanPoll is how often OrphanReaper looks whether the orphans are gone:
+// it is not their parent, so it cannot wait for them.
 const orphanPoll = 10 * time.Millisecond
 
 // OrphanReaper waits for, and if need be ends, the gits that a process now
@@ -83,9 +97,19 @@ const orphanPoll = 10 * time.Millisecond
 // An orphan is let finish, for up to Patience: a git ended half way leaves
 // its work half done (a checkout with half its files written), where one
 // that finishes leaves what its host would have found had it died a moment
-// later, which the host's repairs expect. An orphan still running then gets
-// SIGTERM (git removes its lock files and exits) and, after Grace, SIGKILL.
-// Gits of living processes, this one included, are never touched.
+// later, which the host's repairs expect. (Its output went to pipes into
+// the dead host: a git that writes after its host died gets SIGPIPE and
+// ends there. Foreman's gits are quiet until their work is done.) An
+// orphan still running then gets SIGTERM (git removes its lock files and
+// exits) and, after Grace, SIGKILL.
+//
+// Only processes carrying OwnerEnv are waited for or signalled, each by
+// its pid, never a whole group; not this process or its children, and not
+// a process that detached itself into a session of its own (`git gc
+// --auto` in the background). A process that inherited OwnerEnv from
+// outside (a host started by a hook of a git that Foreman ran) counts as
+// that git's: the library's agents, gates and checks do not inherit it
+// (WithoutOwner).
 type OrphanReaper struct {
 	// Clock paces the waits. Orphans are other processes, which a fake
 	// clock does not govern: hosts pass a real one.
@@ -99,58 +123,95 @@ type OrphanReaper struct {
 }
 
 // Reap deals with the orphans working under one of roots and returns them
-// as they ended.
+// as they ended. Without /proc it finds none.
 func (r OrphanReaper) Reap(ctx context.Context, roots []string) ([]Orphan, error) {
-	groups, err := findOrphans(resolveRoots(roots))
-	if err != nil || len(groups) == 0 {
+	roots = resolveRoots(roots)
+	found, err := findOrphans(roots)
+	if err != nil || len(found) == 0 {
 		return nil, err
 	}
+	var rep orphanReport
+	rep.add(found)
 	if r.OnFound != nil {
-		r.OnFound(orphansOf(groups))
+		r.OnFound(rep.orphans())
 	}
 	clk := clock.OrReal(r.Clock)
-	pending, err := waitGroupsGone(ctx, clk, groups, r.Patience)
+	remaining, err := r.waitGone(ctx, clk, roots, &rep, r.Patience)
 	for _, step := range []struct {
 		sig  syscall.Signal
 		name string
 	}{{syscall.SIGTERM, "SIGTERM"}, {syscall.SIGKILL, "SIGKILL"}} {
-		if err != nil || len(pending) == 0 {
+		if err != nil || len(remaining) == 0 {
 			break
 		}
-		for _, g := range pending {
-			g.orphan.Signal = step.name
-			if kerr := syscall.Kill(-g.orphan.PGID, step.sig); kerr != nil && !errors.Is(kerr, syscall.ESRCH) {
-				return orphansOf(groups), fmt.Errorf("gitexec: signal orphaned git group %d: %w", g.orphan.PGID, kerr)
+		for _, p := range remaining {
+			rep.signalled(p.pgid, step.name)
+			// Checked again just before: a pid is reused only after its
+			// process is gone, and then its start time differs.
+			if !proc.Alive(p.pid, p.start) {
+				continue
+			}
+			if kerr := syscall.Kill(p.pid, step.sig); kerr != nil && !errors.Is(kerr, syscall.ESRCH) && err == nil {
+				err = fmt.Errorf("gitexec: signal orphaned git %d: %w", p.pid, kerr)
 			}
 		}
-		pending, err = waitGroupsGone(ctx, clk, pending, r.Grace)
+		var werr error
+		remaining, werr = r.waitGone(ctx, clk, roots, &rep, r.Grace)
+		if err == nil {
+			err = werr
+		}
+		if step.sig == syscall.SIGKILL {
+			rep.survivors(remaining)
+		}
 	}
-	return orphansOf(groups), err
+	return rep.orphans(), err
 }
 
-func orphansOf(groups []*orphanGroup) []Orphan {
-	out := make([]Orphan, len(groups))
-	for i, g := range groups {
-		out[i] = g.orphan
+// waitGone looks again every orphanPoll, until no orphan runs under roots
+// (nil) or d passes (those still running). Each look can find new ones: a
+// git starts children.
+func (r OrphanReaper) waitGone(ctx context.Context, clk clock.Clock, roots []string, rep *orphanReport, d time.Duration) ([]orphanProc, error) {
+	deadline := clk.NewTimer(d)
+	defer deadline.Stop()
+	tick := clk.NewTicker(orphanPoll)
+	defer tick.Stop()
+	for {
+		running, err := findOrphans(roots)
+		if err != nil || len(running) == 0 {
+			return running, err
+		}
+		rep.add(running)
+		select {
+		case <-ctx.Done():
+			return running, fmt.Errorf("gitexec: waiting for orphaned gits: %w", ctx.Err())
+		case <-deadline.C():
+			return running, nil
+		case <-tick.C():
+		}
 	}
-	return out
 }
 
-type orphanGroup struct {
-	orphan    Orphan
-	notBefore uint64 // the earliest start time among its members found
+// orphanProc is one orphaned process: (pid, start) names it for good.
+type orphanProc struct {
+	pid, pgid  int
+	start      uint64
+	dir, owner string
 }
 
-// findOrphans lists, by group, the running processes whose OwnerEnv names
-// a process that is gone and whose working directory is under a root.
-func findOrphans(roots []string) ([]*orphanGroup, error) {
+// findOrphans lists the running processes whose OwnerEnv names a process
+// that is gone and whose working directory is under a root, leaving out
+// this process, its children and detached sessions. Without /proc it
+// finds none.
+func findOrphans(roots []string) ([]orphanProc, error) {
 	pids, err := proc.PIDs()
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	self := os.Getpid()
-	var groups []*orphanGroup
-	byPGID := map[int]*orphanGroup{}
+	var found []orphanProc
 	for _, pid := range pids {
 		if pid == self {
 			continue
@@ -164,52 +225,64 @@ func findOrphans(roots []string) ([]*orphanGroup, error) {
 			continue
 		}
 		st, err := proc.ReadStat(pid)
-		if err != nil || !st.Running() {
+		if err != nil || !st.Running() || st.PPID == self || st.Session == st.PGrp {
 			continue
 		}
-		g := byPGID[st.PGrp]
-		if g == nil {
-			g = &orphanGroup{orphan: Orphan{PGID: st.PGrp, Dir: cwd, Owner: owner}, notBefore: st.StartTime}
-			byPGID[st.PGrp] = g
-			groups = append(groups, g)
-		}
-		g.orphan.PIDs = append(g.orphan.PIDs, pid)
-		g.notBefore = min(g.notBefore, st.StartTime)
+		found = append(found, orphanProc{pid: pid, pgid: st.PGrp, start: st.StartTime, dir: cwd, owner: owner})
 	}
-	return groups, nil
+	return found, nil
 }
 
-// waitGroupsGone polls until no member of the groups runs or d passes, and
-// returns the groups with members still running; after d it records them
-// as each group's Survivors.
-func waitGroupsGone(ctx context.Context, clk clock.Clock, groups []*orphanGroup, d time.Duration) ([]*orphanGroup, error) {
-	deadline := clk.NewTimer(d)
-	defer deadline.Stop()
-	tick := clk.NewTicker(orphanPoll)
-	defer tick.Stop()
-	for {
-		var pending []*orphanGroup
-		for _, g := range groups {
-			running, err := proc.GroupMembers(g.orphan.PGID, g.notBefore)
-			if err != nil {
-				return groups, err
-			}
-			if g.orphan.Survivors = running; len(running) > 0 {
-				pending = append(pending, g)
-			}
-		}
-		if len(pending) == 0 {
-			return nil, nil
-		}
-		groups = pending
-		select {
-		case <-ctx.Done():
-			return groups, fmt.Errorf("gitexec: waiting for orphaned gits: %w", ctx.Err())
-		case <-deadline.C():
-			return groups, nil
-		case <-tick.C():
+// orphanReport gathers what was seen of each orphaned group, in the order
+// the groups were first seen.
+type orphanReport struct {
+	groups []*Orphan
+}
+
+func (r *orphanReport) group(pgid int) *Orphan {
+	for _, g := range r.groups {
+		if g.PGID == pgid {
+			return g
 		}
 	}
+	return nil
+}
+
+func (r *orphanReport) add(procs []orphanProc) {
+	for _, p := range procs {
+		g := r.group(p.pgid)
+		if g == nil {
+			g = &Orphan{PGID: p.pgid, Dir: p.dir, Owner: p.owner}
+			r.groups = append(r.groups, g)
+		}
+		if !slices.Contains(g.PIDs, p.pid) {
+			g.PIDs = append(g.PIDs, p.pid)
+		}
+	}
+}
+
+func (r *orphanReport) signalled(pgid int, signal string) {
+	if g := r.group(pgid); g != nil {
+		g.Signal = signal
+	}
+}
+
+func (r *orphanReport) survivors(procs []orphanProc) {
+	for _, p := range procs {
+		if g := r.group(p.pgid); g != nil {
+			g.Survivors = append(g.Survivors, p.pid)
+		}
+	}
+}
+
+func (r *orphanReport) orphans() []Orphan {
+	out := make([]Orphan, len(r.groups))
+	for i, g := range r.groups {
+		out[i] = *g
+		out[i].PIDs = slices.Clone(g.PIDs)
+		out[i].Survivors = slices.Clone(g.Survivors)
+	}
+	return out
 }
 
 // resolveRoots makes roots absolute with their symbolic links resolved, as

@@ -2,6 +2,7 @@ package gitexec
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,9 +15,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/agentforeman/foreman/internal/clock"
-	"github.com/agentforeman/foreman/internal/proc"
 )
 
 // The helper process is the host the orphan test kills: it runs one git
@@ -45,7 +46,7 @@ func hangingCommitRunner() *Runner {
 // (which `git commit -a` runs holding index.lock) that writes to the fifo
 // started (so the test knows git runs, holding index.lock) and then waits
 // for a line on the fifo release, which nobody writes unless the test does.
-func hangingRepo(t *testing.T) (dir, started, release string) {
+func hangingRepo(t *testing.T, hookPrelude string) (dir, started, release string) {
 	t.Helper()
 	ctx := context.Background()
 	fifos := t.TempDir()
@@ -61,7 +62,7 @@ func hangingRepo(t *testing.T) (dir, started, release string) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "f.txt"), []byte("y\n"), 0o644))
 	require.NoError(t, syscall.Mkfifo(started, 0o600))
 	require.NoError(t, syscall.Mkfifo(release, 0o600))
-	hook := "#!/bin/sh\necho started > '" + started + "'\nread line < '" + release + "'\n"
+	hook := "#!/bin/sh\n" + hookPrelude + "echo started > '" + started + "'\nread line < '" + release + "'\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ".git", "hooks", "pre-commit"), []byte(hook), 0o755))
 	return dir, started, release
 }
@@ -82,103 +83,213 @@ func TestRunnerMarksItsGitsWithTheirOwner(t *testing.T) {
 	assert.True(t, ownerAlive(owner))
 	assert.False(t, ownerAlive(owner+"1"), "the same pid with another start time is another process")
 	assert.True(t, ownerAlive("not an owner"), "what cannot be read is never taken for dead")
+
+	env := WithoutOwner([]string{"A=1", OwnerEnv + "=1.2", "B=2"})
+	assert.Equal(t, []string{"A=1", "B=2"}, env, "agents, gates and checks get no inherited owner")
+}
+
+// orphan is what a killed helper host left running: its git and the git's
+// hook, with a pidfd each to wait for their end.
+type orphan struct {
+	dir, release string
+	host         int
+	pids         []int
+	exited       []int // pidfds
 }
 
 // orphanOfAKilledHost starts a helper host whose git commit hangs in its
-// hook, kills the helper, and returns the repository and the release fifo.
-func orphanOfAKilledHost(t *testing.T) (dir, release string, host int) {
+// hook (after hookPrelude), and kills the helper.
+func orphanOfAKilledHost(t *testing.T, hookPrelude string) orphan {
 	t.Helper()
-	dir, fifo, release := hangingRepo(t)
+	dir, started, release := hangingRepo(t, hookPrelude)
 	helper := exec.Command(os.Args[0], "-test.run=^TestOrphanHelperProcess$")
 	helper.Env = append(os.Environ(), orphanHelperEnv+"=1", orphanHelperDirEnv+"="+dir)
 	require.NoError(t, helper.Start())
-	awaitHook(t, fifo)
-	lock := filepath.Join(dir, ".git", "index.lock")
-	require.FileExists(t, lock, "the hook runs while git holds the index")
+	awaitHook(t, started)
+	require.FileExists(t, filepath.Join(dir, ".git", "index.lock"), "the hook runs while git holds the index")
 
 	require.NoError(t, helper.Process.Kill())
 	_ = helper.Wait()
 	found, err := findOrphans(resolveRoots([]string{dir}))
 	require.NoError(t, err)
-	require.Len(t, found, 1, "the killed host's git, with its hook, still runs")
-	t.Cleanup(func() { _ = syscall.Kill(-found[0].orphan.PGID, syscall.SIGKILL) })
-	return dir, release, helper.Process.Pid
+	require.Len(t, found, 2, "the killed host's git, and its hook, still run")
+	o := orphan{dir: dir, release: release, host: helper.Process.Pid}
+	for _, p := range found {
+		o.pids = append(o.pids, p.pid)
+		fd, err := unix.PidfdOpen(p.pid, 0)
+		require.NoError(t, err)
+		o.exited = append(o.exited, fd)
+		t.Cleanup(func() { _ = unix.Close(fd); _ = syscall.Kill(p.pid, syscall.SIGKILL) })
+	}
+	return o
 }
 
-func TestOrphanReaperLetsAnOrphanFinish(t *testing.T) {
-	dir, release, _ := orphanOfAKilledHost(t)
-	ctx := context.Background()
-	start := time.Now()
-	fake := clock.NewFake(start)
-	type reaped struct {
-		orphans []Orphan
-		err     error
+// awaitExit blocks until the process behind the pidfd has ended.
+func awaitExit(t *testing.T, pidfd int) {
+	t.Helper()
+	for {
+		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, -1)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		return
 	}
-	done := make(chan reaped, 1)
+}
+
+// reaping runs an OrphanReaper on a fake clock.
+type reaping struct {
+	fake *clock.Fake
+	done chan struct{}
+	got  []Orphan
+	err  error
+}
+
+func startReaping(ctx context.Context, dir string, patience, grace time.Duration) *reaping {
+	r := &reaping{fake: clock.NewFake(time.Unix(0, 0)), done: make(chan struct{})}
 	go func() {
-		orphans, err := OrphanReaper{Clock: fake, Patience: time.Hour, Grace: time.Second}.Reap(ctx, []string{dir})
-		done <- reaped{orphans, err}
+		defer close(r.done)
+		r.got, r.err = OrphanReaper{Clock: r.fake, Patience: patience, Grace: grace}.Reap(ctx, []string{dir})
 	}()
-	require.NoError(t, fake.BlockUntil(ctx, 2), "ReapOrphans found the orphan and waits for it")
-	require.NoError(t, os.WriteFile(release, []byte("go\n"), 0o600))
-	var got reaped
-	for got.orphans == nil && got.err == nil {
+	return r
+}
+
+// waiting blocks until the reaper waits on the clock (a deadline and its
+// poll ticker).
+func (r *reaping) waiting(t *testing.T) {
+	t.Helper()
+	require.NoError(t, r.fake.BlockUntil(context.Background(), 2))
+}
+
+// finish ticks the poll until Reap returns; called once the orphans it
+// waits for are gone, so that each tick's look can end it.
+func (r *reaping) finish(t *testing.T) ([]Orphan, error) {
+	t.Helper()
+	for {
 		select {
-		case got = <-done:
+		case <-r.done:
+			return r.got, r.err
 		default:
-			fake.Advance(orphanPoll) // each tick is one look at the group
+			r.fake.Advance(orphanPoll)
 			runtime.Gosched()
 		}
 	}
-	require.NoError(t, got.err)
-	require.Len(t, got.orphans, 1)
-	assert.Empty(t, got.orphans[0].Signal, "it ended on its own")
-	assert.Empty(t, got.orphans[0].Survivors)
-	assert.Less(t, fake.Since(start), time.Hour, "no signal was due")
-	out, err := hangingCommitRunner().Run(ctx, dir, "log", "-1", "--format=%s")
+}
+
+func TestOrphanReaperLetsAnOrphanFinish(t *testing.T) {
+	o := orphanOfAKilledHost(t, "")
+	r := startReaping(context.Background(), o.dir, time.Minute, time.Minute)
+	r.waiting(t)
+	require.NoError(t, os.WriteFile(o.release, []byte("go\n"), 0o600))
+	for _, fd := range o.exited {
+		awaitExit(t, fd)
+	}
+	got, err := r.finish(t)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Empty(t, got[0].Signal, "it ended on its own")
+	assert.Empty(t, got[0].Survivors)
+	assert.ElementsMatch(t, o.pids, got[0].PIDs)
+	assert.Less(t, r.fake.Since(time.Unix(0, 0)), time.Minute, "no signal was due")
+	out, err := hangingCommitRunner().Run(context.Background(), o.dir, "log", "-1", "--format=%s")
 	require.NoError(t, err)
 	assert.Equal(t, "never\n", out, "the killed host's commit landed, as if its host had died a moment later")
-	assert.NoFileExists(t, filepath.Join(dir, ".git", "index.lock"))
+	assert.NoFileExists(t, filepath.Join(o.dir, ".git", "index.lock"))
 }
 
 func TestOrphanReaperEndsAnOrphanThatDoesNotFinish(t *testing.T) {
-	dir, _, host := orphanOfAKilledHost(t)
-	lock := filepath.Join(dir, ".git", "index.lock")
-	ctx := context.Background()
-	orphans, err := OrphanReaper{Grace: 5 * time.Second}.Reap(ctx, []string{t.TempDir()})
+	o := orphanOfAKilledHost(t, "")
+	orphans, err := OrphanReaper{}.Reap(context.Background(), []string{t.TempDir()})
 	require.NoError(t, err)
 	assert.Empty(t, orphans, "gits working elsewhere are left alone")
 
-	orphans, err = OrphanReaper{Patience: 50 * time.Millisecond, Grace: 5 * time.Second}.Reap(ctx, []string{dir})
+	r := startReaping(context.Background(), o.dir, time.Minute, time.Minute)
+	r.waiting(t)
+	r.fake.Advance(time.Minute) // patience is over: SIGTERM
+	for _, fd := range o.exited {
+		awaitExit(t, fd)
+	}
+	got, err := r.finish(t)
 	require.NoError(t, err)
-	require.Len(t, orphans, 1)
-	o := orphans[0]
-	assert.Equal(t, "SIGTERM", o.Signal, "git ends on SIGTERM")
-	assert.Empty(t, o.Survivors)
-	assert.GreaterOrEqual(t, len(o.PIDs), 2, "git and its hook: %v", o.PIDs)
-	assert.Contains(t, o.PIDs, o.PGID, "git leads its group")
-	assert.True(t, strings.HasPrefix(o.Owner, strconv.Itoa(host)+"."), "owner %q", o.Owner)
-	real, err := filepath.EvalSymlinks(dir)
+	require.Len(t, got, 1)
+	g := got[0]
+	assert.Equal(t, "SIGTERM", g.Signal, "git ends on SIGTERM")
+	assert.Empty(t, g.Survivors)
+	assert.ElementsMatch(t, o.pids, g.PIDs, "git and its hook")
+	assert.Contains(t, g.PIDs, g.PGID, "git leads its group")
+	assert.True(t, strings.HasPrefix(g.Owner, strconv.Itoa(o.host)+"."), "owner %q", g.Owner)
+	real, err := filepath.EvalSymlinks(o.dir)
 	require.NoError(t, err)
-	assert.Equal(t, real, o.Dir)
-	running, err := proc.GroupMembers(o.PGID, 0)
+	assert.Contains(t, []string{real, filepath.Join(real, ".git")}, g.Dir)
+	assert.NoFileExists(t, filepath.Join(o.dir, ".git", "index.lock"), "git removed its lock on SIGTERM")
+	out, err := hangingCommitRunner().Run(context.Background(), o.dir, "status", "--porcelain")
 	require.NoError(t, err)
-	assert.Empty(t, running, "the whole group is gone (zombies wait for init)")
-	assert.NoFileExists(t, lock, "git removed its lock on SIGTERM")
+	assert.Equal(t, " M f.txt\n", out, "the commit did not happen")
+}
+
+func TestOrphanReaperKillsWhatIgnoresSIGTERM(t *testing.T) {
+	o := orphanOfAKilledHost(t, "trap '' TERM\n")
+	r := startReaping(context.Background(), o.dir, time.Minute, time.Minute)
+	r.waiting(t)
+	r.fake.Advance(time.Minute) // SIGTERM: git ends, its hook does not
+	r.waiting(t)
+	r.fake.Advance(time.Minute) // SIGKILL
+	for _, fd := range o.exited {
+		awaitExit(t, fd)
+	}
+	got, err := r.finish(t)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "SIGKILL", got[0].Signal)
+	assert.Empty(t, got[0].Survivors)
+}
+
+func TestOrphanReaperStopsWaitingWhenCancelled(t *testing.T) {
+	o := orphanOfAKilledHost(t, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	r := startReaping(ctx, o.dir, time.Minute, time.Minute)
+	r.waiting(t)
+	cancel()
+	<-r.done
+	require.ErrorIs(t, r.err, context.Canceled)
+	require.Len(t, r.got, 1)
+	assert.Empty(t, r.got[0].Signal, "nothing was signalled")
+	assert.Empty(t, r.got[0].Survivors, "nothing outlived a SIGKILL")
+	found, err := findOrphans(resolveRoots([]string{o.dir}))
+	require.NoError(t, err)
+	assert.Len(t, found, 2, "the orphans run on")
 }
 
 func TestOrphanReaperLeavesTheGitsOfALivingHost(t *testing.T) {
-	dir, fifo, _ := hangingRepo(t)
+	dir, started, _ := hangingRepo(t, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		_, err := hangingCommitRunner().Run(ctx, dir, "commit", "-a", "-q", "-m", "never")
 		done <- err
 	}()
-	awaitHook(t, fifo)
-	orphans, err := OrphanReaper{Grace: 5 * time.Second}.Reap(context.Background(), []string{dir})
+	awaitHook(t, started)
+	orphans, err := OrphanReaper{}.Reap(context.Background(), []string{dir})
 	require.NoError(t, err)
 	assert.Empty(t, orphans, "this process's own git is no orphan")
 	cancel()
 	assert.ErrorIs(t, <-done, context.Canceled)
+}
+
+func TestOrphanReaperLeavesAProcessThatInheritedADeadOwner(t *testing.T) {
+	dir := t.TempDir()
+	// This process's child, and a detached one, both carrying a dead owner.
+	for _, detached := range []bool{false, true} {
+		cmd := exec.Command("sleep", "60")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), OwnerEnv+"=1.1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !detached, Setsid: detached}
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	}
+	orphans, err := OrphanReaper{}.Reap(context.Background(), []string{dir})
+	require.NoError(t, err)
+	assert.Empty(t, orphans)
 }

@@ -14,7 +14,11 @@ import (
 // Stat is what Foreman needs of /proc/<pid>/stat.
 type Stat struct {
 	State byte
+	PPID  int
 	PGrp  int
+	// Session is the process's session id: a process that detached
+	// itself (setsid, as `git gc --auto` does) leads a session of its own.
+	Session int
 	// StartTime is field 22: when the process started, in clock ticks
 	// since boot.
 	StartTime uint64
@@ -49,15 +53,23 @@ func ParseStat(s string) (Stat, error) {
 	if len(fields) < 20 || len(fields[0]) != 1 {
 		return Stat{}, fmt.Errorf("proc: malformed stat %q", s)
 	}
+	ppid, err := strconv.Atoi(fields[4-3])
+	if err != nil {
+		return Stat{}, fmt.Errorf("proc: stat ppid: %w", err)
+	}
 	pgrp, err := strconv.Atoi(fields[5-3])
 	if err != nil {
 		return Stat{}, fmt.Errorf("proc: stat pgrp: %w", err)
+	}
+	session, err := strconv.Atoi(fields[6-3])
+	if err != nil {
+		return Stat{}, fmt.Errorf("proc: stat session: %w", err)
 	}
 	start, err := strconv.ParseUint(fields[22-3], 10, 64)
 	if err != nil {
 		return Stat{}, fmt.Errorf("proc: stat starttime: %w", err)
 	}
-	return Stat{State: fields[0][0], PGrp: pgrp, StartTime: start}, nil
+	return Stat{State: fields[0][0], PPID: ppid, PGrp: pgrp, Session: session, StartTime: start}, nil
 }
 
 // PIDs lists the processes that exist now.

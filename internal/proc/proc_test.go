@@ -19,7 +19,7 @@ func TestParseStat(t *testing.T) {
 	}{
 		{name: "comm with spaces and a parenthesis",
 			in:   "4242 (a) b (c) S 1 4240 4240 0 -1 4194304 93 0 0 0 0 0 0 0 20 0 1 0 987654 2273280 224 rest\n",
-			want: Stat{State: 'S', PGrp: 4240, StartTime: 987654}},
+			want: Stat{State: 'S', PPID: 1, PGrp: 4240, Session: 4240, StartTime: 987654}},
 		{name: "too short", in: "4242 (a) S 1", wantErr: true},
 		{name: "no comm", in: "4242 S 1", wantErr: true},
 		{name: "bad start time", in: "1 (a) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 x 0 0", wantErr: true},
@@ -51,6 +51,10 @@ func TestReadsAChildProcess(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, st.Running())
 	assert.Equal(t, pid, st.PGrp, "the child leads a group of its own")
+	self, err := ReadStat(os.Getpid())
+	require.NoError(t, err)
+	assert.Equal(t, self.Session, st.Session, "but not a session")
+	assert.Equal(t, os.Getpid(), st.PPID)
 	assert.True(t, Alive(pid, st.StartTime))
 	assert.False(t, Alive(pid, st.StartTime+1), "another start time is another process")
 	assert.True(t, GroupAlive(pid))

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentforeman/foreman/internal/gitexec"
 	"github.com/agentforeman/foreman/phases"
 )
 
@@ -159,7 +160,9 @@ func (d *Driver) invocation(req phases.AgentRequest) (invocation, error) {
 // environ is the agent's environment; extra goes before the request's
 // entries, so that a key the host gives in the request wins.
 func (d *Driver) environ(req phases.AgentRequest, extra []string) []string {
-	env := os.Environ()
+	// An owner inherited from a git would make the agent look like that
+	// git's orphan to a reaper.
+	env := gitexec.WithoutOwner(os.Environ())
 	env = append(env,
 		"FOREMAN_WORKSPACE="+req.WorkspacePath,
 		"FOREMAN_ITERATION="+strconv.Itoa(req.Iteration),

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"github.com/agentforeman/foreman/internal/gitexec"
 	"github.com/agentforeman/foreman/phases"
 )
 
@@ -40,7 +41,7 @@ func (v *Verifier) runCheck(ctx context.Context, dir string, level phases.Level,
 	out := newHeadTail(v.outputLimit)
 	cmd := exec.CommandContext(checkCtx, check.Argv[0], check.Argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), v.env...), check.Env...)
+	cmd.Env = append(append(gitexec.WithoutOwner(os.Environ()), v.env...), check.Env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	// Its own process group, so that killing it on timeout also kills
 	// whatever it started (go test's test binaries, a dev server, ...).

@@ -112,7 +112,9 @@
 // done, gives the stages that were in flight a worker again (an agent the
 // dead host left running in a worktree is stopped first, through
 // agentcmd's leases, kept in <Repo>/.foreman/leases, and the git locks it
-// left are cleared), never redoes a finished stage and never merges a
+// left are cleared; a git command it left running, such as a worktree
+// being added, is let finish first, as merge.New does), never redoes a
+// finished stage and never merges a
 // story twice. A plan already merged finishes at once. A stage that was in
 // flight runs again from its start, so its agent may find its own earlier
 // work already committed in the worktree (the build still counts it: its
