@@ -136,7 +136,7 @@ func (r *Runner) environ(extra []string) []string {
 		"GIT_AUTHOR_EMAIL="+author.Email,
 		"GIT_COMMITTER_NAME="+committer.Name,
 		"GIT_COMMITTER_EMAIL="+committer.Email,
-		OwnerEnv+"="+ownerValue(),
+		OwnerEnv+"="+OwnerValue(),
 	)
 	env = append(env, r.Env...)
 	return append(env, extra...)

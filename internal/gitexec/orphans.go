@@ -23,9 +23,9 @@ import (
 // is SIGKILLed: an OrphanReaper finds such gits by this variable.
 const OwnerEnv = "FOREMAN_GIT_OWNER"
 
-// ownerValue names this process for OwnerEnv. Without /proc it is the pid
-// alone.
-func ownerValue() string {
+// OwnerValue names this process for OwnerEnv, or for another variable an
+// OrphanReaper reads (Var). Without /proc it is the pid alone.
+func OwnerValue() string {
 	pid := os.Getpid()
 	if st, err := proc.ReadStat(pid); err == nil {
 		return strconv.Itoa(pid) + "." + strconv.FormatUint(st.StartTime, 10)
@@ -111,11 +111,15 @@ const orphanPoll = 10 * time.Millisecond
 // that git's: the library's agents, gates and checks do not inherit it
 // (WithoutOwner).
 type OrphanReaper struct {
+	// Var is the variable that names a process's owner (in OwnerValue's
+	// form): OwnerEnv by default. agentcmd marks its agents with one of
+	// its own.
+	Var string
 	// Clock paces the waits. Orphans are other processes, which a fake
 	// clock does not govern: hosts pass a real one.
 	Clock clock.Clock
-	// Patience is how long orphans may run on; Grace how long they get to
-	// end after each signal.
+	// Patience is how long orphans may run on (none: they are signalled at
+	// once); Grace how long they get to end after each signal.
 	Patience, Grace time.Duration
 	// OnFound, when set, hears of the orphans found before they are waited
 	// for.
@@ -125,8 +129,11 @@ type OrphanReaper struct {
 // Reap deals with the orphans working under one of roots and returns them
 // as they ended. Without /proc it finds none.
 func (r OrphanReaper) Reap(ctx context.Context, roots []string) ([]Orphan, error) {
+	if r.Var == "" {
+		r.Var = OwnerEnv
+	}
 	roots = resolveRoots(roots)
-	found, err := findOrphans(roots)
+	found, err := findOrphans(r.Var, roots)
 	if err != nil || len(found) == 0 {
 		return nil, err
 	}
@@ -136,7 +143,10 @@ func (r OrphanReaper) Reap(ctx context.Context, roots []string) ([]Orphan, error
 		r.OnFound(rep.orphans())
 	}
 	clk := clock.OrReal(r.Clock)
-	remaining, err := r.waitGone(ctx, clk, roots, &rep, r.Patience)
+	remaining := found
+	if r.Patience > 0 {
+		remaining, err = r.waitGone(ctx, clk, roots, &rep, r.Patience)
+	}
 	for _, step := range []struct {
 		sig  syscall.Signal
 		name string
@@ -176,7 +186,7 @@ func (r OrphanReaper) waitGone(ctx context.Context, clk clock.Clock, roots []str
 	tick := clk.NewTicker(orphanPoll)
 	defer tick.Stop()
 	for {
-		running, err := findOrphans(roots)
+		running, err := findOrphans(r.Var, roots)
 		if err != nil || len(running) == 0 {
 			return running, err
 		}
@@ -198,11 +208,11 @@ type orphanProc struct {
 	dir, owner string
 }
 
-// findOrphans lists the running processes whose OwnerEnv names a process
-// that is gone and whose working directory is under a root, leaving out
+// findOrphans lists the running processes whose variable key names a
+// process that is gone and whose working directory is under a root, leaving out
 // this process, its children and detached sessions. Without /proc it
 // finds none.
-func findOrphans(roots []string) ([]orphanProc, error) {
+func findOrphans(key string, roots []string) ([]orphanProc, error) {
 	pids, err := proc.PIDs()
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -216,7 +226,7 @@ func findOrphans(roots []string) ([]orphanProc, error) {
 		if pid == self {
 			continue
 		}
-		owner, ok := proc.Getenv(pid, OwnerEnv)
+		owner, ok := proc.Getenv(pid, key)
 		if !ok || ownerAlive(owner) {
 			continue
 		}

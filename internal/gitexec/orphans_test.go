@@ -110,7 +110,7 @@ func orphanOfAKilledHost(t *testing.T, hookPrelude string) orphan {
 
 	require.NoError(t, helper.Process.Kill())
 	_ = helper.Wait()
-	found, err := findOrphans(resolveRoots([]string{dir}))
+	found, err := findOrphans(OwnerEnv, resolveRoots([]string{dir}))
 	require.NoError(t, err)
 	require.Len(t, found, 2, "the killed host's git, and its hook, still run")
 	o := orphan{dir: dir, release: release, host: helper.Process.Pid}
@@ -257,7 +257,7 @@ func TestOrphanReaperStopsWaitingWhenCancelled(t *testing.T) {
 	require.Len(t, r.got, 1)
 	assert.Empty(t, r.got[0].Signal, "nothing was signalled")
 	assert.Empty(t, r.got[0].Survivors, "nothing outlived a SIGKILL")
-	found, err := findOrphans(resolveRoots([]string{o.dir}))
+	found, err := findOrphans(OwnerEnv, resolveRoots([]string{o.dir}))
 	require.NoError(t, err)
 	assert.Len(t, found, 2, "the orphans run on")
 }

@@ -167,6 +167,7 @@ func (d *Driver) environ(req phases.AgentRequest, extra []string) []string {
 		"FOREMAN_WORKSPACE="+req.WorkspacePath,
 		"FOREMAN_ITERATION="+strconv.Itoa(req.Iteration),
 		"FOREMAN_SESSION_ID="+req.SessionID,
+		AgentOwnerEnv+"="+gitexec.OwnerValue(),
 	)
 	// exec.Cmd keeps the last value of a duplicated key, so Config.Env wins
 	// over the inherited and FOREMAN_* entries, and the request's over all.

@@ -118,7 +118,10 @@ type Config struct {
 	// gone. A driver that finds a lease whose agent group still runs, left
 	// by a host that died without cleaning up, kills that group (SIGTERM,
 	// KillGrace, SIGKILL) before it starts another agent in the workspace,
-	// and fails with *OrphanError if it will not die. Executions in one
+	// and fails with *OrphanError if it will not die. It also kills, the
+	// same way, any agent process still working in the workspace whose
+	// AgentOwnerEnv names a host that is gone: one started by a host that
+	// died before it wrote the lease. Executions in one
 	// workspace are serialized: through one Driver the second waits for the
 	// first; any other holder of the workspace's lock (another Driver, in
 	// this process or another) makes Execute fail at once with

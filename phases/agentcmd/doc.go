@@ -4,8 +4,9 @@
 // # Running the agent
 //
 // Config.Argv is the command, run with the workspace as working directory
-// and the inherited environment plus FOREMAN_WORKSPACE, FOREMAN_ITERATION
-// and FOREMAN_SESSION_ID, then Config.Env, then the request's
+// and the inherited environment plus FOREMAN_WORKSPACE, FOREMAN_ITERATION,
+// FOREMAN_SESSION_ID and FOREMAN_AGENT_OWNER (AgentOwnerEnv: which host
+// started it, for the orphan reaper), then Config.Env, then the request's
 // AgentRequest.Env (a later entry for a key wins). The prompt (the task,
 // then the previous iteration's feedback under a heading; Config.Prompt
 // changes that) goes where an argument says {prompt} (or {task} and {feedback}

@@ -78,6 +78,9 @@ func (d *Driver) Execute(ctx context.Context, req phases.AgentRequest, onEvent p
 		if err := lease.reapOrphan(ctx); err != nil {
 			return phases.AgentResult{}, err
 		}
+		if err := lease.reapUnleased(ctx); err != nil {
+			return phases.AgentResult{}, err
+		}
 	}
 	p, err := d.start(inv, req.WorkspacePath)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman/internal/atomicfile"
+	"github.com/agentforeman/foreman/internal/gitexec"
 	"github.com/agentforeman/foreman/internal/proc"
 )
 
@@ -227,6 +228,36 @@ func (l *workspaceLease) reapOrphan(ctx context.Context) error {
 	l.remove()
 	if cfg.OnReap != nil {
 		cfg.OnReap(ev)
+	}
+	return nil
+}
+
+// AgentOwnerEnv is set in every agent's environment, and so in everything
+// the agent starts: "<pid>.<start time>" of the host process that started
+// it. A host can die between starting an agent and writing its lease;
+// this variable still tells its agent for an orphan.
+const AgentOwnerEnv = "FOREMAN_AGENT_OWNER"
+
+// reapUnleased kills the agent processes working in the workspace whose
+// AgentOwnerEnv names a host that is gone (SIGTERM, KillGrace, SIGKILL),
+// whatever the leases say, and reports each group to OnReap as if its
+// lease had named it.
+func (l *workspaceLease) reapUnleased(ctx context.Context) error {
+	cfg := l.d.cfg
+	reaper := gitexec.OrphanReaper{Var: AgentOwnerEnv, Clock: cfg.Clock, Grace: cfg.KillGrace}
+	orphans, err := reaper.Reap(ctx, []string{l.workspace})
+	if err != nil {
+		return fmt.Errorf("agentcmd: reaping orphaned agent: %w", err)
+	}
+	for _, o := range orphans {
+		if len(o.Survivors) > 0 {
+			return &OrphanError{Workspace: l.workspace, PGID: o.PGID, PIDs: o.Survivors}
+		}
+		cfg.Logger.Warn("reaped an orphaned agent that had no lease", "workspace", l.workspace, "pgid", o.PGID,
+			"pids", o.PIDs, "owner", o.Owner, "signal", o.Signal)
+		if cfg.OnReap != nil {
+			cfg.OnReap(Reaped{Lease: Lease{PID: o.PGID, PGID: o.PGID, Workspace: l.workspace}, PIDs: o.PIDs, Signal: o.Signal})
+		}
 	}
 	return nil
 }

@@ -190,6 +190,50 @@ func TestExecuteReapsAGroupWhoseLeaderIsGone(t *testing.T) {
 	assert.Empty(t, leaseFiles(t, leaseDir))
 }
 
+// A host can die after it started an agent and before it wrote the lease:
+// the agent still carries its host in AgentOwnerEnv, and is reaped by it.
+func TestExecuteReapsAnAgentWhoseHostDiedBeforeItsLease(t *testing.T) {
+	workspace, leaseDir := t.TempDir(), t.TempDir()
+	orphan := exec.Command("sh", "-c", `sleep 1000 >/dev/null 2>&1 & echo $!`)
+	orphan.Dir = workspace
+	// No process can have this pid (above the kernel's limit): a host that is gone.
+	orphan.Env = append(os.Environ(), AgentOwnerEnv+"=999999999.1")
+	orphan.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := orphan.Output() // its leader exits; the sleeping agent runs on
+	require.NoError(t, err)
+	pgid := orphan.Process.Pid
+	killGroupAtCleanup(t, pgid)
+	member, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	require.NoError(t, err)
+	require.True(t, processRunning(member))
+
+	// Another agent of a host that is gone, in another workspace, is not
+	// this workspace's business.
+	elsewhere := exec.Command("sh", "-c", `sleep 1000 >/dev/null 2>&1 & echo $!`)
+	elsewhere.Dir = t.TempDir()
+	elsewhere.Env = orphan.Env
+	elsewhere.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err = elsewhere.Output()
+	require.NoError(t, err)
+	killGroupAtCleanup(t, elsewhere.Process.Pid)
+	other, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	require.NoError(t, err)
+
+	reaps := &reapRecorder{}
+	_, err = New(Config{Argv: []string{"true"}, LeaseDir: leaseDir, OnReap: reaps.onReap, KillGrace: time.Minute}).
+		Execute(context.Background(), phases.AgentRequest{WorkspacePath: workspace}, nil)
+	require.NoError(t, err)
+	assertGroupGone(t, pgid)
+	_, abs, err := leaseKey(workspace)
+	require.NoError(t, err)
+	if evs := reaps.all(); assert.Len(t, evs, 1) {
+		assert.Equal(t, []int{member}, evs[0].PIDs)
+		assert.Equal(t, "SIGTERM", evs[0].Signal)
+		assert.Equal(t, abs, evs[0].Lease.Workspace)
+	}
+	assert.True(t, processRunning(other), "an agent in another workspace runs on")
+}
+
 func TestExecuteRemovesStaleLeases(t *testing.T) {
 	// A group leader of its own, like an agent: the hardest process to tell
 	// from one.
