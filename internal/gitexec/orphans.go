@@ -124,6 +124,8 @@ type OrphanReaper struct {
 	// OnFound, when set, hears of the orphans found before they are waited
 	// for.
 	OnFound func([]Orphan)
+
+	looked func() // tests: called after each look while waiting
 }
 
 // Reap deals with the orphans working under one of roots and returns them
@@ -187,6 +189,9 @@ func (r OrphanReaper) waitGone(ctx context.Context, clk clock.Clock, roots []str
 	defer tick.Stop()
 	for {
 		running, err := findOrphans(r.Var, roots)
+		if r.looked != nil {
+			r.looked()
+		}
 		if err != nil || len(running) == 0 {
 			return running, err
 		}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -141,17 +140,19 @@ func awaitExit(t *testing.T, pidfd int) {
 
 // reaping runs an OrphanReaper on a fake clock.
 type reaping struct {
-	fake *clock.Fake
-	done chan struct{}
-	got  []Orphan
-	err  error
+	fake  *clock.Fake
+	looks chan struct{} // one per look at /proc while it waits
+	done  chan struct{}
+	got   []Orphan
+	err   error
 }
 
 func startReaping(ctx context.Context, dir string, patience, grace time.Duration) *reaping {
-	r := &reaping{fake: clock.NewFake(time.Unix(0, 0)), done: make(chan struct{})}
+	r := &reaping{fake: clock.NewFake(time.Unix(0, 0)), looks: make(chan struct{}, 1<<16), done: make(chan struct{})}
+	reaper := OrphanReaper{Clock: r.fake, Patience: patience, Grace: grace, looked: func() { r.looks <- struct{}{} }}
 	go func() {
 		defer close(r.done)
-		r.got, r.err = OrphanReaper{Clock: r.fake, Patience: patience, Grace: grace}.Reap(ctx, []string{dir})
+		r.got, r.err = reaper.Reap(ctx, []string{dir})
 	}()
 	return r
 }
@@ -163,17 +164,17 @@ func (r *reaping) waiting(t *testing.T) {
 	require.NoError(t, r.fake.BlockUntil(context.Background(), 2))
 }
 
-// finish ticks the poll until Reap returns; called once the orphans it
-// waits for are gone, so that each tick's look can end it.
+// finish ticks the poll, one tick per look the reaper has taken, until
+// Reap returns: called once the orphans it waits for are gone, so that the
+// next look ends it, and the fake clock moves no faster than the reaper.
 func (r *reaping) finish(t *testing.T) ([]Orphan, error) {
 	t.Helper()
 	for {
+		r.fake.Advance(orphanPoll)
 		select {
 		case <-r.done:
 			return r.got, r.err
-		default:
-			r.fake.Advance(orphanPoll)
-			runtime.Gosched()
+		case <-r.looks:
 		}
 	}
 }
