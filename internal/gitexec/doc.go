@@ -1,7 +1,8 @@
 // Package gitexec runs the git CLI: argv only, never a shell, with an
 // explicit author and committer, a C locale, no terminal prompts, and
 // stderr carried in a typed error (*Error, re-exported as foreman.GitError).
-// A cancelled context kills git's whole process group.
+// A cancelled context ends git's whole process group: SIGTERM, on which
+// git removes its lock files, then SIGKILL after Runner.WaitDelay.
 //
 // It also answers the questions Foreman asks most often (where is this
 // worktree's git directory, what is HEAD, does this branch exist, which

@@ -34,7 +34,7 @@ type Runner struct {
 	// Env is appended to the environment after Foreman's own variables.
 	Env []string
 	// WaitDelay bounds how long a cancelled command may take to exit after
-	// it is killed; default 5s.
+	// SIGTERM before git is killed; default 5s.
 	WaitDelay time.Duration
 }
 
@@ -96,8 +96,11 @@ func (r *Runner) RunCmd(ctx context.Context, c Cmd) (string, error) {
 	cmd.Env = r.environ(c.Env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
-		// git may have children (hooks, pagers off, remote helpers): kill the group.
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		// git may have children (hooks, remote helpers): signal the group.
+		// SIGTERM, on which git removes its lock files before it exits: a
+		// SIGKILL left index.lock behind, in the way of the next command.
+		// WaitDelay later, exec kills git outright.
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 	}
 	cmd.WaitDelay = r.WaitDelay
 	if cmd.WaitDelay == 0 {

@@ -294,3 +294,22 @@ func TestOrphanReaperLeavesAProcessThatInheritedADeadOwner(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, orphans)
 }
+
+// A cancelled git gets SIGTERM, on which it removes its lock files: SIGKILL
+// left index.lock in the way of the next command.
+func TestRunnerCancelledLeavesNoLock(t *testing.T) {
+	dir, started, _ := hangingRepo(t, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := hangingCommitRunner().Run(ctx, dir, "commit", "-a", "-q", "-m", "never")
+		done <- err
+	}()
+	awaitHook(t, started)
+	require.FileExists(t, filepath.Join(dir, ".git", "index.lock"))
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	assert.NoFileExists(t, filepath.Join(dir, ".git", "index.lock"))
+	_, err := hangingCommitRunner().Run(context.Background(), dir, "add", "-A")
+	assert.NoError(t, err, "the next command finds the index free")
+}

@@ -61,6 +61,12 @@ func (e *SchemaVersionError) Is(target error) bool { return target == ErrSchemaV
 
 // classify turns SQLite's corruption codes into a *CorruptError and leaves
 // every other error as it is.
+// isBusy reports whether err is SQLite's "database is locked".
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
 func classify(path string, err error) error {
 	var se *sqlite.Error
 	if errors.As(err, &se) {
