@@ -263,7 +263,11 @@ func TestOrphanReaperStopsWaitingWhenCancelled(t *testing.T) {
 	assert.Len(t, found, 2, "the orphans run on")
 }
 
-func TestOrphanReaperLeavesTheGitsOfALivingHost(t *testing.T) {
+// commitHanging runs, in this process, a git commit that hangs in its
+// hook, and returns once the hook runs; stop cancels the commit and
+// returns its error.
+func commitHanging(t *testing.T) (dir string, stop func() error) {
+	t.Helper()
 	dir, started, _ := hangingRepo(t, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -272,11 +276,15 @@ func TestOrphanReaperLeavesTheGitsOfALivingHost(t *testing.T) {
 		done <- err
 	}()
 	awaitHook(t, started)
+	return dir, func() error { cancel(); return <-done }
+}
+
+func TestOrphanReaperLeavesTheGitsOfALivingHost(t *testing.T) {
+	dir, stop := commitHanging(t)
 	orphans, err := OrphanReaper{}.Reap(context.Background(), []string{dir})
 	require.NoError(t, err)
 	assert.Empty(t, orphans, "this process's own git is no orphan")
-	cancel()
-	assert.ErrorIs(t, <-done, context.Canceled)
+	assert.ErrorIs(t, stop(), context.Canceled)
 }
 
 func TestOrphanReaperLeavesAProcessThatInheritedADeadOwner(t *testing.T) {
@@ -285,7 +293,8 @@ func TestOrphanReaperLeavesAProcessThatInheritedADeadOwner(t *testing.T) {
 	for _, detached := range []bool{false, true} {
 		cmd := exec.Command("sleep", "60")
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), OwnerEnv+"=1.1")
+		// No process can have this pid (above the kernel's limit): a dead owner.
+		cmd.Env = append(os.Environ(), OwnerEnv+"=999999999.1")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !detached, Setsid: detached}
 		require.NoError(t, cmd.Start())
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
@@ -298,17 +307,9 @@ func TestOrphanReaperLeavesAProcessThatInheritedADeadOwner(t *testing.T) {
 // A cancelled git gets SIGTERM, on which it removes its lock files: SIGKILL
 // left index.lock in the way of the next command.
 func TestRunnerCancelledLeavesNoLock(t *testing.T) {
-	dir, started, _ := hangingRepo(t, "")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := hangingCommitRunner().Run(ctx, dir, "commit", "-a", "-q", "-m", "never")
-		done <- err
-	}()
-	awaitHook(t, started)
+	dir, stop := commitHanging(t)
 	require.FileExists(t, filepath.Join(dir, ".git", "index.lock"))
-	cancel()
-	require.ErrorIs(t, <-done, context.Canceled)
+	require.ErrorIs(t, stop(), context.Canceled)
 	assert.NoFileExists(t, filepath.Join(dir, ".git", "index.lock"))
 	_, err := hangingCommitRunner().Run(context.Background(), dir, "add", "-A")
 	assert.NoError(t, err, "the next command finds the index free")
