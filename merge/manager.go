@@ -167,8 +167,8 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 // SIGTERM.
 const orphanGrace = 5 * time.Second
 
-// reapOrphanedGits waits for the gits that a Manager in a process now gone
-// started in this repository or its worktrees: a host SIGKILLed in the
+// reapOrphanedGits waits for the gits that a process now gone started in
+// this repository or its worktrees: a host SIGKILLed in the
 // middle of `git worktree add` or a merge leaves its git running (git runs
 // in a process group of its own), and the repairs this Manager makes, or an
 // agent's next commit, would race with it. They get StaleLockAge to finish

@@ -14,4 +14,9 @@
 // core.worktree, packed objects, replace refs, ...): the caller then runs
 // the git command it stands for, so a reader changes the cost of an
 // answer, never the answer.
+//
+// Every git a Runner starts carries OwnerEnv, naming the process that
+// started it, and OrphanReaper finds the processes whose owner is gone:
+// merge waits for a crashed host's gits with it, and agentcmd, reading its
+// own variable, stops a crashed host's agents.
 package gitexec

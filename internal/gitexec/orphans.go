@@ -64,10 +64,10 @@ func WithoutOwner(env []string) []string {
 	return out
 }
 
-// Orphan is a git process group whose owner (the process that started the
-// git) is gone, found by an OrphanReaper.
+// Orphan is a process group whose owner (the process that started its
+// leader: a git, or an agent) is gone, found by an OrphanReaper.
 type Orphan struct {
-	// PGID is the group, led by the git a Runner started.
+	// PGID is the group.
 	PGID int
 	// PIDs are the group's orphaned processes seen running, and Dir the
 	// working directory of the first of them.

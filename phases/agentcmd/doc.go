@@ -51,9 +51,12 @@
 // other holder, another Driver in this process or another process, has an
 // agent there. Share one Driver for the agents a host runs in turn in a
 // workspace; the same goes for Codex token accounting (below), which
-// remembers running totals per Driver. A host that dies in the
-// instant between starting the agent and writing its lease leaves an orphan
-// the reaper cannot find. Linux only: the reaper reads /proc.
+// remembers running totals per Driver. A host that dies in the instant
+// between starting the agent and writing its lease leaves no lease, but
+// its agent carries FOREMAN_AGENT_OWNER (the host's pid and start time):
+// after the lease, Execute also stops, the same way, any process working
+// in the workspace whose owner is gone, and reports it to Config.OnReap.
+// Linux only: the reaper reads /proc.
 //
 // # MCP servers
 //

@@ -111,7 +111,8 @@
 // same Config finishes the plan: Run carries out what was decided but not
 // done, gives the stages that were in flight a worker again (an agent the
 // dead host left running in a worktree is stopped first, through
-// agentcmd's leases, kept in <Repo>/.foreman/leases, and the git locks it
+// agentcmd's leases, kept in <Repo>/.foreman/leases, or the host its
+// environment names when it had no lease yet, and the git locks it
 // left are cleared; a git command it left running, such as a worktree
 // being added, is let finish first, as merge.New does), never redoes a
 // finished stage and never merges a
