@@ -47,6 +47,12 @@ type AgentRequest struct {
 	// can configure its agent for them does (agentcmd: Claude Code's
 	// --mcp-config, Codex's mcp_servers overrides); others ignore them.
 	MCPServers []MCPServer
+	// Writable are paths outside WorkspacePath that the agent must be able
+	// to write for this execution (a team's result file's directory). A
+	// driver that confines its agent (agentcmd's OS sandbox, Claude Code's
+	// --add-dir) lets it write these and nothing else beyond the
+	// workspace; others ignore them. Nil means none.
+	Writable []string
 	// OnStart, when non-nil, is called by a driver that runs the agent as a
 	// process, once it has started, with its process id (for agentcmd also
 	// its process group's id). The worker Runtime uses it to read the CPU
