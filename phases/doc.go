@@ -36,7 +36,10 @@
 //     way the agent is given the time that remains); loop detection (same
 //     diff or same failing output N iterations running, reason
 //     loop_detected; no change at all N iterations running, reason
-//     no_changes); a token and cost
+//     no_changes; an agent that was refused tools by its CLI's permission
+//     rules and changed nothing, at once after that iteration, reason
+//     permission_denied, naming the tools: the same permissions would
+//     refuse it again); a token and cost
 //     budget; or cancellation (CANCELED, then the Cleanup hook). It returns
 //     a RunResult with every iteration's phase results and durations, the
 //     states visited and the final event, state, outcome and reason.

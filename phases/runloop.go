@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentforeman/foreman"
@@ -339,6 +340,11 @@ func (r *run) iterate(ctx context.Context) IterationRecord {
 func (r *run) limitReached(rec IterationRecord) (Reason, string) {
 	diffRepeats := r.diffs.observe(rec.DiffKey)
 	failureRepeats := r.failures.observe(rec.FailureKey)
+	if rec.DiffKey == emptyDiffKey {
+		if denied := refusedTools(rec.Result); denied != "" {
+			return ReasonPermissionDenied, "the agent was refused " + denied + " and made no changes; " + GrantAdvice
+		}
+	}
 	if n := r.limits.LoopThreshold; n > 0 {
 		if diffRepeats >= n && rec.DiffKey == emptyDiffKey {
 			return ReasonNoChanges, fmt.Sprintf("the agent made no changes %d iterations running", diffRepeats)
@@ -469,4 +475,40 @@ func phaseMessage(r IterationResult) string {
 		return p.Build.Error.Message
 	}
 	return ""
+}
+
+// GrantAdvice says what to do about an agent refused the tools its work
+// needs.
+const GrantAdvice = "grant what its work needs (Claude Code: --permission-mode, --allowedTools or --add-dir; " +
+	"Codex: --sandbox workspace-write), or run it in an OS sandbox where its own prompts can be off, then retry"
+
+// refusedTools lists the tool calls the iteration's agent was refused, as
+// "Write (/repo/x.go), Bash (git commit -m x)"; empty when none was.
+func refusedTools(res IterationResult) string {
+	b := res.Phases.Build
+	if b == nil || b.AgentResult == nil || len(b.AgentResult.PermissionDenials) == 0 {
+		return ""
+	}
+	seen := map[AgentPermissionDenial]bool{}
+	var parts []string
+	for _, d := range b.AgentResult.PermissionDenials {
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		p := d.Tool
+		if d.Input != "" {
+			p += " (" + clipInput(d.Input) + ")"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func clipInput(s string) string {
+	const max = 120
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
 }

@@ -206,6 +206,12 @@ func TestRunLoop_LoopDetection(t *testing.T) {
 	empty := func() step {
 		return step{agent: phases.AgentResult{Success: true}, snapshot: phases.Snapshot{DiffHash: "e"}}
 	}
+	refused := func() step {
+		s := empty()
+		s.agent.PermissionDenials = []phases.AgentPermissionDenial{{Tool: "Write", Input: "/repo/x.go"}, {Tool: "Write", Input: "/repo/x.go"},
+			{Tool: "Bash", Input: "git commit -m x"}}
+		return s
+	}
 	tests := []struct {
 		name       string
 		steps      []step
@@ -214,6 +220,12 @@ func TestRunLoop_LoopDetection(t *testing.T) {
 		iterations int
 		message    string
 	}{
+		{name: "refused tools and no changes end the run at once", steps: []step{refused(), refused(), refused()},
+			limits: phases.Limits{MaxIterations: 5}, reason: phases.ReasonPermissionDenied, iterations: 1,
+			message: "the agent was refused Write (/repo/x.go), Bash (git commit -m x) and made no changes; " + phases.GrantAdvice},
+		{name: "refused tools with changes go on", steps: []step{fails("a", "o1").with(func(s *step) { s.agent.PermissionDenials = refused().agent.PermissionDenials }),
+			fails("b", "o2"), fails("c", "o3")},
+			limits: phases.Limits{MaxIterations: 3}, reason: phases.ReasonMaxIterations, iterations: 3},
 		{name: "same diff hash", steps: []step{fails("same", "o1"), fails("same", "o2"), fails("same", "o3")},
 			limits: phases.Limits{MaxIterations: 5}, reason: phases.ReasonLoopDetected, iterations: 3, message: "the same diff 3 iterations running"},
 		{name: "same failing output", steps: []step{fails("a", "boom"), fails("b", "boom"), fails("c", "boom")},

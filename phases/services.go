@@ -145,6 +145,12 @@ const (
 	StreamSystem    StreamKind = "system"
 	StreamStderr    StreamKind = "stderr"
 	StreamReasoning StreamKind = "reasoning"
+	// StreamRetry is the agent CLI saying it is waiting to retry a failed
+	// model API call by itself (Claude Code's api_retry: a 429 rate limit,
+	// a 529 overload, a 5xx): the agent is alive and not stalled, but no
+	// work is being done until the provider answers. Its Text names the
+	// status, the attempt and the delay.
+	StreamRetry StreamKind = "retry"
 )
 
 // StreamEvent is one line of agent output, as it happens.

@@ -174,8 +174,9 @@ const (
 // Reason says why a run ended; it refines the Outcome.
 type Reason string
 
-// Run end reasons. LIMIT_EXCEEDED carries one of the five limit reasons
-// (max_iterations, wall_clock, budget_exceeded, loop_detected, no_changes).
+// Run end reasons. LIMIT_EXCEEDED carries one of the six limit reasons
+// (max_iterations, wall_clock, budget_exceeded, loop_detected, no_changes,
+// permission_denied).
 const (
 	ReasonVerified          Reason = "verified"
 	ReasonBuildFailed       Reason = "build_failed"
@@ -189,9 +190,14 @@ const (
 	ReasonLoopDetected Reason = "loop_detected"
 	// ReasonNoChanges: the agent changed nothing at all
 	// Limits.LoopThreshold iterations running.
-	ReasonNoChanges   Reason = "no_changes"
-	ReasonCanceled    Reason = "canceled"
-	ReasonSystemError Reason = "system_error"
+	ReasonNoChanges Reason = "no_changes"
+	// ReasonPermissionDenied: the agent was refused tools (its CLI's
+	// permission rules) and changed nothing, in one iteration. Running it
+	// again with the same permissions would be refused the same way, so
+	// the run ends at once, naming the refused tools.
+	ReasonPermissionDenied Reason = "permission_denied"
+	ReasonCanceled         Reason = "canceled"
+	ReasonSystemError      Reason = "system_error"
 )
 
 // OutcomeForEvent is the outcome of a run ended by a terminal event, and

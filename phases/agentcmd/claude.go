@@ -124,6 +124,12 @@ type claudeLine struct {
 		Name  string          `json:"name"`
 		Input json.RawMessage `json:"input"`
 	} `json:"deferred_tool_use"`
+	// system api_retry: Claude Code waits to retry a failed API call by
+	// itself (its Error holds the error's kind: rate_limit, overloaded, ...).
+	Attempt      int     `json:"attempt"`
+	MaxRetries   int     `json:"max_retries"`
+	RetryDelayMS float64 `json:"retry_delay_ms"`
+	ErrorStatus  int     `json:"error_status"`
 	// rate_limit_event
 	RateLimitInfo *struct {
 		Status        string  `json:"status"`
@@ -172,8 +178,11 @@ func (p *claudeParser) ParseLine(line string) (phases.StreamKind, string) {
 		if l.Model != "" && l.Model != syntheticModel {
 			p.sum.Model = l.Model
 		}
-		if l.Subtype == "init" {
+		switch l.Subtype {
+		case "init":
 			return phases.StreamSystem, fmt.Sprintf("session %s started (model %s)", l.SessionID, l.Model)
+		case "api_retry":
+			return phases.StreamRetry, apiRetryText(l)
 		}
 		return phases.StreamSystem, l.Subtype
 	case "assistant", "user":

@@ -1,6 +1,7 @@
 package agentcmd
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -125,4 +126,28 @@ func (p *claudeParser) resultAPIError(l claudeLine) {
 		}
 		p.cond.apiError.Status = l.APIErrorStatus
 	}
+}
+
+// apiRetryText describes Claude Code's api_retry line: {"type":"system",
+// "subtype":"api_retry","attempt":N,"max_retries":M,"retry_delay_ms":D,
+// "error_status":429,"error":"rate_limit"}, printed while it waits to
+// retry a failed API call (for minutes, on a rate limit).
+func apiRetryText(l claudeLine) string {
+	var kind string
+	_ = json.Unmarshal(l.Error, &kind)
+	text := "model API"
+	if l.ErrorStatus != 0 {
+		text += fmt.Sprintf(" %d", l.ErrorStatus)
+	}
+	if kind != "" {
+		text += " " + kind
+	}
+	text += fmt.Sprintf(": retry %d", l.Attempt)
+	if l.MaxRetries > 0 {
+		text += fmt.Sprintf(" of %d", l.MaxRetries)
+	}
+	if l.RetryDelayMS > 0 {
+		text += " in " + (time.Duration(l.RetryDelayMS) * time.Millisecond).Round(100*time.Millisecond).String()
+	}
+	return text
 }

@@ -227,3 +227,24 @@ func TestExecuteReportsWhyTheAgentStopped(t *testing.T) {
 		assert.Equal(t, "five_hour", res.RateLimit.Window)
 	})
 }
+
+func TestClaudeAPIRetryIsAWaitNotSilence(t *testing.T) {
+	tests := []struct{ name, line, want string }{
+		{"rate limited", `{"type":"system","subtype":"api_retry","attempt":3,"max_retries":10,"retry_delay_ms":31250,"error_status":429,"error":"rate_limit","session_id":"s","uuid":"u"}`,
+			"model API 429 rate_limit: retry 3 of 10 in 31.3s"},
+		{"overloaded", `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":500,"error_status":529,"error":"overloaded","session_id":"s"}`,
+			"model API 529 overloaded: retry 1 of 10 in 500ms"},
+		{"without a status", `{"type":"system","subtype":"api_retry","attempt":2,"session_id":"s"}`, "model API: retry 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewClaudeParser()
+			kind, text := p.ParseLine(tt.line)
+			assert.Equal(t, phases.StreamRetry, kind)
+			assert.Equal(t, tt.want, text)
+			// Retrying is not giving up: the run's outcome is the result's.
+			assert.Nil(t, p.Summary().RateLimit)
+			assert.Nil(t, p.Summary().APIError)
+		})
+	}
+}

@@ -28,6 +28,8 @@ func (r stageRunner) Execute(ctx context.Context, req phases.AgentRequest, onEve
 		return phases.AgentResult{}, errors.New("team: a stage prompt without a valid assignment block")
 	}
 	st := t.cfg.Stages[a.Stage]
+	onEvent = t.watchRetries(a, onEvent)
+	defer t.retries.clear(a.Item)
 	resultPath := t.resultPath(a.Assignment)
 	// The evidence must come from this execution: a file left by an
 	// earlier, interrupted run of the same assignment is not it.

@@ -72,6 +72,11 @@ type StoryStatus struct {
 	// Triage is what conflict triage did about the story's merge
 	// conflicts, for a paused or running story that had one.
 	Triage *ConflictTriage `json:"triage,omitempty"`
+	// Retrying, for a running story, says that its agent's CLI is
+	// waiting to retry its model API (rate-limited, overloaded) and since
+	// when; nil otherwise, and always from ReadStatus (it is this
+	// process's view of the agents it runs).
+	Retrying *ProviderRetry `json:"retrying,omitempty"`
 }
 
 // Status is the team as a person watching it sees it.
@@ -201,6 +206,7 @@ func (t *Team) storyStatuses(ctx context.Context, now time.Time) ([]StoryStatus,
 			if st.Stage < len(st.Stages) {
 				ss.Since = st.Stages[st.Stage].Start
 			}
+			ss.Retrying = t.retries.get(s.ID)
 		}
 		if ss.State == StoryPaused {
 			ss.Pause = teamAdvice(st.Pause)
@@ -334,6 +340,8 @@ func (s Status) Text() string {
 			last = "after " + joinIDs(st.BlockedBy)
 		case st.State == StoryPaused && st.Pause != nil:
 			last = string(st.Pause.Reason) + ": " + st.Pause.Message
+		case st.Retrying != nil:
+			last = fmt.Sprintf("waiting for the model API since %s (%s)", st.Retrying.Since.Format(time.TimeOnly), st.Retrying.Detail)
 		}
 		if spent {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", st.ID, st.State, stage, worker, elapsed, st.Tokens,

@@ -55,6 +55,8 @@ type Team struct {
 	// reports is the MCP server agents report to (nil when Config.MCP.Off);
 	// each Run serves it.
 	reports *agentmcp.Server
+	// retries are the running stories' agents waiting for their model API.
+	retries providerRetries
 
 	mu      sync.Mutex
 	stories map[foreman.ItemID]Story
