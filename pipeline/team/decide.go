@@ -239,6 +239,11 @@ func agentFailure(res phases.AgentResult, fileProblem string) string {
 	if res.Error != "" {
 		fmt.Fprintf(&b, ": %s", res.Error)
 	}
+	if e := res.APIError; e != nil {
+		if d := apiErrorText(*e); !strings.Contains(res.Error, d) {
+			fmt.Fprintf(&b, "; %s", d)
+		}
+	}
 	if fileProblem != "" {
 		fmt.Fprintf(&b, "; %s", fileProblem)
 	}
@@ -248,6 +253,22 @@ func agentFailure(res phases.AgentResult, fileProblem string) string {
 		fmt.Fprintf(&b, "; output: %s", tail)
 	}
 	return b.String()
+}
+
+// apiErrorText names the model API's error as the agent's CLI reported
+// it: "model API 401 authentication_failed: Invalid API key".
+func apiErrorText(e phases.AgentAPIError) string {
+	d := "model API"
+	if e.Status != 0 {
+		d += fmt.Sprintf(" %d", e.Status)
+	}
+	if e.Code != "" {
+		d += " " + e.Code
+	}
+	if e.Message != "" {
+		d += ": " + e.Message
+	}
+	return d
 }
 
 // tailLines returns the last n non-empty lines of s, joined by " | ".
