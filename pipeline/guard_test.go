@@ -113,7 +113,9 @@ func TestAssignmentFencesReusedWorkerNames(t *testing.T) {
 }
 
 // Every rule of StoryFlow is taken at least once by the tests above; this
-// walks them again in one place so that a new rule without a test fails.
+// walks them again in one place, checking each rule's action took effect,
+// so that a new rule is tested as soon as it exists and a rule with a new
+// kind of action fails until this test checks it.
 func TestEveryStoryFlowRuleReachable(t *testing.T) {
 	f := StoryFlow(StoryConfig{})
 	require.NoError(t, f.Validate())
@@ -136,6 +138,8 @@ func TestEveryStoryFlowRuleReachable(t *testing.T) {
 					assert.Equal(t, StatusPaused, next.Status)
 				case MergeDone:
 					assert.Equal(t, StatusMerging, next.Status)
+				default:
+					t.Fatalf("the rule's action %v has no check in this test: add one", r.Action)
 				}
 			})
 		}

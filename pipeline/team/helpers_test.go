@@ -126,6 +126,30 @@ func run(t *testing.T, tm *team.Team) team.Result {
 	return res
 }
 
+// runInBackground starts tm.Run on another goroutine; the returned
+// function waits for it and checks its error on the test's goroutine (a
+// require on another goroutine would leave the test hanging).
+func runInBackground(t *testing.T, tm *team.Team) (wait func() team.Result) {
+	t.Helper()
+	type outcome struct {
+		res team.Result
+		err error
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := tm.Run(ctx)
+		done <- outcome{res, err}
+	}()
+	t.Cleanup(cancel)
+	return func() team.Result {
+		t.Helper()
+		o := <-done
+		require.NoError(t, o.err)
+		return o.res
+	}
+}
+
 // trailers lists the Foreman-Item trailers of main's commits, newest first.
 func trailers(t *testing.T, repo string) []string {
 	t.Helper()

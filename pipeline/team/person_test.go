@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -121,11 +122,19 @@ func TestASlowSubscriberDoesNotHoldUpTheTeam(t *testing.T) {
 	defer cancel()
 	_ = tm.Subscribe(ctx, 0) // never read
 	require.NoError(t, tm.Add(ctx, team.Story{ID: "A", Title: "a"}, team.Story{ID: "B", Title: "b"}))
-	done := make(chan team.Result)
-	go func() { done <- run(t, tm) }()
+	type outcome struct {
+		res team.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := tm.Run(ctx)
+		done <- outcome{res, err}
+	}()
 	select {
-	case res := <-done:
-		assert.Equal(t, 2, res.Merged)
+	case o := <-done:
+		require.NoError(t, o.err)
+		assert.Equal(t, 2, o.res.Merged)
 	case <-time.After(90 * time.Second):
 		t.Fatal("the team waited for a subscriber")
 	}
@@ -352,4 +361,16 @@ func TestADecisionCarriedTwiceAtOnceReleasesTheStoryOnce(t *testing.T) {
 
 	f.remove(t, "US-001.fail-stage-0")
 	assert.Equal(t, 1, run(t, tm).Merged)
+	// Released once: one decision recorded, and the planner ran once
+	// before the pause and once after it, not once per carrier.
+	resolved := 0
+	for _, e := range tm.Events(0) {
+		if e.Kind == team.EventStoryResolved {
+			resolved++
+		}
+	}
+	assert.Equal(t, 1, resolved, "one decision")
+	log, err := os.ReadFile(filepath.Join(f.ctl, "log"))
+	require.NoError(t, err)
+	assert.Equal(t, 2, strings.Count(string(log), "US-001 stage 0 "), "the plan stage ran again once:\n%s", log)
 }

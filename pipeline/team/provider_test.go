@@ -97,8 +97,7 @@ func TestAnAgentRetryingItsModelAPIShowsInStatusAndIsNotAFailure(t *testing.T) {
 	tm := f.newTeam(t)
 	require.NoError(t, tm.Add(context.Background(), team.Story{ID: "W", Title: "waits for the API"}))
 
-	done := make(chan team.Result, 1)
-	go func() { done <- run(t, tm) }()
+	wait := runInBackground(t, tm)
 	ev := <-retrying
 	assert.Equal(t, "the agent's CLI is retrying its model API by itself: model API 429 rate_limit: retry 1 of 10 in 500ms", ev.Detail)
 
@@ -115,7 +114,7 @@ func TestAnAgentRetryingItsModelAPIShowsInStatusAndIsNotAFailure(t *testing.T) {
 	assert.Contains(t, st.Text(), "waiting for the model API since")
 
 	require.NoError(t, os.WriteFile(filepath.Join(f.ctl, "W.go"), []byte("go\n"), 0o600))
-	res := <-done
+	res := wait()
 	s := stateOf(res, "W")
 	assert.Equal(t, team.StoryMerged, s.State)
 	assert.Nil(t, s.Retrying, "cleared once the stage ended")

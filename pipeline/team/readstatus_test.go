@@ -23,8 +23,7 @@ func TestReadStatusWithoutAnAgentWhileTheTeamRuns(t *testing.T) {
 	tm := f.newTeam(t)
 	require.NoError(t, tm.Add(ctx, team.Story{ID: "A", Title: "a"}, team.Story{ID: "B", Title: "b"}))
 	sub := tm.Subscribe(ctx, 0)
-	done := make(chan team.Result)
-	go func() { done <- run(t, tm) }()
+	wait := runInBackground(t, tm)
 	for e := range sub {
 		if e.Kind == team.EventStageFinished {
 			// Another reader (here the same process, through its own
@@ -46,7 +45,7 @@ func TestReadStatusWithoutAnAgentWhileTheTeamRuns(t *testing.T) {
 			break
 		}
 	}
-	res := <-done
+	res := wait()
 	require.Equal(t, 2, res.Merged, res.String())
 	st, err := team.ReadStatus(ctx, team.Config{Repo: f.repo})
 	require.NoError(t, err)
