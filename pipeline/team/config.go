@@ -205,8 +205,12 @@ var defaultRoles = map[string]string{"plan": "planner", "validate": "validator",
 // DefaultStages returns how the team performs flow's stages: for the story
 // flow, plan and validate are agent stages, execute is the build stage and
 // the quality gate runs the gate plan; for any other flow, the last stage
-// is a build stage and the others agent stages.
+// is a build stage and the others agent stages. A nil flow is the story
+// flow with its default limits, as Config.Flow's zero value is.
 func DefaultStages(flow *pipeline.Flow) []Stage {
+	if flow == nil {
+		flow = pipeline.StoryFlow(pipeline.StoryConfig{})
+	}
 	out := make([]Stage, len(flow.Stages))
 	for i, s := range flow.Stages {
 		out[i] = Stage{Kind: StageAgent, Role: s.Name}

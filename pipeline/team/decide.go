@@ -359,9 +359,14 @@ func failureSummary(rep phases.VerificationReport) string {
 // (test failures, file:line references, errors), else its last lines.
 func keyLines(out string) string {
 	var keep []string
+	seen := map[string]bool{}
 	for _, l := range strings.Split(out, "\n") {
 		l = strings.TrimSpace(l)
-		if strings.HasPrefix(l, "--- FAIL") || strings.Contains(l, ".go:") || strings.HasPrefix(strings.ToLower(l), "error") {
+		lower := strings.ToLower(l)
+		decisive := strings.HasPrefix(l, "--- FAIL") || strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "fatal error:") ||
+			strings.HasPrefix(lower, "error") || (strings.Contains(l, ".go:") && !stackFrame(l))
+		if decisive && !seen[l] {
+			seen[l] = true
 			keep = append(keep, l)
 		}
 	}
@@ -369,6 +374,15 @@ func keyLines(out string) string {
 		return tailLines(out, 3)
 	}
 	return strings.Join(keep, " ")
+}
+
+// stackFrame reports whether l is a frame of a Go stack trace
+// ("/usr/local/go/src/testing/testing.go:1934 +0x12f"): a panic's trace
+// names a dozen files, and would push the panic's own line out of the
+// detail.
+func stackFrame(l string) bool {
+	return strings.Contains(l, " +0x") || strings.HasPrefix(l, "/usr/local/go/") || strings.HasPrefix(l, "goroutine ") ||
+		strings.HasPrefix(l, "created by ")
 }
 
 // boardAfter is the board entry a verified report leads to (see

@@ -279,3 +279,32 @@ func TestHeldByPoolAndPersonLine(t *testing.T) {
 	line = personLine("US-1", 2, phases.AgentResult{PermissionDenials: []phases.AgentPermissionDenial{{Tool: "Bash", Input: "rm -rf /"}}})
 	assert.Contains(t, line, "Permission refused: Bash rm -rf /")
 }
+
+func TestAGateFailureKeepsTheDecisiveLine(t *testing.T) {
+	panicked := `--- FAIL: TestDivide (0.00s)
+panic: runtime error: integer divide by zero [recovered]
+	panic: runtime error: integer divide by zero
+
+goroutine 7 [running]:
+testing.tRunner.func1.2({0x5c6e40, 0x7a3c90})
+	/usr/local/go/src/testing/testing.go:1734 +0x21c
+testing.tRunner.func1()
+	/usr/local/go/src/testing/testing.go:1737 +0x35e
+panic({0x5c6e40?, 0x7a3c90?})
+	/usr/local/go/src/runtime/panic.go:792 +0x132
+example.com/calc.Divide(...)
+	/work/repo/.worktrees/US-001/calc.go:4
+example.com/calc.TestDivide(0xc000102a80?)
+	/work/repo/.worktrees/US-001/calc_test.go:6 +0x9
+created by testing.(*T).Run in goroutine 1
+	/usr/local/go/src/testing/testing.go:1792 +0x3f3
+FAIL	example.com/calc	0.004s
+`
+	rep := phases.VerificationReport{Levels: []phases.LevelResult{{Level: phases.L1Tests, Checks: []phases.CheckResult{
+		{Name: "test", Level: phases.L1Tests, Argv: []string{"go", "test", "./..."}, ExitCode: 1, Output: panicked},
+	}}}}
+	got := failureSummary(rep)
+	assert.Contains(t, got, "panic: runtime error: integer divide by zero")
+	assert.Contains(t, got, "calc.go:4")
+	assert.NotContains(t, got, "testing.go", "the trace's frames are left out")
+}
