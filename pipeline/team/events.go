@@ -207,6 +207,13 @@ func (l *eventLog) since(after uint64) ([]Event, <-chan struct{}) {
 	return append(old, mem...), wake
 }
 
+// last is the sequence number of the last event recorded.
+func (l *eventLog) last() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.base + uint64(len(l.evs))
+}
+
 // stored reads the recorded events with after < Seq <= upTo.
 func (l *eventLog) stored(after, upTo uint64) ([]Event, error) {
 	recs, err := l.db.List(context.Background(), kindEvent)
@@ -234,13 +241,22 @@ func (t *Team) Events(after uint64) []Event {
 	return evs
 }
 
+// LastSeq is the sequence number of the last event recorded so far (0
+// when there is none): Subscribe(ctx, t.LastSeq()) follows the team from
+// now on, leaving out the events of earlier runs.
+func (t *Team) LastSeq() uint64 { return t.events.last() }
+
 // Subscribe delivers the events recorded after sequence number after
-// (from earlier runs of the team too), and every later one, on the
+// (from earlier runs of the team too: 0 replays every event the team's
+// store holds; LastSeq gives "from now"), and every later one, on the
 // returned channel, in order, until ctx ends (then the channel is closed).
 // A subscriber that does not keep up falls behind without holding up the
-// team. A client that reconnects with the last Seq it saw misses nothing.
-// To follow one Run to its end, read until EventRunFinished, then cancel
-// ctx.
+// team, and loses nothing: it reads the log at its own pace. A client that
+// reconnects with the last Seq it saw misses nothing. To follow one Run to
+// its end, read until EventRunFinished, then cancel ctx: every Run that
+// started records one, also when it stops on its context or a fault (its
+// Detail then says "stopped: " and why); a Run refused at once (ErrRunning,
+// ErrBusy, ErrClosed) records neither EventRunStarted nor EventRunFinished.
 func (t *Team) Subscribe(ctx context.Context, after uint64) <-chan Event {
 	ch := make(chan Event)
 	go func() {

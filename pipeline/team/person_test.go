@@ -374,3 +374,27 @@ func TestADecisionCarriedTwiceAtOnceReleasesTheStoryOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, strings.Count(string(log), "US-001 stage 0 "), "the plan stage ran again once:\n%s", log)
 }
+
+func TestSubscribeFromLastSeqFollowsFromNow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t)
+	tm := f.newTeam(t)
+	assert.Zero(t, tm.LastSeq(), "nothing recorded yet")
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "A", Title: "a"}))
+	require.Equal(t, 1, run(t, tm).Merged)
+	last := tm.LastSeq()
+	evs := tm.Events(0)
+	require.NotEmpty(t, evs)
+	assert.Equal(t, evs[len(evs)-1].Seq, last)
+	assert.Equal(t, team.EventRunFinished, evs[len(evs)-1].Kind)
+
+	subCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sub := tm.Subscribe(subCtx, tm.LastSeq())
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "B", Title: "b"}))
+	first := <-sub
+	assert.Equal(t, last+1, first.Seq, "the first event after the subscription, not an old run's")
+	assert.Equal(t, team.EventStoryAdded, first.Kind)
+	assert.Equal(t, foreman.ItemID("B"), first.Story)
+}
