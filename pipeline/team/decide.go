@@ -304,7 +304,7 @@ func buildStageLine(item foreman.ItemID, stage int, res phases.RunResult, err er
 	}
 	if n := len(res.Iterations); n > 0 {
 		ph := res.Iterations[n-1].Result.Phases
-		if ph.Build != nil && ph.Build.AgentResult != nil && !ph.Build.AgentResult.Success {
+		if ph.Build != nil && ph.Build.AgentResult != nil && (!ph.Build.AgentResult.Success || ph.Build.AgentResult.ExitCode != 0) {
 			b.WriteString("; " + agentFailure(*ph.Build.AgentResult, ""))
 		}
 		if ph.Verify != nil && ph.Verify.Report != nil && !ph.Verify.Report.Passed {

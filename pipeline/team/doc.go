@@ -77,9 +77,14 @@
 //
 // A build agent need not report: its stage completes when the run loop saw
 // changes since the assignment's base (commits or uncommitted files) that
-// pass the gates, whatever the agent says, and fails, pausing the story
-// with the gates' output, when the run loop's limits end first; a Report
-// with outcome "error" adds the agent's own words to that cause.
+// pass the gates, whatever the agent says or its exit status (an agent
+// that exits non-zero still has its work snapshotted and verified: git's
+// "nothing to commit" after a restart ends no build), and fails, pausing
+// the story with the gates' output and the agent's last exit status and
+// stderr, when the run loop's limits end first; a Report with outcome
+// "error" adds the agent's own words to that cause. An agent stopped by a
+// timeout or a signal, or whose own output reports an error, fails its
+// iteration at once.
 //
 // While it runs, the team also serves its agents an MCP server (Config.MCP,
 // on by default; phases/agentmcp) on the loopback interface, named in

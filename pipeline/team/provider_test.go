@@ -23,6 +23,8 @@ import (
 //	<id>.refused  is refused Write and Bash, changes nothing, and still ends
 //	              "subtype":"success" (Claude Code's default permission mode
 //	              in -p mode)
+//	<id>.exit1    builds and commits, then exits 1 ("nothing to commit")
+//	<id>.broken   exits 1 at once with "unknown option" on stderr
 //	<id>.retry    announces two API retries (429), then waits for the FIFO
 //	              <id>.go before it builds
 const claudeLikeAgent = `#!/bin/sh
@@ -41,12 +43,14 @@ validator) report go ',"score":9'; result ;;
     result '{"tool_name":"Write","tool_use_id":"toolu_1","tool_input":{"file_path":"'"$PWD"'/x.go","content":"package x"}},{"tool_name":"Bash","tool_use_id":"toolu_2","tool_input":{"command":"git commit -am x"}}'
     exit 0
   fi
+  if [ -e "$ctl/$id.broken" ]; then echo "error: unknown option '--frobnicate'" >&2; exit 1; fi
   if [ -e "$ctl/$id.retry" ]; then
     echo '{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":500,"error_status":429,"error":"rate_limit","session_id":"s"}'
     echo '{"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"retry_delay_ms":1000,"error_status":429,"error":"rate_limit","session_id":"s"}'
     cat "$ctl/$id.go" > /dev/null
   fi
   echo ok > "$id.txt"; git add -A; git commit -qm "$id"
+  if [ -e "$ctl/$id.exit1" ]; then echo "nothing to commit, working tree clean" >&2; exit 1; fi
   report complete; result ;;
 esac
 `
@@ -118,4 +122,22 @@ func TestAnAgentRetryingItsModelAPIShowsInStatusAndIsNotAFailure(t *testing.T) {
 	s := stateOf(res, "W")
 	assert.Equal(t, team.StoryMerged, s.State)
 	assert.Nil(t, s.Retrying, "cleared once the stage ended")
+}
+
+func TestABuildIsJudgedByItsEvidenceNotItsAgentsExitStatus(t *testing.T) {
+	f := newClaudeLikeFixture(t)
+	f.touch(t, "E.exit1")
+	f.touch(t, "X.broken")
+	tm := f.newTeam(t)
+	require.NoError(t, tm.Add(context.Background(), team.Story{ID: "E", Title: "exits 1 after its work"}, team.Story{ID: "X", Title: "broken agent"}))
+
+	res := run(t, tm)
+
+	assert.Equal(t, team.StoryMerged, stateOf(res, "E").State, "its commit passed the gates")
+	x := stateOf(res, "X")
+	require.Equal(t, team.StoryPaused, x.State)
+	require.NotNil(t, x.Pause)
+	assert.Contains(t, x.Pause.Message, "(no_changes)")
+	assert.Contains(t, x.Pause.Message, "the agent exited with status 1")
+	assert.Contains(t, x.Pause.Message, "unknown option '--frobnicate'", "the cause, from its stderr")
 }

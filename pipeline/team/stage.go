@@ -235,7 +235,24 @@ type envAgent struct {
 func (e envAgent) Execute(ctx context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (phases.AgentResult, error) {
 	req.Env = append(slices.Clip(e.env), req.Env...)
 	req.MCPServers = append(slices.Clip(e.mcp), req.MCPServers...)
-	return e.inner.Execute(ctx, req, onEvent)
+	res, err := e.inner.Execute(ctx, req, onEvent)
+	if err == nil && exitedOnItsOwn(res) {
+		// A build is judged by its evidence: an agent that exits non-zero
+		// (git's "nothing to commit" after a restart, a linter it ran)
+		// may still have done the work, so the run loop goes on to the
+		// snapshot and the gates. Its exit status stays in the result
+		// and reaches the pause's cause if the build fails.
+		res.Success = true
+	}
+	return res, err
+}
+
+// exitedOnItsOwn reports whether an agent failed only by its exit status:
+// not stopped (timeout, signal), and with no error, API error, rate limit
+// or question of its own in its output.
+func exitedOnItsOwn(res phases.AgentResult) bool {
+	return !res.Success && res.ExitCode != 0 && !res.TimedOut && res.Signal == "" && res.Error == "" &&
+		res.APIError == nil && res.RateLimit == nil && len(res.Questions) == 0
 }
 
 // resultPath is where the agent of assignment writes its Report.
