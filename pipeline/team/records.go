@@ -45,6 +45,12 @@ type memory struct {
 	// Verified is the change the last passing build verified with the gate
 	// plan: measured from Base, its content was DiffHash.
 	Verified *verifiedChange `json:"verified,omitempty"`
+	// OpenBuild is where the build stage's current visit started: the
+	// base of its first assignment, kept for the assignments after it
+	// that a crash, a stall or a person's Retry start while no build has
+	// passed, so that the work already on the story's branch counts;
+	// cleared when a build passes (a rework measures from its own start).
+	OpenBuild *phases.BeforeState `json:"openBuild,omitempty"`
 	// Conflict is the last merge conflict conflict triage gave back to the
 	// builder: the files and both sides (bounded), for its prompt.
 	Conflict string `json:"conflict,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/gitexec"
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/pipeline"
 )
@@ -105,7 +106,7 @@ func readReport(path string) (*Report, error) {
 // gates, feedback, until the gates pass or the limits end it.
 func (r stageRunner) build(ctx context.Context, a pipeline.AgentAssignment, req phases.AgentRequest, st Stage, onEvent phases.StreamCallback, endReport func() *Report) (phases.AgentResult, string) {
 	t := r.t
-	before, err := t.assignmentBase(ctx, a.Assignment, req.WorkspacePath)
+	before, err := t.assignmentBase(ctx, a.Item, a.Assignment, req.WorkspacePath)
 	if err != nil {
 		return phases.AgentResult{}, errorLine(a.Item, a.Stage, "recording the build's starting point: "+err.Error())
 	}
@@ -262,33 +263,60 @@ func (t *Team) resultPath(a foreman.AssignmentID) string {
 
 // assignmentBase returns the workspace's starting point for a build
 // assignment, recorded the first time it runs, so that a build re-run after
-// a host crash still counts the commits its first run made.
-func (t *Team) assignmentBase(ctx context.Context, a foreman.AssignmentID, dir string) (phases.BeforeState, error) {
+// a host crash still counts the commits its first run made. A new
+// assignment of a build stage no build of which has passed since it was
+// entered (a replaced worker, a person's Retry) starts where the stage's
+// first assignment did (memory.OpenBuild), when that commit is still in
+// the story's history: the work already on the branch is the build's.
+func (t *Team) assignmentBase(ctx context.Context, item foreman.ItemID, a foreman.AssignmentID, dir string) (phases.BeforeState, error) {
 	var before phases.BeforeState
 	_, found, err := getJSON(ctx, t.db, kindBase, string(a), &before)
 	if err != nil || found {
 		return before, err
 	}
-	before, err = t.snap.Before(ctx, dir)
-	if err != nil {
+	var m memory
+	if _, _, err := getJSON(ctx, t.db, kindMemory, string(item), &m); err != nil {
 		return before, err
+	}
+	if open := m.OpenBuild; open != nil && t.inHistory(ctx, dir, open.BaseCommit) {
+		before = *open
+	} else {
+		if before, err = t.snap.Before(ctx, dir); err != nil {
+			return before, err
+		}
+		if err := updateMemory(ctx, t.db, item, func(m *memory) { m.OpenBuild = &before }); err != nil {
+			return before, err
+		}
 	}
 	return before, putJSON(ctx, t.db, kindBase, string(a), before)
 }
 
+// inHistory reports whether commit is HEAD or an ancestor of it in dir.
+func (t *Team) inHistory(ctx context.Context, dir, commit string) bool {
+	if commit == "" {
+		return false
+	}
+	g := gitexec.Runner{Env: t.cfg.Merge.GitEnv}
+	_, err := g.Run(ctx, dir, "merge-base", "--is-ancestor", commit, "HEAD")
+	return err == nil
+}
+
 // recordVerified keeps the change a passing build verified, so that the
-// quality-gate stage need not run the same plan on it again.
+// quality-gate stage need not run the same plan on it again, and closes
+// the build stage's visit (memory.OpenBuild).
 func (t *Team) recordVerified(ctx context.Context, item foreman.ItemID, before phases.BeforeState, run phases.RunResult) error {
-	n := len(run.Iterations)
-	if n == 0 {
-		return nil
+	var v *verifiedChange
+	if n := len(run.Iterations); n > 0 {
+		if sp := run.Iterations[n-1].Result.Phases.Snapshot; sp != nil && sp.Snapshot != nil && sp.Snapshot.DiffHash != "" {
+			v = &verifiedChange{Base: before, DiffHash: sp.Snapshot.DiffHash}
+		}
 	}
-	sp := run.Iterations[n-1].Result.Phases.Snapshot
-	if sp == nil || sp.Snapshot == nil || sp.Snapshot.DiffHash == "" {
-		return nil
-	}
-	v := &verifiedChange{Base: before, DiffHash: sp.Snapshot.DiffHash}
-	return updateMemory(ctx, t.db, item, func(m *memory) { m.Verified = v })
+	return updateMemory(ctx, t.db, item, func(m *memory) {
+		if v != nil {
+			m.Verified = v
+		}
+		m.OpenBuild = nil
+	})
 }
 
 // alreadyVerified reports whether the worktree holds exactly the change a
