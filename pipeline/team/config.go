@@ -310,6 +310,14 @@ func (cfg Config) defaults(work bool) (Config, error) {
 		}
 		needsGates = needsGates || st.Kind != StageAgent
 	}
+	for _, g := range []struct {
+		field string
+		plan  phases.GatePlan
+	}{{"Gates", cfg.Gates}, {"QualityGates", cfg.QualityGates}} {
+		if err := g.plan.Validate(); err != nil {
+			return cfg, &ConfigError{Field: g.field, Reason: err.Error(), Err: err}
+		}
+	}
 	if work && cfg.Remote == nil && needsGates && checkCount(cfg.Gates) == 0 {
 		return cfg, &ConfigError{Field: "Gates", Reason: "the gate plan has no checks; every story's work must pass at least one"}
 	}

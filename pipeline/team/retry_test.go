@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/demo"
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/phases/agentcmd"
@@ -58,4 +59,23 @@ func TestARetriedBuildCountsTheWorkAlreadyOnItsBranch(t *testing.T) {
 	second := run(t, tm)
 	assert.Equal(t, team.StoryMerged, stateOf(second, "R").State, "%s: %+v", second.String(), stateOf(second, "R").Pause)
 	assert.Equal(t, []string{"R"}, trailers(t, f.repo))
+}
+
+func TestWorktreeSaysWhenAStoryHasNone(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.touch(t, "P.fail-stage-2")
+	tm := f.newTeam(t)
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "M", Title: "merges"}, team.Story{ID: "P", Title: "pauses"}, team.Story{ID: "W", Title: "waits", After: []foreman.ItemID{"P"}}))
+	_, err := tm.Worktree("M")
+	assert.ErrorIs(t, err, team.ErrNoWorktree, "not started")
+	res := run(t, tm)
+	require.Equal(t, 1, res.Merged, res.String())
+
+	_, err = tm.Worktree("M")
+	assert.ErrorIs(t, err, team.ErrNoWorktree, "merged, its worktree removed")
+	_, err = tm.Worktree("P")
+	assert.ErrorIs(t, err, team.ErrNoWorktree, "paused on a stage's failure: its branch stays, its worktree goes")
+	_, err = tm.Worktree("W")
+	assert.ErrorIs(t, err, team.ErrNoWorktree, "blocked, never started")
 }

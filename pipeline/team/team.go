@@ -292,9 +292,28 @@ func (t *Team) closeStore() error {
 // Repo returns the repository's main worktree.
 func (t *Team) Repo() string { return t.cfg.Repo }
 
-// Worktree returns the path of story's worktree (it exists while the story
-// is being worked on, and after it pauses).
-func (t *Team) Worktree(story foreman.ItemID) (string, error) { return t.mgr.Path(story) }
+// ErrNoWorktree means a story has no worktree now: it has not started, or
+// it merged and its worktree was removed.
+var ErrNoWorktree = errors.New("team: the story has no worktree")
+
+// Worktree returns the path of story's worktree, which exists while the
+// story is being worked on, and after it paused on a merge conflict (for
+// the person resolving it there); otherwise the error matches
+// ErrNoWorktree. A story paused for another cause keeps its branch
+// (<Merge.BranchPrefix>/<story>, the work so far), not its worktree: a
+// Retry or Resume makes the worktree again from the branch.
+func (t *Team) Worktree(story foreman.ItemID) (string, error) {
+	dir, err := t.mgr.Path(story)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("%w: %s (%s is not there: the story has not started, or merged)", ErrNoWorktree, story, dir)
+	} else if err != nil {
+		return "", err
+	}
+	return dir, nil
+}
 
 // Add adds stories to the plan, all or none: each must be valid, every
 // story it comes After must be in the plan or in this call, and the
