@@ -67,6 +67,9 @@ type options struct {
 	json    bool
 	resolve string
 	note    string
+	// waitForPerson keeps a run whose stories all wait for a person
+	// serving its page until one is decided.
+	waitForPerson bool
 }
 
 func main() {
@@ -138,6 +141,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.json, "json", false, "with -status: print the status as JSON")
 	fs.StringVar(&o.resolve, "resolve", "", "decide about a paused story: ID=retry|resume|skip|abandon")
 	fs.StringVar(&o.note, "note", "", "with -resolve: a note the story's next agent reads")
+	fs.BoolVar(&o.waitForPerson, "wait-for-person", stdinIsTerminal(), "when every story left waits for a person and the status page is served, keep serving it and go on\nas soon as one is decided there (or with -resolve from another terminal); Ctrl-C stops, resumably\n(default: on when standard input is a terminal)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

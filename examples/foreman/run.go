@@ -131,6 +131,16 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 
 	res, runErr := tm.Run(ctx)
+	// A person decides on the page: while it is served and the stories
+	// left wait for one, the run goes on as soon as one is decided.
+	for runErr == nil && o.waitForPerson && o.http != "" && res.Paused > 0 {
+		out.printf("%d stories wait for a person: decide on the status page, or with -resolve from another terminal;\n"+
+			"the team goes on as soon as one is decided (Ctrl-C stops it; run the same command again to go on)\n", res.Paused)
+		if !awaitDecision(ctx, tm) {
+			break
+		}
+		res, runErr = tm.Run(ctx)
+	}
 	var last uint64
 	if evs := tm.Events(0); len(evs) > 0 {
 		last = evs[len(evs)-1].Seq
@@ -144,7 +154,7 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 	out.printf("%s\n", res.String())
 	switch {
-	case runErr != nil && ctx.Err() != nil:
+	case ctx.Err() != nil:
 		fmt.Fprintln(stderr, "foreman: stopped; run the same command again to go on")
 		return exitInterrupted
 	case errors.Is(runErr, team.ErrBusy):
