@@ -14,13 +14,11 @@ const APIKey = "sk-modeltest"
 // ProviderName is the Codex model provider CodexEnv configures.
 const ProviderName = "modeltest"
 
-// inherited are the variables of the caller's environment the CLIs get;
-// everything else (API keys, the caller's HOME and CLI settings) is left out.
-var inherited = []string{"PATH", "LANG", "LC_ALL", "TERM", "TZ", "USER", "LOGNAME", "SHELL", "TMPDIR"}
-
+// baseEnv is the part of the caller's environment the CLIs get; everything
+// else (API keys, the caller's HOME and CLI settings) is left out.
 func baseEnv() []string {
 	var env []string
-	for _, k := range inherited {
+	for _, k := range []string{"PATH", "LANG", "LC_ALL", "TERM", "TZ", "USER", "LOGNAME", "SHELL", "TMPDIR"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
