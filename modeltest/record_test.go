@@ -1,0 +1,173 @@
+package modeltest_test
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/realagent"
+	"github.com/agentforeman/foreman/modeltest"
+)
+
+var record = flag.Bool("record", false, "TestRecord: re-record phases/agentcmd/testdata/recorded from the real CLIs")
+
+// recordCase is one recording: a script, and the CLI runs it drives (a
+// resume case has two).
+type recordCase struct {
+	name  string // file name without .jsonl
+	cli   realagent.CLI
+	turns func(dir string) []modeltest.Turn
+	runs  [][]string // CLI arguments; "{session}" is the first run's session id
+	env   []string   // extra environment (Claude Code)
+}
+
+func recordCases() []recordCase {
+	say := func(text string) func(string) []modeltest.Turn {
+		return func(string) []modeltest.Turn { return []modeltest.Turn{modeltest.Say(text)} }
+	}
+	toolUse := func(dir string) []modeltest.Turn {
+		return []modeltest.Turn{
+			{Text: "Creating the files.", Calls: []modeltest.Call{modeltest.Shell("echo made > made.txt")}},
+			modeltest.Do(modeltest.WriteFile(filepath.Join(dir, "written.txt"), "written\n")),
+			modeltest.Say("Both files are written."),
+		}
+	}
+	refused := func(dir string) []modeltest.Turn {
+		return []modeltest.Turn{
+			modeltest.Do(modeltest.WriteFile(filepath.Join(dir, "refused.txt"), "x\n")),
+			modeltest.Say("I could not write the file."),
+		}
+	}
+	then := func(first modeltest.Turn, n int) func(string) []modeltest.Turn {
+		return func(string) []modeltest.Turn { return append(modeltest.Times(n, first), modeltest.Say("Answered after the error.")) }
+	}
+	resume := func(string) []modeltest.Turn {
+		return []modeltest.Turn{modeltest.Say("First answer."), {When: "Go on", Text: "Second answer, same session."}}
+	}
+	claude := func(prompt string, more ...string) []string {
+		return append([]string{"-p", prompt, "--output-format", "stream-json", "--verbose"}, more...)
+	}
+	codex := func(prompt string, more ...string) []string {
+		return append(append([]string{"exec", "--json", "--skip-git-repo-check"}, more...), prompt)
+	}
+	codexFail := []string{"-c", "model_providers.modeltest.stream_max_retries=2", "-c", "model_providers.modeltest.request_max_retries=0"}
+	return []recordCase{
+		{name: "claude_success", cli: realagent.Claude, turns: say("Hello from the scripted model."), runs: [][]string{claude("Say hello.")}},
+		{name: "claude_tool_use", cli: realagent.Claude, turns: toolUse, runs: [][]string{claude("Make two files.", "--allowedTools", "Bash,Write")}},
+		{name: "claude_permission_denials", cli: realagent.Claude, turns: refused, runs: [][]string{claude("Write a file.")}},
+		{name: "claude_toolsearch", cli: realagent.Claude, runs: [][]string{claude("List the scheduled jobs.")},
+			turns: func(string) []modeltest.Turn {
+				return []modeltest.Turn{modeltest.Do(modeltest.Tool("CronList", map[string]any{})), modeltest.Say("No jobs.")}
+			}},
+		{name: "claude_api_retry_429", cli: realagent.Claude, turns: then(modeltest.RateLimited(0), 2), runs: [][]string{claude("Say hello.")}},
+		{name: "claude_401", cli: realagent.Claude, turns: then(modeltest.Unauthorized(), 5), runs: [][]string{claude("Say hello.")},
+			env: []string{"CLAUDE_CODE_MAX_RETRIES=2"}},
+		{name: "claude_429_exhausted", cli: realagent.Claude, turns: then(modeltest.RateLimited(0), 5), runs: [][]string{claude("Say hello.")},
+			env: []string{"CLAUDE_CODE_MAX_RETRIES=2"}},
+		{name: "claude_529", cli: realagent.Claude, turns: then(modeltest.Overloaded(), 5), runs: [][]string{claude("Say hello.")},
+			env: []string{"CLAUDE_CODE_MAX_RETRIES=2"}},
+		{name: "claude_resume", cli: realagent.Claude, turns: resume,
+			runs: [][]string{claude("Start."), claude("Go on.", "--resume", "{session}")}},
+
+		{name: "codex_success", cli: realagent.Codex, turns: say("Hello from the scripted model."), runs: [][]string{codex("Say hello.")}},
+		{name: "codex_tool_use", cli: realagent.Codex, turns: toolUse, runs: [][]string{codex("Make two files.", "--sandbox", "workspace-write")}},
+		{name: "codex_read_only_refusal", cli: realagent.Codex, turns: refused, runs: [][]string{codex("Write a file.")}},
+		{name: "codex_retry_429", cli: realagent.Codex, turns: then(modeltest.RateLimited(0), 2), runs: [][]string{codex("Say hello.")}},
+		{name: "codex_401", cli: realagent.Codex, turns: then(modeltest.Unauthorized(), 5), runs: [][]string{codex("Say hello.", codexFail...)}},
+		{name: "codex_429_exhausted", cli: realagent.Codex, turns: then(modeltest.RateLimited(0), 5), runs: [][]string{codex("Say hello.", codexFail...)}},
+		{name: "codex_529", cli: realagent.Codex, turns: then(modeltest.Overloaded(), 5), runs: [][]string{codex("Say hello.", codexFail...)}},
+		{name: "codex_resume", cli: realagent.Codex, turns: resume,
+			runs: [][]string{codex("Start."), {"exec", "resume", "--json", "--skip-git-repo-check", "{session}", "Go on."}}},
+	}
+}
+
+// TestRecord re-records the fixtures of phases/agentcmd/testdata/recorded
+// from the real CLIs: go test ./modeltest -run TestRecord -args -record.
+// Paths that change from run to run (the workspace, HOME, CODEX_HOME, the
+// server's port) are replaced by fixed ones; ids, timestamps and durations
+// are kept as printed. recorded/README.md says what each case is.
+func TestRecord(t *testing.T) {
+	if !*record {
+		t.Skip("re-records the fixtures only with -args -record")
+	}
+	out, err := filepath.Abs(filepath.Join("..", "phases", "agentcmd", "testdata", "recorded"))
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(out, 0o755))
+	for _, c := range recordCases() {
+		t.Run(c.name, func(t *testing.T) {
+			bin := realagent.Require(t, c.cli)
+			dir := t.TempDir()
+			srv := modeltest.Start(t, modeltest.Script{Turns: c.turns(dir)})
+			var env []string
+			home := t.TempDir()
+			if c.cli == realagent.Claude {
+				env = append(realagent.ClaudeEnv(srv.URL(), home), c.env...)
+			} else {
+				home = realagent.CodexHome(t)
+				env, err = realagent.CodexEnv(srv.URL(), home)
+				require.NoError(t, err)
+			}
+			session := ""
+			for i, args := range c.runs {
+				args = append([]string(nil), args...)
+				for j := range args {
+					args[j] = strings.ReplaceAll(args[j], "{session}", session)
+				}
+				r := runCLI(t, srv, dir, env, append([]string{bin}, args...)...)
+				t.Logf("%s run %d: exit %v, wall %v, first request after %v", c.name, i+1, r.err, r.wall, r.firstRequest)
+				for _, l := range r.lines {
+					if id, ok := l["session_id"].(string); ok && session == "" {
+						session = id
+					}
+					if id, ok := l["thread_id"].(string); ok && session == "" {
+						session = id
+					}
+				}
+				name := c.name
+				if len(c.runs) > 1 {
+					name = c.name + "_run" + string(rune('1'+i))
+				}
+				text := normalize(r.stdout, map[string]string{dir: "/workspace", home: "/home/agent",
+					srv.URL(): "http://127.0.0.1:PORT", strings.TrimPrefix(srv.URL(), "http://"): "127.0.0.1:PORT"})
+				require.NoError(t, os.WriteFile(filepath.Join(out, name+".jsonl"), text, 0o644))
+			}
+		})
+	}
+}
+
+// normalize replaces each key of repl by its value, longest keys first (so a
+// path is replaced before a prefix of it).
+func normalize(b []byte, repl map[string]string) []byte {
+	keys := make([]string, 0, len(repl))
+	for k := range repl {
+		keys = append(keys, k)
+	}
+	for i := range keys {
+		for j := i + 1; j < len(keys); j++ {
+			if len(keys[j]) > len(keys[i]) {
+				keys[i], keys[j] = keys[j], keys[i]
+			}
+		}
+	}
+	for _, k := range keys {
+		b = bytes.ReplaceAll(b, []byte(k), []byte(repl[k]))
+		// Claude Code names a project directory after its path, each
+		// character but letters and digits replaced by '-'.
+		b = bytes.ReplaceAll(b, []byte(projectName(k)), []byte(projectName(repl[k])))
+	}
+	return b
+}
+
+func projectName(path string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, path)
+}
