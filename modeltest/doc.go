@@ -19,7 +19,9 @@
 //     response.created, response.output_item.added/done for message,
 //     function_call and custom_tool_call items, response.output_text.delta,
 //     response.completed with the usage;
-//   - 200 to HEAD probes and GET /; a logged 404 to anything else.
+//   - 200 to HEAD probes (Claude Code sends HEAD /api/hello unless
+//     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC is set) and GET /; a logged
+//     404 to anything else.
 //
 // Point Claude Code at it with ANTHROPIC_BASE_URL=URL() and any
 // ANTHROPIC_API_KEY (CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 keeps it from

@@ -2,19 +2,26 @@ package modeltest_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/internal/realagent"
 	"github.com/agentforeman/foreman/modeltest"
 )
 
-var record = flag.Bool("record", false, "TestRecord: re-record phases/agentcmd/testdata/recorded from the real CLIs")
+var (
+	record        = flag.Bool("record", false, "TestRecord: re-record phases/agentcmd/testdata/recorded from the real CLIs")
+	checkRecorded = flag.Bool("check-recorded", false, "TestRecord: record again and fail if the output's shape differs from the recordings")
+)
 
 // recordCase is one recording: a script, and the CLI runs it drives (a
 // resume case has two).
@@ -91,12 +98,34 @@ func recordCases() []recordCase {
 // Paths that change from run to run (the workspace, HOME, CODEX_HOME, the
 // server's port) are replaced by fixed ones; ids, timestamps and durations
 // are kept as printed. recorded/README.md says what each case is.
+//
+// With -args -check-recorded it records into a temporary directory instead
+// and fails when a recording's shape (shape: the line types, their keys, the
+// kinds of content and items) differs from the committed one: what a CI step
+// runs to see that the pinned CLIs still print what the fixtures show.
 func TestRecord(t *testing.T) {
-	if !*record {
-		t.Skip("re-records the fixtures only with -args -record")
+	if !*record && !*checkRecorded {
+		t.Skip("re-records the fixtures only with -args -record (or -check-recorded)")
 	}
-	out, err := filepath.Abs(filepath.Join("..", "phases", "agentcmd", "testdata", "recorded"))
+	committed, err := filepath.Abs(filepath.Join("..", "phases", "agentcmd", "testdata", "recorded"))
 	require.NoError(t, err)
+	out := committed
+	if !*record {
+		out = t.TempDir()
+		t.Cleanup(func() {
+			entries, err := os.ReadDir(out)
+			require.NoError(t, err)
+			for _, e := range entries {
+				want, err := os.ReadFile(filepath.Join(committed, e.Name()))
+				if !assert.NoError(t, err, "%s: no committed recording", e.Name()) {
+					continue
+				}
+				got, err := os.ReadFile(filepath.Join(out, e.Name()))
+				require.NoError(t, err)
+				assert.Equal(t, shape(t, want), shape(t, got), "%s: the output's shape changed; re-record with -args -record and check the parsers", e.Name())
+			}
+		})
+	}
 	require.NoError(t, os.MkdirAll(out, 0o755))
 	for _, c := range recordCases() {
 		t.Run(c.name, func(t *testing.T) {
@@ -138,6 +167,37 @@ func TestRecord(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shape is what a recording's lines are made of, without their values: per
+// line its type (and subtype), its sorted keys, and the types of its message
+// content blocks or its item.
+func shape(t *testing.T, jsonl []byte) []string {
+	var out []string
+	for _, line := range bytes.Split(bytes.TrimSpace(jsonl), []byte("\n")) {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(line, &m), "%s", line)
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		s := fmt.Sprintf("%v/%v %v", m["type"], m["subtype"], keys)
+		if msg, ok := m["message"].(map[string]any); ok {
+			if content, ok := msg["content"].([]any); ok {
+				for _, c := range content {
+					if c, ok := c.(map[string]any); ok {
+						s += fmt.Sprintf(" %v", c["type"])
+					}
+				}
+			}
+		}
+		if item, ok := m["item"].(map[string]any); ok {
+			s += fmt.Sprintf(" item:%v", item["type"])
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // normalize replaces each key of repl by its value, longest keys first (so a
