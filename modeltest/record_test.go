@@ -51,7 +51,9 @@ func recordCases() []recordCase {
 		}
 	}
 	then := func(first modeltest.Turn, n int) func(string) []modeltest.Turn {
-		return func(string) []modeltest.Turn { return append(modeltest.Times(n, first), modeltest.Say("Answered after the error.")) }
+		return func(string) []modeltest.Turn {
+			return append(modeltest.Times(n, first), modeltest.Say("Answered after the error."))
+		}
 	}
 	resume := func(string) []modeltest.Turn {
 		return []modeltest.Turn{modeltest.Say("First answer."), {When: "Go on", Text: "Second answer, same session."}}
