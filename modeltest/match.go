@@ -47,6 +47,9 @@ func (s *Server) choose(p parsed, h http.Header, i int) *answer {
 		}
 		rec.Turn = j
 		sess.next = j + 1
+		if t.Reply != nil {
+			t = t.replied(Input{Prompt: p.prompt, Latest: p.latest})
+		}
 		if p.api == Anthropic && p.offered["ToolSearch"] {
 			var deferred []string
 			for _, c := range t.Calls {
@@ -158,4 +161,21 @@ func (e *sseWriter) event(name string, data any) {
 	if e.f != nil {
 		e.f.Flush()
 	}
+}
+
+// replied is t with its Reply's answer in place of its own.
+func (t Turn) replied(in Input) Turn {
+	r := t.Reply(in)
+	t.Text, t.Calls, t.Error = r.Text, r.Calls, r.Error
+	if r.Usage != nil {
+		t.Usage = r.Usage
+	}
+	if r.Delay != 0 {
+		t.Delay = r.Delay
+	}
+	if r.Wait != nil {
+		t.Wait = r.Wait
+	}
+	t.Reply = nil
+	return t
 }

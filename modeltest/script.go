@@ -54,6 +54,20 @@ type Turn struct {
 	// Wait, if set, holds the answer back until the channel is closed (or
 	// the request is cancelled or the server closes). Default: nil.
 	Wait <-chan struct{}
+	// Reply, if set, makes the answer from the request when the turn fires:
+	// its Text, Calls and Error replace the turn's, and its Usage, Delay and
+	// Wait replace the turn's when set. For answers that carry something
+	// only the prompt knows (an assignment id, a report key). It is called
+	// on the request's goroutine and must not block. Default: nil.
+	Reply func(Input) Turn
+}
+
+// Input is what a Reply sees of the request it answers.
+type Input struct {
+	// Prompt is the text of every user message before the model's first
+	// answer (the agent's prompt); Latest the user messages and tool
+	// results after the model's last answer.
+	Prompt, Latest string
 }
 
 // Call is one tool call of a Turn.

@@ -484,3 +484,24 @@ func TestTimesAndSum(t *testing.T) {
 	})
 	assert.Equal(t, modeltest.Usage{InputTokens: 4, OutputTokens: 2, CacheReadInputTokens: 4, CacheCreationInputTokens: 5}, u)
 }
+
+func TestReplyAnswersFromThePrompt(t *testing.T) {
+	srv := modeltest.Start(t, modeltest.Script{Match: "assignment", Turns: []modeltest.Turn{{
+		Reply: func(in modeltest.Input) modeltest.Turn {
+			id := in.Prompt[strings.Index(in.Prompt, "assignment ")+len("assignment "):]
+			return modeltest.Turn{Text: "reporting for " + id, Usage: &modeltest.Usage{InputTokens: 7, OutputTokens: 3}}
+		},
+	}}})
+	_, events, _ := post(t, srv.URL()+"/v1/messages", messages("you have assignment US-7-a2"), "X-Claude-Code-Session-Id", "s")
+	var out string
+	for _, e := range events {
+		if d, ok := e.data["delta"].(map[string]any); ok && d["type"] == "text_delta" {
+			out += d["text"].(string)
+		}
+	}
+	assert.Equal(t, "reporting for US-7-a2", out)
+	reqs := srv.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, "reporting for US-7-a2", reqs[0].Served.Text)
+	assert.Equal(t, int64(7), reqs[0].Served.Usage.InputTokens, "the reply's usage")
+}
