@@ -45,17 +45,18 @@ const (
 
 // options are the command line.
 type options struct {
-	repo    string
-	plan    string
-	agent   string
-	format  agentcmd.Format
-	workers int
-	gates   []string
-	check   string
-	author  string
-	verbose bool
-	http    string
-	notify  string
+	repo           string
+	plan           string
+	agent          string
+	format         agentcmd.Format
+	workers        int
+	gates          []string
+	trustPlanGates bool
+	check          string
+	author         string
+	verbose        bool
+	http           string
+	notify         string
 
 	role     string
 	db       string
@@ -127,6 +128,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		o.gates = append(o.gates, s)
 		return nil
 	})
+	fs.BoolVar(&o.trustPlanGates, "trust-plan-gates", false, "run the stories file's gates: they are commands this host runs, with no agent involved, so a\nstories file with gates is code; without this flag (or -gate) a file with gates is refused")
 	fs.StringVar(&o.check, "merge-check", "", "a command run on each story's squash commit, in a checkout of it, before it lands on main,\ne.g. 'go build ./...'; when it fails the story pauses with its output")
 	fs.StringVar(&o.author, "author", "", "author of the squash commits, 'Name <email>' (default Foreman <foreman@localhost>)")
 	fs.BoolVar(&o.verbose, "v", false, "log the library's warnings to stderr")

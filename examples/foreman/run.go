@@ -189,9 +189,21 @@ func teamConfig(o options, plan team.Plan, stderr io.Writer) (team.Config, error
 	} else if !coordinator && (o.format == "" || o.format == agentcmd.FormatText) {
 		return team.Config{}, errors.New("-agent is required (with -format text); e.g. -agent 'my-agent {prompt}'")
 	}
-	gates := plan.Gates
+	var gates phases.GatePlan
+	switch consent := plan.GatesNeedConsent(); {
+	case len(o.gates) > 0:
+		if consent != nil {
+			fmt.Fprintf(stderr, "foreman: note: -gate replaces the stories file's gates; they do not run\n")
+		}
+	case consent != nil && coordinator:
+		// Its worker hosts run the gates, each with its own consent.
+	case consent != nil && !o.trustPlanGates:
+		return team.Config{}, fmt.Errorf("%w\n  %s holds gates: give -trust-plan-gates to run them, or your own with -gate 'go test ./...'",
+			consent, o.plan)
+	default:
+		gates = plan.UntrustedGates
+	}
 	if len(o.gates) > 0 {
-		gates = phases.GatePlan{}
 		var checks []phases.GateCheck
 		for _, g := range o.gates {
 			words, err := agentcmd.SplitCommand(g)
@@ -203,7 +215,7 @@ func teamConfig(o options, plan team.Plan, stderr io.Writer) (team.Config, error
 		gates.Levels = []phases.GateLevel{{Level: phases.L1Tests, Checks: checks}}
 	}
 	if len(gates.Levels) == 0 && !coordinator {
-		return team.Config{}, errors.New("no gates: every story's work must pass at least one check; give -gate 'go test ./...' or gates: in the stories file")
+		return team.Config{}, errors.New("no gates: every story's work must pass at least one check; give -gate 'go test ./...' (or gates: in the stories file, with -trust-plan-gates)")
 	}
 	var check []string
 	if o.check != "" {

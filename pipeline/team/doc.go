@@ -54,7 +54,12 @@
 // middle neither gives a story a second rework nor merges it twice.
 //
 // A plan can be written as a stories file (YAML, see PlanExample) and read
-// with LoadPlan or ParsePlan.
+// with LoadPlan or ParsePlan. Its stories are data, but its gates are
+// commands the host runs with no agent involved: a stories file with gates
+// is code. ParsePlan keeps them apart (Plan.UntrustedGates), and a host
+// puts them in Config.Gates only with the consent of the person it runs
+// for (Plan.GatesNeedConsent names them; the reference binary asks for
+// -trust-plan-gates).
 //
 // # What an agent gets, and how it reports
 //

@@ -8,7 +8,9 @@ import (
 )
 
 // A stories file read into a plan: the stories for Team.Add, and the team
-// settings it gives. A mistake is refused with its line.
+// settings it gives. Its gates are commands the host would run, so they
+// wait in UntrustedGates until the host has consent. A mistake is refused
+// with its line.
 func ExampleParsePlan() {
 	plan, err := team.ParsePlan(strings.NewReader(`
 gates:
@@ -26,7 +28,10 @@ stories:
 	for _, s := range plan.Stories {
 		fmt.Println(s.ID, s.Title, s.After)
 	}
-	fmt.Println(plan.Gates.Levels[0].Level, plan.Gates.Levels[0].Checks[0].Argv)
+	fmt.Println(plan.UntrustedGates.Levels[0].Level, plan.UntrustedGates.Levels[0].Checks[0].Argv)
+	// What to ask the person running the host before Config.Gates =
+	// plan.UntrustedGates (the reference binary: -trust-plan-gates).
+	fmt.Println(plan.GatesNeedConsent())
 
 	_, err = team.ParsePlan(strings.NewReader("stories:\n  - id: US-001\n    tilte: typo\n"))
 	fmt.Println(err)
@@ -34,5 +39,6 @@ stories:
 	// US-001 Parse the config file []
 	// US-002 Reload the config on SIGHUP [US-001]
 	// L1 [go test ./...]
+	// team: the stories file has gates, commands this host would run in every story's worktree: "test" (go test ./...); a stories file with gates is code: run them only if you trust whoever wrote the file
 	// team: plan, line 3: unknown field "tilte" (a story has id, title, body, after)
 }

@@ -22,7 +22,11 @@ import (
 const PlanExample = `# stories.yaml: the plan a team works through.
 # Optional team settings (command-line flags override them):
 workers: 2                     # stories in flight at once
-gates:                         # checks every story's work must pass, run in its worktree
+# gates: checks every story's work must pass, run in its worktree. They are
+# commands the host runs, with no agent involved: a stories file with gates
+# is code, and its gates run only when the host consents (foreman
+# -trust-plan-gates); otherwise give your own (foreman -gate).
+gates:
   - name: vet
     level: L0                  # L0 contracts, L1 tests, L2 black-box, L3 CI (default L1)
     argv: [go, vet, ./...]
@@ -94,9 +98,51 @@ type Plan struct {
 	Stories []Story
 	// Workers is how many stories are in flight at once (Config.Workers).
 	Workers int
-	// Gates is the gate plan (Config.Gates), its checks grouped by level in
-	// the order phases.Levels runs them.
-	Gates phases.GatePlan
+	// UntrustedGates is the file's gate plan, its checks grouped by level
+	// in the order phases.Levels runs them. Each check is a command the
+	// host would run in every story's worktree, with no agent involved:
+	// a stories file with gates is code, however much it looks like data,
+	// and whoever wrote the file (an issue tracker's stranger, a pull
+	// request) would run commands on the host. Put them in Config.Gates
+	// only when the person running the host consented (the reference
+	// binary's -trust-plan-gates); GatesNeedConsent says what to ask.
+	UntrustedGates phases.GatePlan
+}
+
+// ErrPlanGates is matched by *PlanGatesError.
+var ErrPlanGates = errors.New("team: the stories file has gates, commands it asks this host to run")
+
+// PlanGatesError is a stories file's gates a host has not consented to
+// run, each named with its command.
+type PlanGatesError struct {
+	Checks []phases.GateCheck
+}
+
+func (e *PlanGatesError) Error() string {
+	names := make([]string, len(e.Checks))
+	for i, c := range e.Checks {
+		names[i] = fmt.Sprintf("%q (%s)", c.Name, strings.Join(c.Argv, " "))
+	}
+	return fmt.Sprintf("team: the stories file has gates, commands this host would run in every story's worktree: %s; "+
+		"a stories file with gates is code: run them only if you trust whoever wrote the file", strings.Join(names, ", "))
+}
+
+// Is matches ErrPlanGates.
+func (e *PlanGatesError) Is(target error) bool { return target == ErrPlanGates }
+
+// GatesNeedConsent returns nil when the file has no gates, and otherwise a
+// *PlanGatesError (matching ErrPlanGates) naming each gate and its
+// command: what a host shows the person whose consent it needs before it
+// runs UntrustedGates.
+func (p Plan) GatesNeedConsent() error {
+	var checks []phases.GateCheck
+	for _, l := range p.UntrustedGates.Levels {
+		checks = append(checks, l.Checks...)
+	}
+	if len(checks) == 0 {
+		return nil
+	}
+	return &PlanGatesError{Checks: checks}
 }
 
 // planFile is the YAML shape of a stories file.
@@ -138,7 +184,10 @@ func LoadPlan(path string) (Plan, error) {
 
 // ParsePlan reads a stories file: YAML holding a list of stories (id,
 // title, body, after) and, optionally, the team's workers and gate checks;
-// PlanExample shows every field. A bad file is a *PlanError (matching
+// PlanExample shows every field. The file's gates are kept apart, in
+// Plan.UntrustedGates: they are commands the host would run, so a stories
+// file with gates is code, and a host runs them only with consent
+// (Plan.GatesNeedConsent). A bad file is a *PlanError (matching
 // ErrInvalidPlan) with the line: a YAML syntax error, an unknown field, a
 // field of the wrong type, a story that Add would refuse (invalid id, empty
 // or multi-line title), a duplicate id, an after naming a story that is not
@@ -301,7 +350,7 @@ func (pf planFile) plan(lines lineMap) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	p.Gates = gates
+	p.UntrustedGates = gates
 	if len(pf.Stories) == 0 {
 		return Plan{}, &PlanError{Line: lines.key["stories"], Reason: "no stories (a stories: list with at least one)"}
 	}

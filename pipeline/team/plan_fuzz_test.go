@@ -55,7 +55,7 @@ func FuzzParsePlan(f *testing.F) {
 				}
 			}
 		}
-		for _, l := range p.Gates.Levels {
+		for _, l := range p.UntrustedGates.Levels {
 			for _, c := range l.Checks {
 				if len(c.Argv) == 0 {
 					t.Fatalf("gate %q without argv accepted", c.Name)

@@ -28,7 +28,7 @@ func TestParsePlanReadsEveryField(t *testing.T) {
 		{Level: phases.L0Contracts, Checks: []phases.GateCheck{{Name: "vet", Argv: []string{"go", "vet", "./..."}}}},
 		{Level: phases.L1Tests, Checks: []phases.GateCheck{{Name: "test", Argv: []string{"go", "test", "./..."},
 			Timeout: 10 * time.Minute, Env: []string{"CGO_ENABLED=0"}}}},
-	}}, p.Gates)
+	}}, p.UntrustedGates)
 }
 
 func TestParsePlanDefaults(t *testing.T) {
@@ -44,14 +44,32 @@ gates:
 	assert.Equal(t, []team.Story{{ID: "B", Title: "second", After: []foreman.ItemID{"A"}}, {ID: "A", Title: "first"}}, p.Stories,
 		"file order kept; after may name a later story")
 	assert.Zero(t, p.Workers, "not set")
-	require.Len(t, p.Gates.Levels, 2)
-	assert.Equal(t, phases.L0Contracts, p.Gates.Levels[0].Level, "levels run in order whatever the file's order")
-	assert.Equal(t, "make check", p.Gates.Levels[1].Checks[0].Name, "a gate's name defaults to its command")
-	assert.Equal(t, phases.L1Tests, p.Gates.Levels[1].Level)
+	require.Len(t, p.UntrustedGates.Levels, 2)
+	assert.Equal(t, phases.L0Contracts, p.UntrustedGates.Levels[0].Level, "levels run in order whatever the file's order")
+	assert.Equal(t, "make check", p.UntrustedGates.Levels[1].Checks[0].Name, "a gate's name defaults to its command")
+	assert.Equal(t, phases.L1Tests, p.UntrustedGates.Levels[1].Level)
 
 	p, err = team.ParsePlan(strings.NewReader("stories:\n  - {id: A, title: a}\n"))
 	require.NoError(t, err)
-	assert.Empty(t, p.Gates.Levels, "no gates in the file: the host's flags give them")
+	assert.Empty(t, p.UntrustedGates.Levels, "no gates in the file: the host's flags give them")
+}
+
+func TestAStoriesFilesGatesNeedConsent(t *testing.T) {
+	p, err := team.ParsePlan(strings.NewReader(team.PlanExample))
+	require.NoError(t, err)
+	err = p.GatesNeedConsent()
+	require.ErrorIs(t, err, team.ErrPlanGates)
+	var ge *team.PlanGatesError
+	require.ErrorAs(t, err, &ge)
+	assert.Len(t, ge.Checks, 2)
+	for _, want := range []string{`"vet" (go vet ./...)`, `"test" (go test ./...)`, "a stories file with gates is code"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.False(t, errors.Is(err, team.ErrInvalidPlan), "the file is valid: the host decides")
+
+	p, err = team.ParsePlan(strings.NewReader("stories:\n  - {id: A, title: a}\n"))
+	require.NoError(t, err)
+	assert.NoError(t, p.GatesNeedConsent(), "no gates, nothing to consent to")
 }
 
 func TestParsePlanRefusesBadFilesWithTheLine(t *testing.T) {
