@@ -23,7 +23,7 @@
 // Each notification is one POST of the Notification as JSON, with
 //
 //	Content-Type: application/json
-//	X-Foreman-Delivery: escalation-42          (the same on every attempt)
+//	X-Foreman-Delivery: escalation-42-3f9a0c1b2d4e5f60  (the same on every attempt)
 //	X-Foreman-Signature: t=1795510800,v1=5f2c…  (HMAC-SHA256, hex)
 //
 // A 2xx answer delivers it. No answer, 408, 429 or a 5xx is tried again
@@ -31,7 +31,9 @@
 // between half and all of it (jitter), at least the receiver's
 // Retry-After; after Attempts tries, or at once on another 4xx, Notify
 // returns a *DeliveryError (ErrDeliveryFailed) with the attempts and the
-// last status.
+// last status. A redirect (3xx) is never followed, since that would send
+// the signed body to an address nobody configured: it fails the delivery
+// at once (ErrRedirected), naming where it pointed.
 //
 // # Verifying a request
 //
@@ -45,9 +47,11 @@
 // time) and t is within a few minutes of the receiver's clock: the
 // timestamp is signed with the body, so a captured request replayed later
 // is refused, and each attempt is signed afresh. Then drop an
-// X-Foreman-Delivery already handled (a retry after a lost answer; the ID
-// is unique within one team, so key it by the body's repo too when
-// several teams notify one receiver). In
+// X-Foreman-Delivery already handled (a retry after a lost answer, or a
+// host that restarted and sent it again). The ID is the event's kind and
+// Seq and the team's key (TeamKey: derived from the team's repository and
+// first event, so it lasts as long as the team's state), unique across
+// teams and runs: one receiver can hear from many teams. In
 // Go, VerifySignature does the first two checks; in a shell:
 //
 //	printf '%s.%s' "$t" "$body" | openssl dgst -sha256 -hmac "$secret"

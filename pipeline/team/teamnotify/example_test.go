@@ -29,10 +29,10 @@ func ExampleVerifySignature() {
 	if err != nil {
 		panic(err)
 	}
-	n, _ := teamnotify.Of("/src/app", team.Event{Seq: 7, Kind: team.EventRunFinished, Detail: "6 merged, 0 paused"})
+	n, _ := teamnotify.Of("3f9a0c1b2d4e5f60", "/src/app", team.Event{Seq: 7, Kind: team.EventRunFinished, Detail: "6 merged, 0 paused"})
 	if err := w.Notify(context.Background(), n); err != nil {
 		fmt.Println(err)
 	}
 	// Output:
-	// verified run_finished-7
+	// verified run_finished-7-3f9a0c1b2d4e5f60
 }

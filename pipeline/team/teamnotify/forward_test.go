@@ -3,6 +3,8 @@ package teamnotify_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -106,4 +108,65 @@ func TestANotifierThatHangsNeverBlocksTheTeam(t *testing.T) {
 func TestForwardRefusesNoNotifier(t *testing.T) {
 	err := teamnotify.Forward(context.Background(), nil, teamnotify.ForwardConfig{})
 	assert.ErrorIs(t, err, teamnotify.ErrInvalidConfig)
+}
+
+// Delivery ids are unique across teams, and stable across restarts of one
+// team's host: two teams notifying one receiver of their first run's end
+// (the same Seq in each) send two ids; the same team reopened re-sends its
+// notification under the id it had; the same repository started over (its
+// state removed) is another team.
+func TestDeliveryIDsAreUniqueAcrossTeamsAndStableAcrossRestarts(t *testing.T) {
+	t.Parallel()
+	first := func(tm *team.Team) teamnotify.Notification {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		got := make(chan teamnotify.Notification, 10)
+		go func() {
+			_ = teamnotify.Forward(ctx, tm, teamnotify.ForwardConfig{Notifier: teamnotify.NotifierFunc(
+				func(_ context.Context, n teamnotify.Notification) error { got <- n; return nil })})
+		}()
+		select {
+		case n := <-got:
+			return n
+		case <-time.After(time.Minute):
+			t.Fatal("no notification")
+		}
+		return teamnotify.Notification{}
+	}
+	open := func(f *teamtest.Fixture) *team.Team {
+		tm, err := team.New(context.Background(), f.Config)
+		require.NoError(t, err)
+		return tm
+	}
+	fa, fb := teamtest.New(t, "Notify Test"), teamtest.New(t, "Notify Test")
+	a, b := open(fa), open(fb)
+	for _, tm := range []*team.Team{a, b} {
+		require.NoError(t, tm.Add(context.Background(), team.Story{ID: "A", Title: "a"}))
+		require.Equal(t, 1, runTeam(t, tm).Merged)
+	}
+	na, nb := first(a), first(b)
+	require.Equal(t, teamnotify.KindRunFinished, na.Kind)
+	require.Equal(t, na.Seq, nb.Seq, "the same event of two teams")
+	assert.NotEqual(t, na.ID, nb.ID, "two teams, two ids")
+	assert.NotEqual(t, na.Team, nb.Team)
+	assert.Regexp(t, `^run_finished-\d+-[0-9a-f]{16}$`, na.ID)
+	assert.Equal(t, teamnotify.TeamKey(a), na.Team)
+
+	require.NoError(t, a.Close())
+	again := open(fa)
+	assert.Equal(t, na.ID, first(again).ID, "a restarted host re-sends under the same id")
+	require.NoError(t, again.Close())
+	require.NoError(t, b.Close())
+
+	require.NoError(t, os.RemoveAll(filepath.Join(fa.Repo, team.StateDirName)))
+	over := open(fa)
+	t.Cleanup(func() { _ = over.Close() })
+	assert.Empty(t, teamnotify.TeamKey(over), "no event yet")
+	require.NoError(t, over.Add(context.Background(), team.Story{ID: "A2", Title: "a again"}))
+	assert.NotEqual(t, na.Team, teamnotify.TeamKey(over), "the repository started over is another team")
+
+	n, ok := teamnotify.Of("", "/r", team.Event{Seq: 3, Kind: team.EventStoryMerged})
+	assert.False(t, ok, "a merge notifies nobody")
+	assert.Zero(t, n)
 }

@@ -2,6 +2,8 @@ package teamnotify
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,15 +40,18 @@ const (
 )
 
 // Notification is one thing to tell. ID is stable for a team's event and
-// unique within the team (a webhook sends it on every attempt, so a
-// receiver can drop repeats; one that hears from several teams keys by
-// Repo and ID).
+// unique across teams and runs: the event's kind and Seq (unique within
+// the team, over all its runs) and the team's key (TeamKey). A webhook
+// sends it on every attempt, and a host that restarts re-sends an event
+// under the same ID, so a receiver drops repeats by ID alone.
 type Notification struct {
 	ID   string    `json:"id"`
 	Kind Kind      `json:"kind"`
 	At   time.Time `json:"at"`
-	// Seq is the team event's sequence number; Repo the team's repository.
+	// Seq is the team event's sequence number; Team the team's key
+	// (TeamKey); Repo the team's repository.
 	Seq        uint64               `json:"seq"`
+	Team       string               `json:"team"`
 	Repo       string               `json:"repo"`
 	Story      foreman.ItemID       `json:"story,omitempty"`
 	Stage      int                  `json:"stage"`
@@ -56,10 +61,11 @@ type Notification struct {
 	Detail     string               `json:"detail,omitempty"`
 }
 
-// Of returns the notification an event of the team at repo calls for,
-// and false for events nobody is notified of.
-func Of(repo string, e team.Event) (Notification, bool) {
-	n := Notification{ID: fmt.Sprintf("%d", e.Seq), At: e.At, Seq: e.Seq, Repo: repo, Story: e.Story, Stage: e.Stage,
+// Of returns the notification an event of the team with key teamKey
+// (TeamKey) at repo calls for, and false for events nobody is notified of.
+// Its ID is "<kind>-<seq>-<teamKey>".
+func Of(teamKey, repo string, e team.Event) (Notification, bool) {
+	n := Notification{At: e.At, Seq: e.Seq, Team: teamKey, Repo: repo, Story: e.Story, Stage: e.Stage,
 		Role: e.Role, Detail: e.Detail}
 	switch e.Kind {
 	case team.EventStoryPaused:
@@ -69,8 +75,28 @@ func Of(repo string, e team.Event) (Notification, bool) {
 	default:
 		return Notification{}, false
 	}
-	n.ID = string(n.Kind) + "-" + n.ID
+	n.ID = fmt.Sprintf("%s-%d-%s", n.Kind, n.Seq, teamKey)
 	return n, true
+}
+
+// TeamKey returns a key that tells t's notifications apart from any other
+// team's: 16 hex digits of SHA-256 over t's repository and its first
+// event (its time to the nanosecond, kind and story). It lasts as long as
+// the team's state does (the events are durable): a host that restarts
+// re-sends a notification under the same ID, while another team, or the
+// same repository started over (its state removed), has another key. ""
+// while t has recorded no event. A host that keeps an identity of its own
+// for the team (a UUID in its config) passes it as ForwardConfig.Team
+// instead.
+func TeamKey(t *team.Team) string {
+	evs := t.Events(0)
+	if len(evs) == 0 {
+		return ""
+	}
+	first := evs[0]
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d\x00%d\x00%s\x00%s", t.Repo(), first.Seq, first.At.UnixNano(), first.Kind, first.Story)
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // ErrInvalidConfig is matched by the error of a Config refused.
@@ -87,6 +113,9 @@ type ForwardConfig struct {
 	// OnDone, when set, is called after each notification with its
 	// outcome (nil: delivered), for a host that records progress.
 	OnDone func(Notification, error)
+	// Team is the team's key in every notification's ID and Team field
+	// (default TeamKey(t), taken at the first notification).
+	Team string
 	// Logger receives failed deliveries; nil discards.
 	Logger *slog.Logger
 }
@@ -105,9 +134,12 @@ func Forward(ctx context.Context, t *team.Team, cfg ForwardConfig) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	repo := t.Repo()
+	repo, key := t.Repo(), cfg.Team
 	for e := range t.Subscribe(ctx, cfg.After) {
-		n, ok := Of(repo, e)
+		if key == "" {
+			key = TeamKey(t) // the team has an event now: the one in hand
+		}
+		n, ok := Of(key, repo, e)
 		if !ok {
 			continue
 		}

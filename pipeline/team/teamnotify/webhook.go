@@ -30,9 +30,14 @@ const (
 // ErrDeliveryFailed is matched by *DeliveryError.
 var ErrDeliveryFailed = errors.New("teamnotify: delivery failed")
 
+// ErrRedirected is a *DeliveryError's cause when the receiver answered
+// with a redirect (3xx): a webhook never follows one, since following
+// would send the signed body to an address nobody configured.
+var ErrRedirected = errors.New("teamnotify: the receiver redirected; a signed notification goes to WebhookConfig.URL only")
+
 // DeliveryError says why a webhook gave a notification up: after
 // Attempts tries, or at once on an answer that a retry cannot change (a
-// 4xx other than 408 and 429).
+// redirect, a 4xx other than 408 and 429).
 type DeliveryError struct {
 	URL      string
 	ID       string
@@ -44,8 +49,11 @@ type DeliveryError struct {
 
 func (e *DeliveryError) Error() string {
 	what := fmt.Sprintf("HTTP %d", e.Status)
-	if e.Status == 0 && e.Err != nil {
+	switch {
+	case e.Status == 0 && e.Err != nil:
 		what = e.Err.Error()
+	case e.Err != nil:
+		what += ": " + e.Err.Error()
 	}
 	return fmt.Sprintf("teamnotify: notification %s to %s not delivered after %d attempt(s): %s", e.ID, e.URL, e.Attempts, what)
 }
@@ -74,7 +82,8 @@ type WebhookConfig struct {
 	// MaxBackoff. Defaults DefaultMinBackoff, DefaultMaxBackoff.
 	MinBackoff, MaxBackoff time.Duration
 	// Client sends the requests; default an http.Client with a timeout of
-	// DefaultHTTPTimeout.
+	// DefaultHTTPTimeout. Its CheckRedirect is not used: the webhook never
+	// follows a redirect (ErrRedirected).
 	Client *http.Client
 	// Header is added to every request (an Authorization the receiver
 	// wants, say).
@@ -87,7 +96,8 @@ type WebhookConfig struct {
 // Webhook is a Notifier that POSTs each notification as JSON to a URL,
 // signed with an HMAC-SHA256 header (SignatureHeader, DeliveryHeader),
 // and retries a failed delivery (no answer, 408, 429, 5xx) with backoff
-// and jitter up to Attempts times.
+// and jitter up to Attempts times. It never follows a redirect: a 3xx
+// fails the delivery at once (ErrRedirected), naming where it pointed.
 type Webhook struct {
 	cfg    WebhookConfig
 	clock  foreman.Clock
@@ -121,10 +131,16 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	if cfg.MaxBackoff < cfg.MinBackoff {
 		return nil, bad("MaxBackoff %s is below MinBackoff %s", cfg.MaxBackoff, cfg.MinBackoff)
 	}
-	w := &Webhook{cfg: cfg, clock: clock.OrReal(cfg.Clock), client: cfg.Client}
-	if w.client == nil {
+	w := &Webhook{cfg: cfg, clock: clock.OrReal(cfg.Clock)}
+	if cfg.Client != nil {
+		c := *cfg.Client // the host's client, left as it is
+		w.client = &c
+	} else {
 		w.client = &http.Client{Timeout: DefaultHTTPTimeout}
 	}
+	// A redirect would resend the signed body (307, 308) to an address
+	// nobody configured: the 3xx is the answer.
+	w.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return w, nil
 }
 
@@ -138,13 +154,20 @@ func (w *Webhook) Notify(ctx context.Context, n Notification) error {
 	derr := &DeliveryError{URL: w.cfg.URL, ID: n.ID}
 	for attempt := 1; ; attempt++ {
 		derr.Attempts = attempt
-		status, retryAfter, err := w.post(ctx, n.ID, body)
+		status, retryAfter, location, err := w.post(ctx, n.ID, body)
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
 		derr.Status, derr.Err = status, err
 		if err == nil && status/100 == 2 {
 			return nil
+		}
+		if err == nil && status/100 == 3 {
+			if location == "" {
+				location = "nowhere (no Location)"
+			}
+			derr.Err = fmt.Errorf("%w: it pointed to %s; set the URL to the receiver's own address", ErrRedirected, location)
+			return derr
 		}
 		if !retryable(status, err) || attempt >= w.cfg.Attempts {
 			return derr
@@ -155,11 +178,12 @@ func (w *Webhook) Notify(ctx context.Context, n Notification) error {
 	}
 }
 
-// post sends one attempt, signed at the time of sending.
-func (w *Webhook) post(ctx context.Context, id string, body []byte) (status int, retryAfter time.Duration, err error) {
+// post sends one attempt, signed at the time of sending; location is a
+// redirect's Location.
+func (w *Webhook) post(ctx context.Context, id string, body []byte) (status int, retryAfter time.Duration, location string, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.cfg.URL, bytes.NewReader(body))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	for k, vs := range w.cfg.Header {
 		for _, v := range vs {
@@ -172,14 +196,14 @@ func (w *Webhook) post(ctx context.Context, id string, body []byte) (status int,
 	req.Header.Set(SignatureHeader, Sign(w.cfg.Secret, body, w.clock.Now()))
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
 		retryAfter = time.Duration(s) * time.Second
 	}
-	return resp.StatusCode, retryAfter, nil
+	return resp.StatusCode, retryAfter, resp.Header.Get("Location"), nil
 }
 
 // retryable: no answer, a timeout, too many requests, a server error.

@@ -66,7 +66,7 @@ func (r *receiver) requests() []received {
 }
 
 func escalation() teamnotify.Notification {
-	n, _ := teamnotify.Of("/src/app", team.Event{Seq: 42, Kind: team.EventStoryPaused, Story: "US-002", Stage: 3,
+	n, _ := teamnotify.Of("3f9a0c1b2d4e5f60", "/src/app", team.Event{Seq: 42, Kind: team.EventStoryPaused, Story: "US-002", Stage: 3,
 		Role: "quality gate", At: time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC),
 		Escalation: &pipeline.Escalation{Item: "US-002", Reason: pipeline.ReasonMergeConflict, Message: "calc.go conflicts"}})
 	return n
@@ -108,7 +108,7 @@ func TestAWebhookPostsSignedJSON(t *testing.T) {
 	h := got[0].header
 	assert.Equal(t, "application/json", h.Get("Content-Type"))
 	assert.Equal(t, "Bearer receiver-token", h.Get("Authorization"))
-	assert.Equal(t, "escalation-42", h.Get(teamnotify.DeliveryHeader))
+	assert.Equal(t, "escalation-42-3f9a0c1b2d4e5f60", h.Get(teamnotify.DeliveryHeader))
 	signedAt := verifyIndependently(t, h.Get(teamnotify.SignatureHeader), got[0].body)
 	assert.Equal(t, clk.Now().Unix(), signedAt.Unix(), "signed at the time of sending")
 	require.NoError(t, teamnotify.VerifySignature(secret, h.Get(teamnotify.SignatureHeader), got[0].body, clk.Now(), 0))
@@ -120,6 +120,8 @@ func TestAWebhookPostsSignedJSON(t *testing.T) {
 	assert.Equal(t, pipeline.ReasonMergeConflict, back.Escalation.Reason)
 	assert.Equal(t, team.Actions(), back.Actions)
 	assert.Equal(t, "/src/app", back.Repo)
+	assert.Equal(t, "3f9a0c1b2d4e5f60", back.Team)
+	assert.Equal(t, "escalation-42-3f9a0c1b2d4e5f60", back.ID)
 }
 
 func TestVerifySignatureRefusesForgeriesAndReplays(t *testing.T) {
@@ -174,7 +176,7 @@ func TestAWebhookRetriesAfterServerErrors(t *testing.T) {
 	got := r.requests()
 	require.Len(t, got, 3)
 	for _, g := range got {
-		assert.Equal(t, "escalation-42", g.header.Get(teamnotify.DeliveryHeader), "one ID on every attempt")
+		assert.Equal(t, "escalation-42-3f9a0c1b2d4e5f60", g.header.Get(teamnotify.DeliveryHeader), "one ID on every attempt")
 		require.NoError(t, teamnotify.VerifySignature(secret, g.header.Get(teamnotify.SignatureHeader), g.body, clk.Now(), 0))
 	}
 }
@@ -252,4 +254,42 @@ func TestNewWebhookRefusesABadConfig(t *testing.T) {
 			assert.ErrorIs(t, err, teamnotify.ErrInvalidConfig)
 		})
 	}
+}
+
+// A redirect is not followed: the signed body would go to an address
+// nobody configured (307 and 308 resend it). The 3xx fails the delivery
+// at once, naming where it pointed; a client the host passes keeps its
+// own redirect policy.
+func TestAWebhookNeverFollowsARedirect(t *testing.T) {
+	elsewhere := newReceiver(t, 200)
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			var hits int
+			var mu sync.Mutex
+			redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				hits++
+				mu.Unlock()
+				http.Redirect(w, r, elsewhere.srv.URL+"/stolen", status)
+			}))
+			defer redirector.Close()
+			followed := 0
+			client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { followed++; return nil }}
+			w, err := teamnotify.NewWebhook(teamnotify.WebhookConfig{URL: redirector.URL, Secret: secret, Client: client})
+			require.NoError(t, err)
+			err = w.Notify(context.Background(), escalation())
+			require.ErrorIs(t, err, teamnotify.ErrDeliveryFailed)
+			require.ErrorIs(t, err, teamnotify.ErrRedirected)
+			var de *teamnotify.DeliveryError
+			require.ErrorAs(t, err, &de)
+			assert.Equal(t, status, de.Status)
+			assert.Equal(t, 1, de.Attempts, "a redirect is not retried")
+			assert.Contains(t, err.Error(), elsewhere.srv.URL+"/stolen", "names where it pointed")
+			assert.Equal(t, 1, hits)
+			assert.Zero(t, followed, "the host's CheckRedirect is not consulted")
+			assert.NotNil(t, client.CheckRedirect, "the host's client is left as it was")
+		})
+	}
+	assert.Empty(t, elsewhere.requests(), "nothing reached the redirect's target")
 }
