@@ -10,6 +10,10 @@
 // Open takes a connection string and owns its pool; OpenPool uses the
 // host's pool. Tables live in one PostgreSQL schema (Options.Schema,
 // default "foreman"), so several independent stores can share a database.
+// A schema name is a plain identifier ([a-z_][a-z0-9_]{0,62}, not pg_...;
+// ValidateSchema, a *SchemaNameError otherwise): it is written into SQL,
+// the bodies of dollar-quoted functions included, so anything else is
+// refused before a connection is made.
 // Records, versions, conflicts and tombstones follow package store exactly
 // (the storetest conformance suite runs against a real server): a delete
 // moves the record's last version to a tombstones table and a create

@@ -24,7 +24,26 @@ var (
 	// ErrInvalidOptions: Open, TryLead or Campaign got options they cannot
 	// work with; the message names the field.
 	ErrInvalidOptions = errors.New("pgstore: invalid options")
+	// ErrInvalidSchemaName matches a *SchemaNameError.
+	ErrInvalidSchemaName = errors.New("pgstore: invalid schema name")
 )
+
+// SchemaNameError refuses a schema name that is not a plain identifier
+// (ValidateSchema). It matches ErrInvalidSchemaName and, from Open,
+// ErrInvalidOptions.
+type SchemaNameError struct {
+	Schema string
+	Reason string
+}
+
+func (e *SchemaNameError) Error() string {
+	return fmt.Sprintf("pgstore: schema name %q: %s; a schema name is a lowercase letter or _ and then at most 62 lowercase letters, digits or _ ([a-z_][a-z0-9_]{0,62}), not starting with pg_", e.Schema, e.Reason)
+}
+
+// Is matches ErrInvalidSchemaName and ErrInvalidOptions.
+func (e *SchemaNameError) Is(target error) bool {
+	return target == ErrInvalidSchemaName || target == ErrInvalidOptions
+}
 
 // SchemaVersionError reports a schema written by a newer Foreman
 // (Found > Supported). It is never rewritten to fit.

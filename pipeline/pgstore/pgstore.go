@@ -22,7 +22,9 @@ import (
 type Options struct {
 	// Schema is the PostgreSQL schema that holds Foreman's tables, created
 	// if missing. Default "foreman". Several independent stores can share
-	// one database under different schemas.
+	// one database under different schemas. A plain identifier only
+	// (ValidateSchema: [a-z_][a-z0-9_]{0,62}, not pg_...): it is written
+	// into SQL, function bodies included.
 	Schema string
 	// Clock stamps UpdatedAt. Default: the wall clock of this host.
 	Clock foreman.Clock
@@ -125,8 +127,40 @@ func (o Options) validate() error {
 		return fmt.Errorf("%w: Writers %d is negative", ErrInvalidOptions, o.Writers)
 	case o.WriteTimeout < 0:
 		return fmt.Errorf("%w: WriteTimeout %v is negative", ErrInvalidOptions, o.WriteTimeout)
-	case strings.ContainsRune(o.Schema, 0) || !utf8.ValidString(o.Schema):
-		return fmt.Errorf("%w: Schema %q is not valid UTF-8 without NUL", ErrInvalidOptions, o.Schema)
+	case o.Schema != "":
+		return ValidateSchema(o.Schema)
+	}
+	return nil
+}
+
+// maxIdentifier is PostgreSQL's NAMEDATALEN - 1: a longer name is cut
+// short, silently, to this many bytes.
+const maxIdentifier = 63
+
+// ValidateSchema returns a *SchemaNameError (ErrInvalidSchemaName) unless
+// name is a plain PostgreSQL identifier: a lowercase ASCII letter or _,
+// then at most 62 lowercase letters, digits or _, and not starting with
+// pg_ (PostgreSQL reserves those). Schema names are written into SQL,
+// the bodies of dollar-quoted functions included, where quoting an
+// identifier does not protect the quote that ends the body; a plain
+// identifier needs no escaping anywhere. Open, OpenPool and the
+// PostgreSQL transport (worker/pgtransport) call it on their Schema.
+func ValidateSchema(name string) error {
+	bad := func(reason string) error { return &SchemaNameError{Schema: name, Reason: reason} }
+	switch {
+	case name == "":
+		return bad("empty")
+	case len(name) > maxIdentifier:
+		return bad(fmt.Sprintf("%d bytes, more than %d", len(name), maxIdentifier))
+	case strings.HasPrefix(name, "pg_"):
+		return bad("PostgreSQL reserves names starting with pg_")
+	case name[0] >= '0' && name[0] <= '9':
+		return bad("starts with a digit")
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return bad(fmt.Sprintf("holds %q at byte %d", rune(c), i))
+		}
 	}
 	return nil
 }

@@ -27,7 +27,8 @@ type HostConfig struct {
 	// for its work and one of its own for LISTEN.
 	Pool *pgxpool.Pool
 	// Schema is the PostgreSQL schema of the coordinators' store (default
-	// "foreman", pgstore's default).
+	// "foreman", pgstore's default); a plain identifier
+	// (pgstore.ValidateSchema).
 	Schema string
 	// Queue names the queue to claim from (default "default").
 	Queue string
@@ -74,6 +75,11 @@ func (c *HostConfig) resolve() error {
 		return fmt.Errorf("%w: HostConfig.Runtime.Agent is nil", ErrInvalidConfig)
 	case c.Capacity < 0 || c.PollInterval < 0 || c.Linger < 0:
 		return fmt.Errorf("%w: negative Capacity, PollInterval or Linger", ErrInvalidConfig)
+	}
+	if c.Schema != "" {
+		if err := pgstore.ValidateSchema(c.Schema); err != nil {
+			return fmt.Errorf("%w: HostConfig.Schema: %w", ErrInvalidConfig, err)
+		}
 	}
 	if c.Queue == "" {
 		c.Queue = defaultQueue

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -296,4 +297,17 @@ func TestHostStopsARunWhoseAssignmentVanished(t *testing.T) {
 		t.Fatal("the run of a vanished assignment kept running")
 	}
 	assert.Equal(t, int64(0), h.Stats().Beats, "no heartbeat was written for it")
+}
+
+// A schema name goes into SQL (function bodies included): one that is not
+// a plain identifier is refused at configuration, before any connection.
+func TestAHostRefusesASchemaNameThatIsNotAPlainIdentifier(t *testing.T) {
+	pool, err := pgxpool.New(context.Background(), "postgres://127.0.0.1:1/none") // connects lazily
+	require.NoError(t, err)
+	defer pool.Close()
+	_, err = pgtransport.NewHost(context.Background(), pgtransport.HostConfig{Pool: pool, Schema: "x$fn$; DROP TABLE y; $fn$",
+		Runtime: worker.RuntimeConfig{Agent: instant}})
+	require.ErrorIs(t, err, pgtransport.ErrInvalidConfig)
+	require.ErrorIs(t, err, pgstore.ErrInvalidSchemaName)
+	assert.Contains(t, err.Error(), "HostConfig.Schema")
 }
