@@ -132,7 +132,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.check, "merge-check", "", "a command run on each story's squash commit, in a checkout of it, before it lands on main,\ne.g. 'go build ./...'; when it fails the story pauses with its output")
 	fs.StringVar(&o.author, "author", "", "author of the squash commits, 'Name <email>' (default Foreman <foreman@localhost>)")
 	fs.BoolVar(&o.verbose, "v", false, "log the library's warnings to stderr")
-	fs.StringVar(&o.http, "http", "127.0.0.1:0", "serve the live status page (and its actions) while the team runs, at this address; the URL with its\naccess token is printed at start; empty: no page")
+	fs.StringVar(&o.http, "http", "127.0.0.1:0", "serve the live status page (and its actions) while the team runs, at this address; the URL with its\naccess token is printed at start (every read and action needs the token; the page answers only requests\nnaming its address or a loopback name); an address beyond this machine gets a warning; empty: no page")
 	fs.StringVar(&o.notify, "notify", "", "POST escalations and the run's end as JSON to this URL (a webhook), signed with the secret in\n$"+envNotifySecret+" (HMAC-SHA256; see go doc pipeline/team/teamnotify)")
 	fs.StringVar(&o.role, "role", "", "run one part of a team spread over hosts: coordinator (campaigns for the lease, leads the team) or\nworker (performs stages); needs -db and -remote, and -repo is then this host's clone of -remote")
 	fs.StringVar(&o.db, "db", "", "with -role or -status: the team's PostgreSQL database, postgres://...")

@@ -7,13 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -495,44 +493,6 @@ func indexOf(s []string, v string) int {
 		}
 	}
 	return -1
-}
-
-// The run serves the live status page on 127.0.0.1 and prints its URL
-// with the access token; the page and its status are there while the
-// team runs.
-func TestTheRunServesTheStatusPage(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	cmd, stdout, stderr, _ := f.holdInBuild(t, "-http", addr)
-
-	resp, err := http.Get("http://" + addr + "/api/status")
-	require.NoError(t, err)
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
-	assert.Equal(t, http.StatusOK, resp.StatusCode)
-	assert.Contains(t, string(body), `"US-002"`)
-	page, err := http.Get("http://" + addr + "/")
-	require.NoError(t, err)
-	page.Body.Close()
-	assert.Equal(t, http.StatusOK, page.StatusCode)
-	metrics, err := http.Get("http://" + addr + "/metrics")
-	require.NoError(t, err)
-	exposition, err := io.ReadAll(metrics.Body)
-	metrics.Body.Close()
-	require.NoError(t, err)
-	assert.Regexp(t, `foreman_team_stories\{state="running"\} [12]\n`, string(exposition), "US-002 (and US-003, unless it merged)")
-	assert.Regexp(t, `foreman_worker_workers\{state="Busy"\} [12]\n`, string(exposition))
-	assert.Contains(t, string(exposition), "foreman_team_running 1")
-	assert.Contains(t, string(exposition), "go_goroutines")
-
-	require.NoError(t, cmd.Process.Signal(os.Interrupt))
-	require.Equal(t, exitInterrupted, exitCode(t, cmd.Wait()), "stderr:\n%s", stderr)
-	assert.Regexp(t, `status page: http://`+regexp.QuoteMeta(addr)+`/#token=[0-9a-f]{32}`, stdout.String())
 }
 
 // With -notify, the run's end is POSTed to the webhook, signed with the

@@ -122,7 +122,7 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 	if o.http != "" {
 		metrics.Watch(tm)
-		stopPage, err := servePage(tm, reg, o.http, out)
+		stopPage, err := servePage(tm, reg, o.http, out, stderr)
 		if err != nil {
 			fmt.Fprintln(stderr, "foreman: the status page:", err)
 			return exitUsage

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
-	"strings"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/pipeline/team"
@@ -164,7 +163,7 @@ func (h *Handler) stateOf(r *http.Request, story foreman.ItemID) (team.StoryStat
 }
 
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
-	h.log.Info("teamweb: action refused", "code", code, "reason", msg, "remote", r.RemoteAddr)
+	h.log.Info("teamweb: request refused", "path", r.URL.Path, "code", code, "reason", msg, "remote", r.RemoteAddr)
 	writeError(w, status, code, msg)
 }
 
@@ -198,11 +197,8 @@ func readResolve(r *http.Request) (ResolveRequest, error) {
 }
 
 func tokenOf(r *http.Request, req ResolveRequest) string {
-	if t := r.Header.Get("X-Foreman-Token"); t != "" {
+	if t := readToken(r); t != "" {
 		return t
-	}
-	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		return strings.TrimSpace(a)
 	}
 	return req.Token
 }

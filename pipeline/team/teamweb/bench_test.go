@@ -43,8 +43,8 @@ func BenchmarkStatus(b *testing.B) {
 	b.Run("GET api/status", func(b *testing.B) {
 		var n int64
 		for b.Loop() {
-			resp, err := http.Get(srv.URL + "/api/status")
-			require.NoError(b, err)
+			resp := get(b, srv.URL+"/api/status")
+			var err error
 			n, err = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			require.NoError(b, err)
@@ -78,7 +78,7 @@ func BenchmarkStatusForPages(b *testing.B) {
 				var wg sync.WaitGroup
 				for range pages {
 					wg.Go(func() {
-						resp, err := http.Get(srv.URL + "/api/status")
+						resp, err := http.Get(srv.URL + "/api/status?token=" + testToken)
 						if err == nil {
 							_, _ = io.Copy(io.Discard, resp.Body)
 							resp.Body.Close()
@@ -105,7 +105,7 @@ func BenchmarkStreamFanOut(b *testing.B) {
 			got := make(chan time.Duration, clients*64)
 			var wg sync.WaitGroup
 			for range clients {
-				req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/stream", nil)
+				req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/stream?token="+testToken, nil)
 				require.NoError(b, err)
 				resp, err := http.DefaultClient.Do(req)
 				require.NoError(b, err)

@@ -69,7 +69,7 @@ func TestThePageInABrowser(t *testing.T) {
 	f.add(t, team.Story{ID: "A", Title: "Parse the config"},
 		team.Story{ID: "B", Title: "Validate it", After: []foreman.ItemID{"A"}},
 		team.Story{ID: "C", Title: "Write the docs"})
-	_, srv := serve(t, f, teamweb.Config{})
+	srv := serveGuarded(t, f, teamweb.Config{Addr: "-"}) // as the reference binary: its own address, /metrics beside it
 	f.keepRunning(t)
 
 	// The browser starts while the team works.
@@ -154,6 +154,24 @@ func TestThePageInABrowser(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, loadedAt, after, "the page was never reloaded")
 	screenshot(t, ctx, "teamweb-done.png")
+
+	// A tab opened without the token shows no story, says what it needs,
+	// and reads the team once the person enters the token.
+	tab, closeTab := chromedp.NewContext(ctx)
+	defer closeTab()
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#notice.error`))))
+	msg, err := pageText(tab, `#notice`)
+	require.NoError(t, err)
+	assert.Contains(t, msg, "needs the access token")
+	nodes, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll("#graph g.node").length`))
+	require.NoError(t, err)
+	assert.Zero(t, nodes, "no story without the token")
+	_, err = chromedp.Run(tab, chromedp.Evaluate[bool](`(() => { const i = document.querySelector("#token"); i.value = `+
+		strconv.Quote(testToken)+`; i.dispatchEvent(new Event("change")); return true })()`))
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(tab, chromedp.WaitReady(node("A", "merged")), chromedp.WaitVisible(chromedp.CSS(`#live.live-open`)),
+		chromedp.WaitNotVisible(chromedp.CSS(`#notice`))))
 
 	resolved := resolvedEvents(f.team)
 	require.Len(t, resolved, 1, "one click, one decision")

@@ -5,7 +5,7 @@
 // last result and merge commit, and the escalations waiting for a person,
 // each with the decisions Resolve offers (retry, resume, skip, abandon).
 //
-//	h, err := teamweb.New(t, teamweb.Config{Token: token})
+//	h, err := teamweb.New(t, teamweb.Config{Token: token, Addr: ln.Addr().String()})
 //	http.Handle("/team/", http.StripPrefix("/team", h))
 //	// a person opens http://127.0.0.1:8080/team/#token=<token>
 //
@@ -26,21 +26,46 @@
 //     event arrives, so it changes without a reload;
 //   - POST api/resolve: a person's decision (ResolveRequest).
 //
-// # Safe actions
+// # Who gets an answer
 //
-// Reading needs no token: whoever reaches the handler sees the page, the
-// status and the events, stories' titles, feedback and escalations
-// included. Serve it where only the team's people reach it (the reference
-// binary binds 127.0.0.1), or put it behind the host's own
-// authentication. A decision needs the token (Config.Token), is refused when a browser
-// sends it from another site (Sec-Fetch-Site and Origin checks; there is
-// no CORS), and is idempotent: the same decision twice decides once. A
-// bad request changes nothing and gets a 4xx with a JSON ErrorResponse
-// naming the cause: no token (401), a wrong token or another site (403),
-// an unknown story (404), an unknown action (400), a story that is not
-// paused or a decision about a pause that was already decided otherwise
-// (409). A replay from a sequence number past the last event (a page that
-// outlived its host) is a 400, and the page starts over from the status.
+// The team's stories are what its agents read and write: titles, bodies,
+// gate output, agent summaries, escalations. So:
+//
+//   - Every request must name the handler in its Host header: Config.Addr
+//     (the listener's address), a loopback name with its port (127.0.0.1,
+//     localhost, [::1]), or one of Config.AllowedHosts; anything else is a
+//     403 (bad_host). A page of another site whose name was made to
+//     resolve to this machine (DNS rebinding) names its own host, so it
+//     reaches nothing, not even the page.
+//   - A browser's request from another site is a 403 (cross_origin): an
+//     Origin other than the page's own or one of Config.TrustedOrigins
+//     ("null" included), or, without an Origin, Sec-Fetch-Site cross-site
+//     or same-site (another port of localhost is the same site), except a
+//     navigation (a link to the page). There is no CORS.
+//   - Every read that carries the team (status, events, stream) needs the
+//     token (Config.Token): no token is a 401 (no_token), a wrong one a
+//     403 (bad_token). A stream without the token is refused before it
+//     counts against MaxStreams, so nobody without it holds the slots.
+//     The page itself and its script and style need none (they hold no
+//     story): the page takes the token from its URL's fragment and sends
+//     it with every request.
+//   - A decision needs the token too, is checked for another site once
+//     more (http.CrossOriginProtection), and is idempotent: the same
+//     decision twice decides once.
+//
+// A host serving more beside the page wraps it in Handler.Guard to put it
+// behind the same Host and Origin checks (the reference binary's
+// Prometheus /metrics, which holds counts and no story, so it asks for no
+// token). A bad request changes nothing and gets a 4xx with a JSON
+// ErrorResponse naming the cause: the refusals above, an unknown story
+// (404), an unknown action (400), a story that is not paused or a
+// decision about a pause that was already decided otherwise (409). A
+// replay from a sequence number past the last event (a page that outlived
+// its host) is a 400, and the page starts over from the status.
+//
+// Serve it on 127.0.0.1 (the reference binary's default): over plain HTTP
+// the token travels in clear, so a handler reached from other machines
+// belongs behind TLS and the host's own authentication.
 //
 // # Slow clients
 //

@@ -70,7 +70,13 @@ func Example() {
 	defer srv.Close()
 	// The host prints srv.URL + "/team/#token=" + token for the person.
 
-	resp, err := http.Get(srv.URL + "/team/api/status")
+	// Reading the team needs the token too (the page sends it).
+	req, err := http.NewRequest("GET", srv.URL+"/team/api/status", nil)
+	if err != nil {
+		panic(err)
+	}
+	req.Header.Set("X-Foreman-Token", token)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		panic(err)
 	}

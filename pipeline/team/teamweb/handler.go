@@ -40,17 +40,37 @@ var ErrInvalidConfig = errors.New("teamweb: invalid config")
 // Config configures the Handler. Token is required; the zero value of
 // every other field means its documented default.
 type Config struct {
-	// Token authorises actions (a person's decisions): a POST must carry
-	// it in the X-Foreman-Token header, as "Authorization: Bearer <token>",
-	// or as the form field "token". At least MinTokenLen characters;
-	// NewToken makes one. The page reads it from the fragment of its URL
+	// Token authorises every read that carries the team's stories (the
+	// status, the events, the stream) and every action (a person's
+	// decisions). Required: at least MinTokenLen characters; NewToken makes
+	// one. A request carries it in the X-Foreman-Token header or as
+	// "Authorization: Bearer <token>"; a read may give it as the query's
+	// token (a browser's EventSource cannot send headers), an action as
+	// the form field "token". The page itself and its script and style
+	// need none: the page reads the token from the fragment of its URL
 	// (http://host/#token=...; a fragment never reaches a server or a
-	// Referer) and keeps it in the tab's session storage.
+	// Referer), keeps it in the tab's session storage, and sends it with
+	// each request.
 	Token string
+	// Addr is the address the handler is served on, as the listener has
+	// it ("127.0.0.1:8080": net.Listener.Addr, so never port 0). Every
+	// request must name it in its Host header, or a loopback name with its
+	// port (127.0.0.1, localhost, [::1]); anything else is refused (403):
+	// a page of another site whose name was made to resolve to this
+	// machine (DNS rebinding) names its own host. Default (empty): a
+	// loopback name with any port. A wildcard address (0.0.0.0, ::) adds
+	// no name: list the names people use in AllowedHosts.
+	Addr string
+	// AllowedHosts are more Host header values a request may name, for a
+	// handler reached under other names (a proxy, the machine's name or
+	// address on the network): "host:port" exactly, or "host" with any
+	// port.
+	AllowedHosts []string
 	// TrustedOrigins are origins ("https://dash.example.com") besides the
-	// page's own whose browser requests may act, for a host serving the
-	// page behind a proxy under another name. Every other cross-origin
-	// POST is refused (Sec-Fetch-Site and Origin checks); there is no CORS.
+	// page's own whose browser requests may read and act, for a host
+	// serving the page behind a proxy under another name. Every other
+	// cross-origin request is refused (Origin and Sec-Fetch-Site checks);
+	// there is no CORS.
 	TrustedOrigins []string
 	// WriteTimeout bounds each write to an event stream (default
 	// DefaultWriteTimeout): a client that reads slower than that is
@@ -85,6 +105,7 @@ type Handler struct {
 	cfg   Config
 	mux   *http.ServeMux
 	csrf  *http.CrossOriginProtection
+	guard *guard
 	clock foreman.Clock
 	log   *slog.Logger
 
@@ -140,15 +161,20 @@ func New(t *team.Team, cfg Config) (*Handler, error) {
 			return nil, bad("TrustedOrigins: %v", err)
 		}
 	}
+	g, err := newGuard(cfg)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	h.guard = g
 	static, err := fs.Sub(staticFiles, "static")
 	if err != nil {
 		return nil, err
 	}
 	h.mux.HandleFunc("GET /{$}", h.servePage)
 	h.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
-	h.mux.HandleFunc("/api/status", h.only("GET", h.serveStatus))
-	h.mux.HandleFunc("/api/events", h.only("GET", h.serveEvents))
-	h.mux.HandleFunc("/api/stream", h.only("GET", h.serveStream))
+	h.mux.HandleFunc("/api/status", h.only("GET", h.withToken(h.serveStatus)))
+	h.mux.HandleFunc("/api/events", h.only("GET", h.withToken(h.serveEvents)))
+	h.mux.HandleFunc("/api/stream", h.only("GET", h.withToken(h.serveStream)))
 	h.mux.HandleFunc("/api/resolve", h.only("POST", h.serveResolve))
 	h.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.URL.Path)
@@ -163,11 +189,19 @@ func NewToken() string {
 	return hex.EncodeToString(b)
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler. Every request passes the Host and
+// Origin checks first (Config.Addr, AllowedHosts, TrustedOrigins).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.secureHeaders(w)
+	if h.check(w, r) {
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+func (h *Handler) secureHeaders(w http.ResponseWriter) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Referrer-Policy", "no-referrer")
-	h.mux.ServeHTTP(w, r)
 }
 
 // only answers other methods with a JSON 405.

@@ -139,6 +139,7 @@ func TestBadReadsAreRefusedWithTheirCause(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			req, err := http.NewRequestWithContext(context.Background(), c.method, srv.URL+c.path, nil)
 			require.NoError(t, err)
+			req.Header.Set("X-Foreman-Token", testToken)
 			for k, v := range c.header {
 				req.Header.Set(k, v)
 			}
@@ -159,8 +160,7 @@ func TestOneStatusReadAnswersThePagesThatAskTogether(t *testing.T) {
 	clk := foreman.NewFakeClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
 	_, srv := serve(t, f, teamweb.Config{Clock: clk, StatusMaxAge: time.Second})
 	read := func() (teamweb.StatusResponse, string) {
-		resp, err := http.Get(srv.URL + "/api/status")
-		require.NoError(t, err)
+		resp := get(t, srv.URL+"/api/status")
 		defer resp.Body.Close()
 		body, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)

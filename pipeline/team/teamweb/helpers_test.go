@@ -152,12 +152,22 @@ func serve(t testing.TB, f *fixture, cfg teamweb.Config) (*teamweb.Handler, *htt
 
 func getJSON(t testing.TB, url string, v any) int {
 	t.Helper()
-	resp, err := http.Get(url)
-	require.NoError(t, err)
+	resp := get(t, url)
 	defer resp.Body.Close()
 	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(v))
 	return resp.StatusCode
+}
+
+// get reads url with the token, as the page does.
+func get(t testing.TB, url string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	require.NoError(t, err)
+	req.Header.Set("X-Foreman-Token", testToken)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	return resp
 }
 
 // post sends a form to api/resolve with the given headers.

@@ -134,7 +134,7 @@ func lastSeqOf(tm *team.Team) uint64 {
 // event read is timed (sent to lags, if any), and the status is re-read
 // after events, one read at a time. It stops when ctx ends.
 func openPage(ctx context.Context, b *testing.B, url string, after uint64, wg *sync.WaitGroup, lags chan<- time.Duration) {
-	req, err := http.NewRequestWithContext(ctx, "GET", url+"/api/stream?after="+u(after), nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", url+"/api/stream?after="+u(after)+"&token="+testToken, nil)
 	require.NoError(b, err)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(b, err)
@@ -171,6 +171,7 @@ func getWith(ctx context.Context, url string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	req.Header.Set("X-Foreman-Token", testToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, err

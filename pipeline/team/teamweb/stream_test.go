@@ -24,6 +24,7 @@ func openStream(t *testing.T, ctx context.Context, url string, header map[string
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 	require.NoError(t, err)
+	req.Header.Set("X-Foreman-Token", testToken)
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
@@ -134,7 +135,7 @@ func TestASlowClientIsDisconnectedAndNeverHoldsUpTheTeam(t *testing.T) {
 	conn, err := d.Dial("tcp", srv.Listener.Addr().String())
 	require.NoError(t, err)
 	defer conn.Close()
-	_, err = fmt.Fprintf(conn, "GET /api/stream HTTP/1.1\r\nHost: %s\r\n\r\n", srv.Listener.Addr())
+	_, err = fmt.Fprintf(conn, "GET /api/stream HTTP/1.1\r\nHost: %s\r\nX-Foreman-Token: %s\r\n\r\n", srv.Listener.Addr(), testToken)
 	require.NoError(t, err)
 	// The client never reads. The team is not held up meanwhile.
 	f.add(t, team.Story{ID: "late", Title: "added while a client is stuck"})
@@ -194,6 +195,7 @@ func TestStreamsAreBounded(t *testing.T) {
 	_ = openStream(t, ctx, srv.URL+"/api/stream", nil)
 	req, err := http.NewRequest("GET", srv.URL+"/api/stream", nil)
 	require.NoError(t, err)
+	req.Header.Set("X-Foreman-Token", testToken)
 	status, body := do(t, req)
 	assert.Equal(t, http.StatusServiceUnavailable, status)
 	assert.Equal(t, "too_many_streams", body["code"])

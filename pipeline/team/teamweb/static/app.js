@@ -1,6 +1,7 @@
 // Foreman's team page: renders GET api/status, follows api/stream (server-sent
 // events) and re-reads the status when something happens; the action buttons
-// POST api/resolve with the token. No framework, no other origin.
+// POST api/resolve. Every request but the page's own files carries the token.
+// No framework, no other origin.
 "use strict";
 
 (() => {
@@ -26,8 +27,15 @@
     }
     const input = $("#token");
     input.value = sessionStorage.getItem("foreman-token") || "";
-    input.addEventListener("change", () => sessionStorage.setItem("foreman-token", input.value.trim()));
+    input.addEventListener("change", () => {
+      sessionStorage.setItem("foreman-token", input.value.trim());
+      // Read again with the new token, and follow the stream with it.
+      if (source) { source.close(); source = null; }
+      refresh();
+    });
   }
+  const token = () => ($("#token").value || "").trim();
+  const authed = () => ({ "X-Foreman-Token": token() });
 
   function el(tag, attrs, ...children) {
     const e = document.createElement(tag);
@@ -75,9 +83,14 @@
     try {
       do {
         stale = false;
-        const r = await fetch("api/status", { cache: "no-store" });
+        const r = await fetch("api/status", { cache: "no-store", headers: authed() });
         const body = await r.json();
+        if (r.status === 401 || (r.status === 403 && body.code === "bad_token")) {
+          notice("This page needs the access token: open the address the host printed (it ends #token=...), or enter the token above.", true);
+          return;
+        }
         if (!r.ok) throw new Error(body.error || r.statusText);
+        if ($("#notice").classList.contains("error") && /access token/.test($("#notice").textContent)) notice("");
         clockSkew = Date.parse(body.at) - Date.now();
         status = body;
         if (!source) { await recentEvents(body.seq); follow(body.seq); }
@@ -199,13 +212,12 @@
   }
 
   async function resolve(e, action, note, buttons) {
-    const token = ($("#token").value || "").trim();
-    if (!token) { notice("Enter the token (printed by the host) to act.", true); $("#token").focus(); return; }
+    if (!token()) { notice("Enter the token (printed by the host) to act.", true); $("#token").focus(); return; }
     for (const b of buttons) b.disabled = true; // a double click decides once
     try {
       const r = await fetch("api/resolve", {
         method: "POST",
-        headers: { "X-Foreman-Token": token, "Content-Type": "application/x-www-form-urlencoded" },
+        headers: { ...authed(), "Content-Type": "application/x-www-form-urlencoded" },
         body: new URLSearchParams({ story: e.item, action, note, escalation: e.key }),
       });
       const body = await r.json();
@@ -239,7 +251,8 @@
 
   function follow(after) {
     lastSeq = after;
-    source = new EventSource("api/stream?after=" + after);
+    // An EventSource cannot send headers: the token goes in the query.
+    source = new EventSource("api/stream?after=" + after + "&token=" + encodeURIComponent(token()));
     const live = $("#live");
     source.onopen = () => { live.textContent = "live"; live.className = "badge live-open"; };
     source.onmessage = (m) => {
@@ -263,7 +276,7 @@
 
   // The last events before the page opened, for context.
   async function recentEvents(seq) {
-    const r = await fetch("api/events?after=" + Math.max(0, seq - 40) + "&limit=40", { cache: "no-store" });
+    const r = await fetch("api/events?after=" + Math.max(0, seq - 40) + "&limit=40", { cache: "no-store", headers: authed() });
     if (!r.ok) return;
     const body = await r.json();
     $("#events").replaceChildren();
