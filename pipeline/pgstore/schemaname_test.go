@@ -23,12 +23,12 @@ func TestASchemaNameIsAPlainIdentifier(t *testing.T) {
 		assert.NoError(t, pgstore.ValidateSchema(name), name)
 	}
 	bad := map[string]string{
-		"":                                  "empty",
-		"Foreman":                           `holds 'F' at byte 0`,
-		"team-2":                            `holds '-'`,
-		"9lives":                            "starts with a digit",
-		"pg_catalog":                        "reserves names starting with pg_",
-		strings.Repeat("a", 64):             "64 bytes, more than 63",
+		"":                                   "empty",
+		"Foreman":                            `holds 'F' at byte 0`,
+		"team-2":                             `holds '-'`,
+		"9lives":                             "starts with a digit",
+		"pg_catalog":                         "reserves names starting with pg_",
+		strings.Repeat("a", 64):              "64 bytes, more than 63",
 		`x"; DROP SCHEMA public CASCADE; --`: `holds '"'`,
 		"x$fn$ BEGIN PERFORM pg_sleep(9); END $fn$": `holds '$'`,
 		"a b":       `holds ' '`,
