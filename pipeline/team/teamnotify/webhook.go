@@ -163,8 +163,11 @@ func (w *Webhook) Notify(ctx context.Context, n Notification) error {
 			return nil
 		}
 		if err == nil && status/100 == 3 {
-			if location == "" {
+			switch {
+			case location == "":
 				location = "nowhere (no Location)"
+			case len(location) > 200:
+				location = location[:200] + "..." // the receiver's words, in a log line
 			}
 			derr.Err = fmt.Errorf("%w: it pointed to %s; set the URL to the receiver's own address", ErrRedirected, location)
 			return derr
