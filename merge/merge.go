@@ -86,6 +86,8 @@ type Result struct {
 //
 // Outcomes: a Result with Merged or AlreadyMerged; ErrNothingToMerge;
 // *ConflictError (nothing changed anywhere); *DirtyError; *CheckError;
+// *ProtectedPathError (the change touches a protected directory: nothing
+// changed anywhere);
 // *PushError (the Result is valid: the local merge stands); *LockedError and
 // *InProgressError for leftovers it will not remove; other errors are
 // system faults (git failing, ctx ending).
