@@ -54,8 +54,12 @@ func (e *ProtectedPathError) Error() string {
 	if where == "" {
 		where = "its change has"
 	}
-	return fmt.Sprintf("merge: refused to merge %s: %s %s, in the place of a protected directory (%s) that git would delete or overwrite; nothing was merged",
-		e.Item, where, strings.Join(e.Paths, ", "), strings.Join(e.Protected, ", "))
+	nothing := "nothing was merged"
+	if e.Source == "uncommitted" {
+		nothing = "nothing was committed or merged"
+	}
+	return fmt.Sprintf("merge: refused to merge %s: %s %s, where protected directories are (%s): checking it out would make git delete or overwrite what is kept there; %s",
+		e.Item, where, strings.Join(e.Paths, ", "), strings.Join(e.Protected, ", "), nothing)
 }
 
 // Is makes a ProtectedPathError match ErrProtectedPath.

@@ -97,8 +97,11 @@ func (m *Manager) checkProtectedDir(dir string) (rel string, inside bool, err er
 			}
 			return "", false, &UnsafeDirError{Dir: dir, Reason: fmt.Sprintf("is reached through the symbolic link %s (to %s)", cur, to)}
 		}
+		if !fi.IsDir() && cur == filepath.Join(m.mainDir, rel) {
+			return "", false, &UnsafeDirError{Dir: dir, Reason: "is not a directory"}
+		}
 		if !fi.IsDir() {
-			return "", false, &UnsafeDirError{Dir: dir, Reason: fmt.Sprintf("%s is not a directory", cur)}
+			return "", false, &UnsafeDirError{Dir: dir, Reason: fmt.Sprintf("is under %s, which is not a directory", cur)}
 		}
 	}
 	if insideLex && insideReal && relLex != relReal {
@@ -163,8 +166,9 @@ func (m *Manager) protectedInCommit(ctx context.Context, rev string) ([]string, 
 // is a directory is named with the files under it.
 func (m *Manager) protectedInTree(ctx context.Context, tree string) ([]string, error) {
 	var hits []string
+	trees := map[string][]treeEntry{} // read once, for every protected directory
 	for _, rel := range m.protected {
-		if err := m.walkProtected(ctx, tree, "", strings.Split(rel, "/"), &hits); err != nil {
+		if err := m.walkProtected(ctx, trees, tree, "", strings.Split(rel, "/"), &hits); err != nil {
 			return nil, err
 		}
 	}
@@ -172,10 +176,14 @@ func (m *Manager) protectedInTree(ctx context.Context, tree string) ([]string, e
 	return slices.Compact(hits), nil
 }
 
-func (m *Manager) walkProtected(ctx context.Context, tree, prefix string, comps []string, hits *[]string) error {
-	entries, err := m.readTree(ctx, tree)
-	if err != nil {
-		return err
+func (m *Manager) walkProtected(ctx context.Context, trees map[string][]treeEntry, tree, prefix string, comps []string, hits *[]string) error {
+	entries, ok := trees[tree]
+	if !ok {
+		var err error
+		if entries, err = m.readTree(ctx, tree); err != nil {
+			return err
+		}
+		trees[tree] = entries
 	}
 	for _, e := range entries {
 		if !strings.EqualFold(e.name, comps[0]) {
@@ -186,7 +194,7 @@ func (m *Manager) walkProtected(ctx context.Context, tree, prefix string, comps 
 		case !e.dir:
 			*hits = append(*hits, p)
 		case len(comps) > 1:
-			if err := m.walkProtected(ctx, e.hash, p, comps[1:], hits); err != nil {
+			if err := m.walkProtected(ctx, trees, e.hash, p, comps[1:], hits); err != nil {
 				return err
 			}
 		default:

@@ -314,3 +314,32 @@ func TestNewTakesProtectedDirectoriesOutsideTheRepositoryAsTheyAre(t *testing.T)
 	m := newManager(t, repo, func(c *Config) { c.Protected = []string{outside, link, "not/yet/made"} })
 	assert.Equal(t, []string{".worktrees", "not/yet/made"}, m.protected)
 }
+
+func TestReadTreeAgreesWithGitLooseAndPacked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t, map[string]string{"a.txt": "a\n", "dir/b.txt": "b\n", "x": "x\n"})
+	require.NoError(t, os.Symlink("a.txt", filepath.Join(repo, "link")))
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "a link")
+	m := newManager(t, repo, nil)
+	m.protected = []string{"dir/b.txt", "link/y", "x"} // New would refuse them
+	tree := revParse(t, repo, "HEAD^{tree}")
+	want := []string{"dir/b.txt", "link", "x"}
+
+	loose, err := m.readTree(ctx, tree)
+	require.NoError(t, err)
+	hits, err := m.protectedInTree(ctx, tree)
+	require.NoError(t, err)
+	assert.Equal(t, want, hits)
+
+	git(t, repo, "gc", "-q", "--prune=now")
+	_, ok := readLooseObject(m.commonDir, tree)
+	require.False(t, ok, "the tree is packed now")
+	packed, err := m.readTree(ctx, tree)
+	require.NoError(t, err)
+	assert.Equal(t, loose, packed, "ls-tree reads what the loose object holds")
+	hits, err = m.protectedInTree(ctx, tree)
+	require.NoError(t, err)
+	assert.Equal(t, want, hits)
+}

@@ -43,7 +43,7 @@ func openRepository(ctx context.Context, cfg Config, mc merge.Config) (*merge.Ma
 			field, what = "Merge.Protected", "a protected directory"
 		}
 		return nil, mc, &ConfigError{Field: field, Err: err, Reason: fmt.Sprintf(
-			"%s %s %s: the team keeps what it writes there safe from commits only in a plain, untracked directory of the working tree (or outside the repository)",
+			"%s %s %s: it must be a plain directory that git does not track (or lie outside the repository), so that no commit can delete or redirect what the team writes there",
 			what, unsafe.Dir, strings.TrimPrefix(unsafe.Error(), "merge: protected directory "+unsafe.Dir+" "))}
 	case err != nil:
 		return nil, mc, err
