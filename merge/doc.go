@@ -61,11 +61,34 @@
 // of one repository are queued on the repository lock (first come, first
 // served within a Manager), so concurrent calls are safe.
 //
+// # Protected directories
+//
+// A host that keeps its own state in the repository's working tree (a
+// team's database in .foreman, the item worktrees in .worktrees) keeps it
+// git-ignored, and git treats ignored files as disposable: checking out a
+// commit with a file named .foreman deletes the directory .foreman and
+// everything in it, and a commit with files inside it overwrites them. So
+// the worktree Root and every directory in Config.Protected are protected:
+// Merge refuses, with *ProtectedPathError naming the paths, an item whose
+// branch or squash has anything at or under one of them, or a file or
+// symbolic link where one of their parent directories is (names compared
+// ignoring case), and Request.CommitPending commits nothing when the
+// uncommitted changes would add such a path. The item's agent cannot get
+// such a commit onto the target; it may keep it on its own branch, in its
+// own worktree, where it harms nothing. The fast-forward of a checkout of
+// the target runs with git's --no-overwrite-ignore, so git refuses
+// (*DirtyError) rather than delete or overwrite any ignored file there.
+// New refuses, with *UnsafeDirError, a protected directory that is a
+// symbolic link or is reached through one inside the working tree (the
+// host would write wherever it points), that is a file, or that git
+// tracks.
+//
 // Outcomes a host acts on are returned as distinct errors, so that it can
 // tell them apart with errors.Is and errors.As: ErrNothingToMerge, *ConflictError (pause the item and escalate with
-// its Files), *DirtyError, *CheckError, *PushError (the returned Result is
-// valid: the local merge stands and a retry pushes again), *LockedError,
-// *InProgressError, *VerifyError. Any other error is a system fault.
+// its Files), *DirtyError, *CheckError, *ProtectedPathError, *PushError
+// (the returned Result is valid: the local merge stands and a retry pushes
+// again), *LockedError, *InProgressError, *VerifyError. Any other error is
+// a system fault.
 //
 // New first waits for the git commands that a process now gone (a host
 // SIGKILLed in the middle of `git worktree add` or a merge) left running in

@@ -22,7 +22,72 @@ var (
 	// ErrUnknownBranch: Config.BaseBranch or TargetBranch does not exist
 	// in the repository (New reports it, naming the branch).
 	ErrUnknownBranch = errors.New("merge: branch does not exist")
+	// ErrProtectedPath is matched by *ProtectedPathError.
+	ErrProtectedPath = errors.New("merge: a change touches a protected directory")
+	// ErrUnsafeDir is matched by *UnsafeDirError.
+	ErrUnsafeDir = errors.New("merge: unsafe protected directory")
 )
+
+// ProtectedPathError is a merge refused because the item's change has
+// entries at or under a protected directory (Config.Root, or one of
+// Config.Protected), or a file or symbolic link where one of their parent
+// directories is: landing it would make git delete or overwrite what the
+// host keeps there (git treats ignored files as disposable). Nothing was
+// changed: the target, its checkout and the item's worktree are as they
+// were. Source says where the entries are: "branch" (a commit on the
+// item's branch), "uncommitted" (what Request.CommitPending would have
+// committed; it committed nothing) or "squash" (the squash onto the
+// target: the target itself has them).
+type ProtectedPathError struct {
+	Item   foreman.ItemID
+	Source string
+	// Paths are the offending entries, relative to the repository,
+	// slash-separated (at most 20).
+	Paths []string
+	// Protected are the protected directories, relative to the repository.
+	Protected []string
+}
+
+func (e *ProtectedPathError) Error() string {
+	where := map[string]string{"branch": "its branch adds", "uncommitted": "its uncommitted changes add",
+		"squash": "the squash onto the target has"}[e.Source]
+	if where == "" {
+		where = "its change has"
+	}
+	nothing := "nothing was merged"
+	if e.Source == "uncommitted" {
+		nothing = "nothing was committed or merged"
+	}
+	return fmt.Sprintf("merge: refused to merge %s: %s %s, where protected directories are (%s): checking it out would make git delete or overwrite what is kept there; %s",
+		e.Item, where, strings.Join(e.Paths, ", "), strings.Join(e.Protected, ", "), nothing)
+}
+
+// Is makes a ProtectedPathError match ErrProtectedPath.
+func (e *ProtectedPathError) Is(target error) bool { return target == ErrProtectedPath }
+
+// UnsafeDirError is New's refusal of a protected directory (Config.Root or
+// one of Config.Protected) that a commit or the host could not keep safe:
+// a symbolic link, or one on the way to it inside the working tree (the
+// host would write wherever it points, and git may replace it), something
+// other than a directory at its path, or a directory that git tracks.
+type UnsafeDirError struct {
+	// Dir is the directory, absolute.
+	Dir    string
+	Reason string
+	// Paths are the tracked files, when they are the reason.
+	Paths []string
+}
+
+func (e *UnsafeDirError) Error() string {
+	s := fmt.Sprintf("merge: protected directory %s %s", e.Dir, e.Reason)
+	if len(e.Paths) > 0 {
+		s += ": " + strings.Join(e.Paths, ", ")
+	}
+	return s
+}
+
+// Is makes an UnsafeDirError match ErrUnsafeDir.
+func (e *UnsafeDirError) Is(target error) bool { return target == ErrUnsafeDir }
 
 // ConflictError is a merge that could not be done without a person: nothing
 // was changed (the target, its checkout and the item's worktree are exactly as
@@ -42,7 +107,8 @@ func (e *ConflictError) Error() string {
 
 // DirtyError reports uncommitted changes where a merge needs a clean tree:
 // the item's worktree (Target false), or a checkout of the target branch whose
-// local changes the merge would overwrite (Target true). Nothing was changed.
+// local changes, or untracked or ignored files, the merge would overwrite or
+// remove (Target true). Nothing was changed.
 type DirtyError struct {
 	Path   string
 	Target bool

@@ -46,8 +46,11 @@ func (m *Manager) land(ctx context.Context, id foreman.ItemID, tip, commit strin
 			}
 		}
 		// Auto maintenance is run by maintain, not after every merge.
+		// --no-overwrite-ignore: git would otherwise delete or overwrite
+		// ignored files in the way (a host's state among them); it refuses
+		// instead, and the merge returns *DirtyError.
 		_, err := m.git.Run(ctx, co.Path, "-c", "maintenance.auto=false",
-			"merge", "-q", "--ff-only", "--no-verify", commit)
+			"merge", "-q", "--ff-only", "--no-overwrite-ignore", "--no-verify", commit)
 		if err != nil {
 			if files := overwrittenFiles(err); len(files) > 0 {
 				return "", &DirtyError{Path: co.Path, Target: true, Files: files}
@@ -63,14 +66,14 @@ func (m *Manager) land(ctx context.Context, id foreman.ItemID, tip, commit strin
 // overwrittenFiles extracts the files git refused to overwrite.
 func overwrittenFiles(err error) []string {
 	var gerr *gitexec.Error
-	if !errors.As(err, &gerr) || !strings.Contains(gerr.Stderr, "would be overwritten") {
+	if !errors.As(err, &gerr) || !refusedOverwrite(gerr.Stderr) {
 		return nil
 	}
 	var files []string
 	listing := false
 	for _, line := range strings.Split(gerr.Stderr, "\n") {
 		switch {
-		case strings.Contains(line, "would be overwritten"):
+		case refusedOverwrite(line):
 			listing = true
 		case listing && strings.HasPrefix(line, "\t"):
 			files = append(files, strings.TrimSpace(line))
@@ -82,6 +85,15 @@ func overwrittenFiles(err error) []string {
 		files = []string{"(unknown)"}
 	}
 	return files
+}
+
+// refusedOverwrite says whether git's message is its refusal to overwrite
+// or remove files in the way of a checkout: local changes, untracked or
+// ignored files ("would be overwritten", "would be removed"), or a
+// directory holding them ("would lose untracked files").
+func refusedOverwrite(msg string) bool {
+	return strings.Contains(msg, "would be overwritten") || strings.Contains(msg, "would be removed") ||
+		strings.Contains(msg, "would lose untracked files")
 }
 
 // verify reads the target back: it must be the squash commit, on top of the

@@ -25,8 +25,22 @@ type Config struct {
 	// Root is the directory holding the item worktrees, <Root>/<id>.
 	// Default: <main worktree>/.worktrees. Relative paths are taken against
 	// the main worktree. When Root is inside the repository it is added to
-	// .git/info/exclude so that it never shows as untracked.
+	// .git/info/exclude so that it never shows as untracked. A Root inside
+	// the repository is protected (see Protected).
 	Root string
+	// Protected are directories inside the repository's working tree that
+	// no merge may touch: a host's own state, git-ignored, which git would
+	// delete or overwrite when it checks out a commit with a file in their
+	// place or files inside them. Merge refuses (*ProtectedPathError) an
+	// item whose branch, uncommitted changes (Request.CommitPending) or
+	// squash has an entry at or under one of them, or a file or symbolic
+	// link where one of their parents is; names are compared ignoring
+	// case. New refuses (*UnsafeDirError) one that is a symbolic link or
+	// is reached through one inside the working tree, is not a directory,
+	// or is tracked by git (in the index, on the base or target branch).
+	// Relative paths are taken against the main worktree; paths outside it
+	// are ignored. Root is always protected. Default: Root alone.
+	Protected []string
 	// BranchPrefix names item branches <BranchPrefix>/<id>. Default "foreman".
 	BranchPrefix string
 	// BaseBranch is the branch new worktrees start from. Default "main".
@@ -99,8 +113,12 @@ type Manager struct {
 	// relocating the repository), so its refs may be read from them too.
 	plainLayout bool
 	root        string
-	target      string // fully qualified target ref
-	merges      int    // landed merges, guarded by lock
+	// protected are the protected directories inside the main worktree:
+	// relative, slash-separated, and (protectedAbs) as configured, absolute.
+	protected    []string
+	protectedAbs []string
+	target       string // fully qualified target ref
+	merges       int    // landed merges, guarded by lock
 }
 
 // New opens the repository named by cfg.Repo.
@@ -157,6 +175,9 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	}
 	m.lock = newRepoLock(filepath.Join(m.commonDir, lockFileName), m.log)
 	if err := m.reapOrphanedGits(ctx); err != nil {
+		return nil, err
+	}
+	if err := m.setupProtected(ctx); err != nil {
 		return nil, err
 	}
 	return m, nil

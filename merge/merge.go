@@ -86,6 +86,8 @@ type Result struct {
 //
 // Outcomes: a Result with Merged or AlreadyMerged; ErrNothingToMerge;
 // *ConflictError (nothing changed anywhere); *DirtyError; *CheckError;
+// *ProtectedPathError (the change touches a protected directory: nothing
+// changed anywhere);
 // *PushError (the Result is valid: the local merge stands); *LockedError and
 // *InProgressError for leftovers it will not remove; other errors are
 // system faults (git failing, ctx ending).
@@ -199,6 +201,15 @@ func (m *Manager) mergeLocked(ctx context.Context, id foreman.ItemID, path strin
 		}
 		res.Synced = true
 	}
+	// What the item's branch holds must not touch a protected directory,
+	// whatever the squash would make of it.
+	headCommit, err := m.readCommit(ctx, head)
+	if err != nil {
+		return res, err
+	}
+	if err := m.refuseProtected(ctx, id, "branch", headCommit.Tree); err != nil {
+		return res, err
+	}
 	if head != speculativeHead || (tree == "" && treeErr == nil) {
 		tree, treeErr = m.squashTree(ctx, id, tip, head)
 	}
@@ -211,6 +222,10 @@ func (m *Manager) mergeLocked(ctx context.Context, id foreman.ItemID, path strin
 	}
 	if tree == tipCommit.Tree {
 		return res, ErrNothingToMerge
+	}
+	// Nor what lands: the target's checkout is moved to this tree.
+	if err := m.refuseProtected(ctx, id, "squash", tree); err != nil {
+		return res, err
 	}
 	msg := commitMessage(id, req)
 	out, err := m.git.RunCmd(ctx, gitexec.Cmd{
@@ -263,6 +278,13 @@ func (m *Manager) cleanHead(ctx context.Context, id foreman.ItemID, path, branch
 		// Committing is only safe on the item's own branch.
 		if !req.CommitPending || !onBranch {
 			return "", false, &DirtyError{Path: path, Files: files}
+		}
+		// git add -A would stage a file in the place of a protected
+		// directory (an ignore rule for a directory does not cover a file
+		// of that name) and anything an agent staged inside one.
+		if hits := m.protectedPending(path, files); len(hits) > 0 {
+			m.log.Warn("merge: refusing to commit a change to a protected directory", "item", id, "paths", hits)
+			return "", false, &ProtectedPathError{Item: id, Source: "uncommitted", Paths: hits, Protected: slices.Clone(m.protected)}
 		}
 		msg := req.CommitMessage
 		if strings.TrimSpace(msg) == "" {

@@ -86,7 +86,7 @@ type MergeOutcome struct {
 	Commit   string
 	Already  bool
 	Conflict []string // conflicting files; the merge changed nothing
-	Refused  string   // why it was refused (nothing to merge, dirty worktree, failed check)
+	Refused  string   // why it was refused (nothing to merge, dirty worktree, failed check, protected path)
 }
 
 // Merger squash-merges items. It must recognise an item it already merged
@@ -173,7 +173,7 @@ func (g Git) Merge(ctx context.Context, r MergeRequest) (MergeOutcome, error) {
 		return MergeOutcome{Commit: res.Commit, Already: res.Status == merge.AlreadyMerged}, nil
 	case errors.As(err, &conflict):
 		return MergeOutcome{Conflict: conflict.Files}, nil
-	case errors.Is(err, merge.ErrNothingToMerge), errors.Is(err, merge.ErrNoBranch),
+	case errors.Is(err, merge.ErrNothingToMerge), errors.Is(err, merge.ErrNoBranch), errors.Is(err, merge.ErrProtectedPath),
 		errors.As(err, &dirty), errors.As(err, &check), errors.As(err, &verify), errors.As(err, &inProgress):
 		return MergeOutcome{Refused: err.Error()}, nil
 	}

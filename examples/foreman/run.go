@@ -237,7 +237,10 @@ func teamConfig(o options, plan team.Plan, stderr io.Writer) (team.Config, error
 	if err != nil {
 		return team.Config{}, err
 	}
-	mc := merge.Config{}
+	// The team protects its state directory itself; a coordinator's clone
+	// (-role coordinator) merges through its own Manager, which must refuse
+	// a story that commits .foreman just the same.
+	mc := merge.Config{Protected: []string{team.StateDirName}}
 	if o.author != "" {
 		a, err := mail.ParseAddress(o.author)
 		if err != nil {

@@ -33,7 +33,10 @@ type Config struct {
 	Dir string
 	// Merge configures the clone's worktrees and merges (see merge.Config);
 	// Open sets Repo to Dir and Remote to "origin". BaseBranch and
-	// TargetBranch must exist on the remote.
+	// TargetBranch must exist on the remote. Merge.Protected should name
+	// the state directories of the hosts that check the target out (a
+	// team's .foreman): Merge then refuses a change that touches them
+	// before it reaches the shared repository.
 	Merge merge.Config
 	// MaxAttempts bounds how many times Merge fetches and tries again after
 	// losing the race for the remote's target to another merger. Default

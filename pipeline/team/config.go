@@ -71,7 +71,11 @@ type Config struct {
 	Store store.Store
 	// StateDir holds the default store, the agents' result files and the
 	// agent leases. Default <Repo>/.foreman. It must not be inside a story
-	// worktree.
+	// worktree. Inside the repository it must be a plain directory (not a
+	// symbolic link, nor reached through one) that git does not track, else
+	// New refuses it (ErrInvalidConfig, matching merge.ErrUnsafeDir); the
+	// team protects it, with the worktree root, from every story's commits
+	// (merge.Config.Protected).
 	StateDir string
 
 	// Limits bound each build stage's run loop (iterations, wall clock,
@@ -85,7 +89,8 @@ type Config struct {
 	// MaxWorkers (from Workers), Agent, Clock and Logger.
 	Worker worker.Config
 	// Merge configures worktrees and merges; the team sets Repo, Clock and
-	// Logger. Its Request template commits work an agent left uncommitted.
+	// Logger, and adds StateDir to Protected. Its Request template commits
+	// work an agent left uncommitted.
 	Merge merge.Config
 	// MergeCheck, when set, is a command run on the squash commit before
 	// the target branch moves (merge.Request.Check).

@@ -132,6 +132,28 @@
 // starting point is recorded). One host runs a team at a time: Run holds a
 // lock in the state directory, and a second one fails with ErrBusy.
 //
+// # State that no commit can touch
+//
+// The team's state directory (<Repo>/.foreman: the database, the agents'
+// result files, their leases) and the story worktrees (<Repo>/.worktrees)
+// live in the repository's working tree, ignored by git, and git deletes
+// ignored files when it checks out a commit that puts a file in their
+// place. So no story's work may reach them: a story whose branch adds a
+// file named .foreman or .worktrees, anything inside them, or a symbolic
+// link in their place, or whose uncommitted work would add one when the
+// team commits it, is not merged. It pauses with the cause (merge's
+// *ProtectedPathError, in its escalation, its status and its
+// EventStoryPaused, naming the paths), nothing is committed or checked out
+// for it, and the other stories go on. A person decides what to do with it
+// (Resolve). A state directory elsewhere (Config.StateDir) is protected
+// the same way when it is inside the repository, and the merge never lets
+// git delete or overwrite any ignored file in main's checkout. New refuses
+// a state directory or worktree root that is a symbolic link, is reached
+// through one, or is tracked by git (ErrInvalidConfig naming the field,
+// matching merge.ErrUnsafeDir), before it writes anything there: a
+// repository that tracks .foreman as a link would have the team write its
+// database wherever the link points.
+//
 // # A person in the loop
 //
 // Status reports every story (state, stage, worker and how long it has

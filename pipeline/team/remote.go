@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 
 	"github.com/agentforeman/foreman/internal/clock"
-	"github.com/agentforeman/foreman/merge"
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/phases/gates"
 	"github.com/agentforeman/foreman/phases/gitsnap"
@@ -36,16 +35,16 @@ func NewStageAgent(ctx context.Context, cfg Config) (phases.AgentDriver, error) 
 	if err != nil {
 		return nil, err
 	}
+	t := &Team{cfg: cfg, db: cfg.Store, clk: clock.OrReal(cfg.Clock), log: log}
+	mgr, mc, err := openRepository(ctx, cfg, cfg.Merge)
+	if err != nil {
+		return nil, err
+	}
+	t.mgr = mgr
 	for _, d := range []string{cfg.StateDir, filepath.Join(cfg.StateDir, "results"), filepath.Join(cfg.StateDir, "leases")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
-	}
-	t := &Team{cfg: cfg, db: cfg.Store, clk: clock.OrReal(cfg.Clock), log: log}
-	mc := cfg.Merge
-	mc.Repo = cfg.Repo
-	if t.mgr, err = merge.New(ctx, mc); err != nil {
-		return nil, err
 	}
 	if err := excludeFromGit(ctx, cfg.Repo, cfg.StateDir, mc.Git, mc.GitEnv); err != nil {
 		return nil, err

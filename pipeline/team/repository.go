@@ -5,11 +5,63 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/agentforeman/foreman/internal/gitexec"
+	"github.com/agentforeman/foreman/merge"
 	"github.com/agentforeman/foreman/pipeline/store"
 )
+
+// openRepository opens the team's merge.Manager of cfg.Repo with mc (the
+// team's cfg.Merge, Repo set), the state directory protected along with the
+// worktree root, so that no story's commit can delete or overwrite the
+// team's state (see merge.Config.Protected). It runs before the state
+// directory is made: a state directory or worktree root that is a symbolic
+// link, is reached through one, or is tracked by git is a *ConfigError
+// (matching merge.ErrUnsafeDir) naming the field, and nothing is written
+// through it.
+func openRepository(ctx context.Context, cfg Config, mc merge.Config) (*merge.Manager, merge.Config, error) {
+	mc.Repo = cfg.Repo
+	stateDir, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return nil, mc, &ConfigError{Field: "StateDir", Reason: err.Error(), Err: err}
+	}
+	mc.Protected = append(slices.Clone(cfg.Merge.Protected), stateDir)
+	mgr, err := merge.New(ctx, mc)
+	var unsafe *merge.UnsafeDirError
+	switch {
+	case errors.Is(err, merge.ErrUnknownBranch):
+		return nil, mc, &ConfigError{Field: "Merge.TargetBranch", Err: err, Reason: err.Error() +
+			"; a repository with no commit yet needs one first, and one whose branch is not main names it in Config.Merge.TargetBranch (and BaseBranch)"}
+	case errors.As(err, &unsafe):
+		field, what := "Merge.Root", "the story worktrees' root"
+		if unsafe.Dir == stateDir {
+			field, what = "StateDir", "the team's state directory"
+		} else if !isRoot(cfg, unsafe.Dir) {
+			field, what = "Merge.Protected", "a protected directory"
+		}
+		return nil, mc, &ConfigError{Field: field, Err: err, Reason: fmt.Sprintf(
+			"%s %s %s: it must be a plain directory that git does not track (or lie outside the repository), so that no commit can delete or redirect what the team writes there",
+			what, unsafe.Dir, strings.TrimPrefix(unsafe.Error(), "merge: protected directory "+unsafe.Dir+" "))}
+	case err != nil:
+		return nil, mc, err
+	}
+	return mgr, mc, nil
+}
+
+// isRoot says whether dir is the story worktrees' root cfg names.
+func isRoot(cfg Config, dir string) bool {
+	root := cfg.Merge.Root
+	if root == "" {
+		root = ".worktrees"
+	}
+	if !filepath.IsAbs(root) {
+		root = filepath.Join(cfg.Repo, root)
+	}
+	return filepath.Clean(root) == dir
+}
 
 // kindRepository is the record that binds a store to the repository its
 // plan is for (one record, id repositoryID).

@@ -143,28 +143,25 @@ func prepareAgent(a phases.AgentDriver, stateDir, who string, log *slog.Logger) 
 // the services and the two runtimes, and loads the plan.
 func (t *Team) open(ctx context.Context) error {
 	cfg := t.cfg
-	for _, d := range []string{cfg.StateDir, filepath.Join(cfg.StateDir, "results"), filepath.Join(cfg.StateDir, "leases")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
-	}
+	// The repository first: it refuses an unsafe state directory before
+	// anything is written there.
 	mc := cfg.Merge
-	mc.Repo = cfg.Repo
 	if mc.Clock == nil {
 		mc.Clock = cfg.Clock
 	}
 	if mc.Logger == nil {
 		mc.Logger = t.log
 	}
-	mgr, err := merge.New(ctx, mc)
-	if errors.Is(err, merge.ErrUnknownBranch) {
-		return &ConfigError{Field: "Merge.TargetBranch", Err: err, Reason: err.Error() +
-			"; a repository with no commit yet needs one first, and one whose branch is not main names it in Config.Merge.TargetBranch (and BaseBranch)"}
-	}
+	mgr, mc, err := openRepository(ctx, cfg, mc)
 	if err != nil {
 		return err
 	}
 	t.mgr = mgr
+	for _, d := range []string{cfg.StateDir, filepath.Join(cfg.StateDir, "results"), filepath.Join(cfg.StateDir, "leases")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
 	if err := excludeFromGit(ctx, cfg.Repo, cfg.StateDir, mc.Git, mc.GitEnv); err != nil {
 		return err
 	}
