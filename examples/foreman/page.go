@@ -46,7 +46,9 @@ func servePage(tm *team.Team, reg *prometheus.Registry, addr string, out *printe
 		return nil, err
 	}
 	bound := ln.Addr().(*net.TCPAddr)
-	cfg := teamweb.Config{Token: teamweb.NewToken(), Addr: bound.String()}
+	cfg := teamweb.Config{Token: teamweb.NewToken(), Addr: bound.String(),
+		OfflineHint: "Decide from a terminal: foreman -repo " + shellQuote(tm.Repo()) +
+			" -resolve ID=retry|resume|skip|abandon [-note '...'], then run the same foreman command again."}
 	urlHost := bound.String()
 	if !bound.IP.IsLoopback() {
 		names := pageNames(addr, bound)

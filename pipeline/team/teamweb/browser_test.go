@@ -69,7 +69,8 @@ func TestThePageInABrowser(t *testing.T) {
 	f.add(t, team.Story{ID: "A", Title: "Parse the config"},
 		team.Story{ID: "B", Title: "Validate it", After: []foreman.ItemID{"A"}},
 		team.Story{ID: "C", Title: "Write the docs"})
-	srv := serveGuarded(t, f, teamweb.Config{Addr: "-"}) // as the reference binary: its own address, /metrics beside it
+	srv := serveGuarded(t, f, teamweb.Config{Addr: "-", // as the reference binary: its own address, /metrics beside it
+		OfflineHint: "Decide from a terminal: foreman -repo /the/repo -resolve ID=retry|resume|skip|abandon."})
 	f.keepRunning(t)
 
 	// The browser starts while the team works.
@@ -180,6 +181,21 @@ func TestThePageInABrowser(t *testing.T) {
 	for _, s := range []string{"Parse the config", "Write the docs"} {
 		assert.Equal(t, 1, strings.Count(log, s), "%q merged once", s)
 	}
+
+	// The host stops: the page says its server is gone and how to decide
+	// without it, instead of showing the last state as live.
+	srv.CloseClientConnections()
+	srv.Close()
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(`body[data-offline]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#notice.error`))))
+	gone, err := pageText(ctx, `#notice`)
+	require.NoError(t, err)
+	assert.Contains(t, gone, "The server of this page has stopped")
+	assert.Contains(t, gone, "foreman -repo /the/repo -resolve ID=retry", "the host's OfflineHint")
+	badge, err := pageText(ctx, `#live`)
+	require.NoError(t, err)
+	assert.Equal(t, "server gone", badge)
+	screenshot(t, ctx, "teamweb-offline.png")
 }
 
 // pageText reads an element's text inside the page in one step: the page

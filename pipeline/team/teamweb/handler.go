@@ -90,6 +90,11 @@ type Config struct {
 	// costs a store read per story, so without it N pages cost N reads
 	// per event.
 	StatusMaxAge time.Duration
+	// OfflineHint is what the page tells a person once its server is gone
+	// (the host stopped): how to decide about paused stories without it,
+	// such as the command that does. Default: a sentence naming
+	// team.Team.Resolve.
+	OfflineHint string
 	// Clock drives the heartbeats and StatusMaxAge; nil means the wall clock.
 	Clock foreman.Clock
 	// Logger receives refused requests and stream ends; nil discards.
@@ -144,6 +149,9 @@ func New(t *team.Team, cfg Config) (*Handler, error) {
 	}
 	if cfg.MaxStreams == 0 {
 		cfg.MaxStreams = DefaultMaxStreams
+	}
+	if cfg.OfflineHint == "" {
+		cfg.OfflineHint = "Decide about paused stories through the host program's own way (team.Team.Resolve), then run the team again."
 	}
 	if cfg.StatusMaxAge == 0 {
 		cfg.StatusMaxAge = DefaultStatusMaxAge
@@ -237,6 +245,9 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 type StatusResponse struct {
 	team.Status
 	Seq uint64 `json:"seq"`
+	// OfflineHint is Config.OfflineHint: the page shows it once its server
+	// is gone.
+	OfflineHint string `json:"offlineHint"`
 }
 
 func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request) {
@@ -272,7 +283,7 @@ func (h *Handler) statusJSON(r *http.Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(StatusResponse{Status: st, Seq: seq})
+	body, err := json.Marshal(StatusResponse{Status: st, Seq: seq, OfflineHint: h.cfg.OfflineHint})
 	if err != nil {
 		return nil, err
 	}

@@ -90,6 +90,7 @@
           return;
         }
         if (!r.ok) throw new Error(body.error || r.statusText);
+        if (document.body.dataset.offline) online();
         if ($("#notice").classList.contains("error") && /access token/.test($("#notice").textContent)) notice("");
         clockSkew = Date.parse(body.at) - Date.now();
         status = body;
@@ -97,7 +98,8 @@
         render();
       } while (stale);
     } catch (err) {
-      notice("Reading the status failed: " + err.message, true);
+      if (err instanceof TypeError) offline(); // the network failed: no server
+      else notice("Reading the status failed: " + err.message, true);
     } finally {
       fetching = false;
     }
@@ -270,8 +272,32 @@
         setTimeout(refresh, 2000);
       } else {
         live.textContent = "reconnecting"; live.className = "badge live-connecting";
+        // Whether the server is there at all: a status read says.
+        refresh();
       }
     };
+  }
+
+  // offline says that the page's server is gone: what it shows is the last
+  // state it read, its buttons act on nothing, and a person decides the
+  // way the server's host said (OfflineHint). The page keeps trying and
+  // comes back once the server does.
+  function offline() {
+    if (document.body.dataset.offline) return;
+    document.body.dataset.offline = "1";
+    const live = $("#live");
+    live.textContent = "server gone"; live.className = "badge live-closed";
+    $("#running").textContent = "team not served"; $("#running").className = "badge";
+    for (const b of document.querySelectorAll("button[data-action]")) b.disabled = true;
+    notice("The server of this page has stopped: the stories below are as they were when it went, and may have moved on since. " +
+      (status && status.offlineHint ? status.offlineHint : ""), true);
+    if (source) { source.close(); source = null; }
+    setTimeout(function retry() { if (document.body.dataset.offline) { refresh(); setTimeout(retry, 5000); } }, 5000);
+  }
+
+  function online() {
+    delete document.body.dataset.offline;
+    notice("");
   }
 
   // The last events before the page opened, for context.
