@@ -2,25 +2,29 @@ package agentmcp
 
 import "fmt"
 
-// Fence is where a report's assignment id stands against the assignments
-// the server was told about.
+// Fence is where a request stands against the assignment its bearer token
+// was issued for (Server.Begin) and the assignments the server was told
+// about.
 type Fence uint8
 
 const (
-	// FenceUnknown: no assignment with that id was ever begun here. It is
-	// forged, mistyped or from another team: refused with a tool error.
-	FenceUnknown Fence = iota
-	// FenceStale: the assignment was begun but is no longer its item's
-	// current one (a newer worker replaced it, or its stage ended).
+	// FenceForeign: the request names an assignment other than the one
+	// its bearer token was issued for. Whoever sent it holds one
+	// assignment's token and acts for another: refused with a tool error,
+	// counted (Stats.Forged, Config.OnRefused), never applied. The zero
+	// Fence, so that a fence never established refuses.
+	FenceForeign Fence = iota
+	// FenceStale: the token's own assignment, which is no longer its
+	// item's current one (a newer worker replaced it).
 	FenceStale
-	// FenceCurrent: the item's current assignment.
+	// FenceCurrent: the token's own assignment, its item's current one.
 	FenceCurrent
 )
 
 func (f Fence) String() string {
 	switch f {
-	case FenceUnknown:
-		return "unknown"
+	case FenceForeign:
+		return "foreign"
 	case FenceStale:
 		return "stale"
 	case FenceCurrent:
@@ -58,8 +62,9 @@ const (
 	// Stale: counted (Stats.Stale, Config.OnStale) and ignored, as a
 	// message from a replaced worker is; the agent is told to stop.
 	Stale
-	// Refused: the assignment id is unknown; a tool error.
-	Refused
+	// Forged: the report names an assignment its bearer token was not
+	// issued for; a tool error, counted (Stats.Forged, Config.OnRefused).
+	Forged
 	// Invalid: the current assignment's report is malformed for its stage;
 	// a tool error saying why, so that the agent can send a correct one.
 	Invalid
@@ -75,8 +80,8 @@ func (v Verdict) String() string {
 		return "accepted"
 	case Stale:
 		return "stale"
-	case Refused:
-		return "refused"
+	case Forged:
+		return "forged"
 	case Invalid:
 		return "invalid"
 	case Unproven:
@@ -88,19 +93,23 @@ func (v Verdict) String() string {
 // IsToolError reports whether the agent gets the verdict as a tool error
 // (the MCP result's isError): the report was not taken and the agent can
 // do something about it.
-func (v Verdict) IsToolError() bool { return v == Refused || v == Invalid || v == Unproven }
+func (v Verdict) IsToolError() bool { return v == Forged || v == Invalid || v == Unproven }
 
 // Decide is the server's whole decision about one report, as a pure
-// function: the fence first (an unknown id is refused, a replaced one is
-// stale, whatever the report says), then the host's check of a current
-// assignment's report (malformed, then a completion without the change it
-// needs), else accepted. c is ignored unless f is FenceCurrent.
+// function: the fence first (a report for another assignment than the
+// token's is forged, one from a replaced assignment is stale, whatever
+// the report says), then the host's check of a current assignment's
+// report (malformed, then a completion without the change it needs), else
+// accepted. c is ignored unless f is FenceCurrent.
 func Decide(f Fence, c Check) Verdict {
 	switch f {
-	case FenceUnknown:
-		return Refused
+	case FenceForeign:
+		return Forged
 	case FenceStale:
 		return Stale
+	case FenceCurrent:
+	default:
+		return Forged
 	}
 	switch {
 	case c.Problem != "":

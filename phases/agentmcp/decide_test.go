@@ -26,8 +26,10 @@ func TestDecide(t *testing.T) {
 		{"current, malformed wins over unproven", agentmcp.FenceCurrent, agentmcp.Check{Problem: "x", ClaimsCompletion: true, NeedsChange: true}, agentmcp.Invalid},
 		{"stale, whatever it says", agentmcp.FenceStale, agentmcp.Check{}, agentmcp.Stale},
 		{"stale, even unproven", agentmcp.FenceStale, completeNoChange, agentmcp.Stale},
-		{"unknown id", agentmcp.FenceUnknown, agentmcp.Check{}, agentmcp.Refused},
-		{"unknown id, whatever it says", agentmcp.FenceUnknown, agentmcp.Check{Problem: "x"}, agentmcp.Refused},
+		{"another assignment's", agentmcp.FenceForeign, agentmcp.Check{}, agentmcp.Forged},
+		{"another assignment's, whatever it says", agentmcp.FenceForeign, agentmcp.Check{Problem: "x"}, agentmcp.Forged},
+		{"the zero fence refuses", agentmcp.Fence(0), agentmcp.Check{}, agentmcp.Forged},
+		{"an unknown fence refuses", agentmcp.Fence(9), agentmcp.Check{}, agentmcp.Forged},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -41,7 +43,7 @@ func TestVerdictIsToolError(t *testing.T) {
 	t.Parallel()
 	for v, want := range map[agentmcp.Verdict]bool{
 		agentmcp.Accepted: false, agentmcp.Stale: false,
-		agentmcp.Refused: true, agentmcp.Invalid: true, agentmcp.Unproven: true,
+		agentmcp.Forged: true, agentmcp.Invalid: true, agentmcp.Unproven: true,
 	} {
 		assert.Equal(t, want, v.IsToolError(), v.String())
 	}

@@ -9,9 +9,10 @@ import (
 	"github.com/agentforeman/foreman/phases/agentmcp"
 )
 
-// A host starts the server, begins an assignment, and takes the report its
-// agent sent when the stage ends; a report with another assignment id is
-// refused, and one from a replaced worker is ignored.
+// A host starts the server, begins an assignment (which gives its agent a
+// token of its own), and takes the report the agent sent when the stage
+// ends; a report naming another assignment is refused, and the token stops
+// working when the assignment ends.
 func Example() {
 	ctx := context.Background()
 	srv := agentmcp.New(agentmcp.Config{
@@ -29,11 +30,11 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer srv.Close(ctx)
-	srv.Begin(agentmcp.Assignment{ID: "US-001-a3", Item: "US-001", Stage: 2, Role: "builder", Outcomes: []string{"complete", "error"}})
+	token := srv.Begin(agentmcp.Assignment{ID: "US-001-a3", Item: "US-001", Stage: 2, Role: "builder", Outcomes: []string{"complete", "error"}})
 
 	// The agent's side (an agent CLI uses its own MCP client, with
-	// srv.Env() in its environment).
-	agent, err := agentmcp.Dial(ctx, srv.URL(), srv.Token())
+	// srv.Env(token) in its environment).
+	agent, err := agentmcp.Dial(ctx, srv.URL(), token)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -46,11 +47,12 @@ func Example() {
 
 	rep, ok := srv.End("US-001-a3")
 	fmt.Println(ok, rep.Outcome, rep.Summary)
-	res, _ = agent.Report(ctx, agentmcp.Report{Assignment: "US-001-a3", Outcome: "complete"})
-	fmt.Println(res.Verdict, srv.Stats())
+	_, err = agent.Report(ctx, agentmcp.Report{Assignment: "US-001-a3", Outcome: "complete"})
+	st := srv.Stats()
+	fmt.Println(err != nil, st.Accepted, st.Forged, st.Expired)
 	// Output:
 	// accepted <nil>
 	// true
 	// true complete parser written, tests pass
-	// stale {1 1 1 0 0}
+	// true 1 1 1
 }

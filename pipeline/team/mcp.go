@@ -79,9 +79,9 @@ func (t *Team) beginReports(a pipeline.AgentAssignment, st Stage) ([]string, []p
 	if st.Kind == StageBuild {
 		expect += " A complete report is taken only once your commits or changes are in the workspace; the gates then decide."
 	}
-	t.reports.Begin(agentmcp.Assignment{ID: a.Assignment, Item: a.Item, Worker: a.Worker, Stage: a.Stage, Role: st.Role,
+	token := t.reports.Begin(agentmcp.Assignment{ID: a.Assignment, Item: a.Item, Worker: a.Worker, Stage: a.Stage, Role: st.Role,
 		Outcomes: strings.Split(stageOutcomes(a.Stage), ", "), Expect: expect})
-	server := phases.MCPServer{Name: agentmcp.ServerName, URL: t.reports.URL(), BearerToken: t.reports.Token(),
+	server := phases.MCPServer{Name: agentmcp.ServerName, URL: t.reports.URL(), BearerToken: token,
 		BearerTokenEnv: agentmcp.EnvToken, Tools: []string{agentmcp.ToolReport, agentmcp.ToolStatus}}
 	end := func() *Report {
 		r, ok := t.reports.End(a.Assignment)
@@ -90,7 +90,7 @@ func (t *Team) beginReports(a pipeline.AgentAssignment, st Stage) ([]string, []p
 		}
 		return &Report{Assignment: r.Assignment, Outcome: r.Outcome, Summary: r.Summary, Score: r.Score, Tasks: r.Tasks}
 	}
-	return t.reports.Env(), []phases.MCPServer{server}, end
+	return t.reports.Env(token), []phases.MCPServer{server}, end
 }
 
 // checkReport is the team's judgement of a report from a current

@@ -122,12 +122,12 @@ func TestReportsThroughTheMCPServerAdvanceTheStory(t *testing.T) {
 	assert.Contains(t, got, "plan: accepted")
 	assert.Contains(t, got, "validate: accepted")
 	assert.Contains(t, got, "status: current builder complete/error")
-	// The planner's assignment was replaced by the validator's, then the
-	// builder's: its report is stale, counted and ignored.
-	assert.Contains(t, got, "stale: stale: ignored")
+	// The builder's token proves the builder's assignment only: a report
+	// naming the planner's (ended) assignment or a made-up one is refused.
+	assert.Contains(t, got, "stale: tool error: refused: your token is for assignment")
 	assert.Contains(t, got, "forged: tool error: refused")
 	assert.Contains(t, got, "own: accepted")
-	assert.Equal(t, agentmcp.Stats{Accepted: 3, Stale: 1, Refused: 1}, tm.MCPStats())
+	assert.Equal(t, agentmcp.Stats{Accepted: 3, Forged: 2}, tm.MCPStats())
 
 	// The plan's report, with its task count and score, is what the story
 	// flow got: the MCP report was the stage's evidence.
