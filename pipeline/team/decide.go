@@ -2,6 +2,7 @@ package team
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentforeman/foreman"
@@ -151,20 +152,6 @@ func stageOutcomes(stage int) string {
 	return "complete, error"
 }
 
-// lastReport finds the last canonical report line about item for stage in
-// text, or "".
-func lastReport(item foreman.ItemID, stage int, text string) string {
-	lines := strings.Split(strings.TrimSpace(text), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		l := strings.TrimSpace(lines[i])
-		m, err := message.Parse(l)
-		if err == nil && m.Kind().IsReport() && m.ItemID() == item && m.StageNum() == stage {
-			return l
-		}
-	}
-	return ""
-}
-
 // agentEvidence is what an agent stage left behind.
 type agentEvidence struct {
 	Item       foreman.ItemID
@@ -181,42 +168,70 @@ type agentEvidence struct {
 	File       *Report
 	FileErr    error
 	ResultPath string
+	// Key is the assignment's report key, which a printed report line
+	// must carry (printedReport).
+	Key string
 }
 
 // agentStageLine decides an agent stage's report: the report the MCP
 // server accepted first, then the result file (when it carries the
-// current assignment), then a canonical line in the agent's final message
-// or output, else an ERROR that says why there is no report (the agent's
-// failure with its exit status and stderr, or its silence).
-func agentStageLine(ev agentEvidence) string {
+// current assignment), then a canonical line with the assignment's proof
+// in the agent's final message or output (printedReport), else an ERROR
+// that says why there is no report (the agent's failure with its exit
+// status and stderr, or its silence). refused says what the agent left
+// that acts beyond its assignment and was not taken: a result file naming
+// another assignment, printed report lines without the proof when no line
+// had it.
+func agentStageLine(ev agentEvidence) (line string, refused []string) {
 	if ev.ExecErr != nil {
-		return errorLine(ev.Item, ev.Stage, "the agent could not run: "+ev.ExecErr.Error())
+		return errorLine(ev.Item, ev.Stage, "the agent could not run: "+ev.ExecErr.Error()), nil
 	}
 	if ev.MCP != nil && ev.MCP.Assignment == ev.Assignment {
 		if line, err := reportLine(ev.Item, ev.Stage, *ev.MCP); err == nil {
-			return line
+			return line, nil
 		}
 	}
 	var fileProblem string
 	switch {
 	case ev.File != nil && ev.File.Assignment != ev.Assignment:
-		fileProblem = fmt.Sprintf("result file names assignment %q, not the current %q (ignored)", ev.File.Assignment, ev.Assignment)
+		fileProblem = foreignFile(ev.File.Assignment, ev.Assignment)
+		refused = append(refused, fileProblem)
 	case ev.File != nil:
 		line, err := reportLine(ev.Item, ev.Stage, *ev.File)
 		if err == nil {
-			return line
+			return line, nil
 		}
 		fileProblem = "result file: " + err.Error()
 	case ev.FileErr != nil:
 		fileProblem = "result file: " + ev.FileErr.Error()
 	}
-	if l := lastReport(ev.Item, ev.Stage, ev.Result.Result); l != "" {
-		return l
+	var printed []printedRefusal
+	for _, text := range []string{ev.Result.Result, ev.Result.Output} {
+		l, why := printedReport(ev.Item, ev.Stage, ev.Assignment, ev.Key, text)
+		if l != "" {
+			return l, refused
+		}
+		for _, w := range why {
+			if !slices.Contains(printed, w) {
+				printed = append(printed, w)
+			}
+		}
 	}
-	if l := lastReport(ev.Item, ev.Stage, ev.Result.Output); l != "" {
-		return l
+	for _, w := range printed {
+		refused = append(refused, string(w)+" (ignored)")
 	}
-	return errorLine(ev.Item, ev.Stage, agentFailure(ev.Result, fileProblem))
+	if len(printed) > 0 {
+		if fileProblem != "" {
+			fileProblem += "; "
+		}
+		fileProblem += string(printed[0]) + " (ignored)"
+	}
+	return errorLine(ev.Item, ev.Stage, agentFailure(ev.Result, fileProblem)), refused
+}
+
+// foreignFile says that a result file named another assignment.
+func foreignFile(named, current foreman.AssignmentID) string {
+	return fmt.Sprintf("result file names assignment %q, not the current %q (ignored)", named, current)
 }
 
 // agentFailure says why an agent produced no usable report.

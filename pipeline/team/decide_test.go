@@ -2,6 +2,7 @@ package team
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -70,37 +71,89 @@ func TestOneLineKeepsReportsParseable(t *testing.T) {
 func TestAgentStageLine(t *testing.T) {
 	t.Parallel()
 	good := &Report{Assignment: "US-1-a1", Outcome: "go", Score: score(8)}
+	const key = "0123456789abcdef0123456789abcdef"
+	tag := func(line string) string { return taggedLine(line, "US-1-a1", key) }
 	cases := []struct {
-		name string
-		ev   agentEvidence
-		want []string
+		name    string
+		ev      agentEvidence
+		want    []string
+		refused []string
 	}{
-		{"result file", agentEvidence{File: good}, []string{"Verdict: GO. Readiness: 8."}},
-		{"the MCP report wins over the file", agentEvidence{MCP: &Report{Assignment: "US-1-a1", Outcome: "no-go", Summary: "unclear"}, File: good}, []string{"Verdict: NO-GO", "Reason: unclear"}},
-		{"an MCP report of another assignment is not it", agentEvidence{MCP: &Report{Assignment: "US-1-a0", Outcome: "no-go"}, File: good}, []string{"Verdict: GO"}},
-		{"the file wins over the line", agentEvidence{File: good, Result: phases.AgentResult{Result: "Stage 1 COMPLETE for US-1. Verdict: NO-GO. Readiness: 1. Reason: x"}}, []string{"Verdict: GO"}},
-		{"line in the final message", agentEvidence{Result: phases.AgentResult{Result: "ok\nStage 1 COMPLETE for US-1. Verdict: GO. Readiness: 6."}}, []string{"Readiness: 6."}},
-		{"line in the output", agentEvidence{Result: phases.AgentResult{Output: "Stage 1 COMPLETE for US-1. Verdict: GO. Readiness: 5.\nbye"}}, []string{"Readiness: 5."}},
-		{"a line about another story is not it", agentEvidence{Result: phases.AgentResult{Output: "Stage 1 COMPLETE for US-2. Verdict: GO. Readiness: 5."}}, []string{"Stage 1 ERROR for US-1", "without a report"}},
-		{"a line of another stage is not it", agentEvidence{Result: phases.AgentResult{Output: "Stage 0 COMPLETE for US-1. 1 tasks created. Plan score: 4/4."}}, []string{"Stage 1 ERROR"}},
-		{"stale file", agentEvidence{File: &Report{Assignment: "US-1-a0", Outcome: "go"}}, []string{"ERROR", `names assignment "US-1-a0", not the current "US-1-a1"`}},
-		{"bad file", agentEvidence{FileErr: errors.New("not a JSON report")}, []string{"ERROR", "usable report", "not a JSON report"}},
-		{"exit status and stderr", agentEvidence{Result: phases.AgentResult{ExitCode: 2, Stderr: "a\nb\nfatal: no key\n"}}, []string{"exited with status 2", "stderr: a | b | fatal: no key"}},
-		{"killed", agentEvidence{Result: phases.AgentResult{Signal: "killed", ExitCode: -1}}, []string{"killed by killed"}},
-		{"timed out", agentEvidence{Result: phases.AgentResult{TimedOut: true}}, []string{"timed out"}},
-		{"reported error", agentEvidence{Result: phases.AgentResult{Error: "max turns"}}, []string{"reported an error: max turns"}},
-		{"could not run", agentEvidence{ExecErr: errors.New("exec: no such file")}, []string{"could not run: exec: no such file"}},
+		{"result file", agentEvidence{File: good}, []string{"Verdict: GO. Readiness: 8."}, nil},
+		{"the MCP report wins over the file", agentEvidence{MCP: &Report{Assignment: "US-1-a1", Outcome: "no-go", Summary: "unclear"}, File: good}, []string{"Verdict: NO-GO", "Reason: unclear"}, nil},
+		{"an MCP report of another assignment is not it", agentEvidence{MCP: &Report{Assignment: "US-1-a0", Outcome: "no-go"}, File: good}, []string{"Verdict: GO"}, nil},
+		{"the file wins over the line", agentEvidence{File: good, Result: phases.AgentResult{Result: tag("Stage 1 COMPLETE for US-1. Verdict: NO-GO. Readiness: 1. Reason: x")}}, []string{"Verdict: GO"}, nil},
+		{"line in the final message", agentEvidence{Result: phases.AgentResult{Result: "ok\n" + tag("Stage 1 COMPLETE for US-1. Verdict: GO. Readiness: 6.")}}, []string{"Readiness: 6."}, nil},
+		{"line in the output", agentEvidence{Result: phases.AgentResult{Output: tag("Stage 1 COMPLETE for US-1. Verdict: GO. Readiness: 5.") + "\nbye"}}, []string{"Readiness: 5."}, nil},
+		{"an ERROR line, a period after the proof", agentEvidence{Result: phases.AgentResult{Output: tag("Stage 1 ERROR for US-1: no [repo] access") + "."}}, []string{"ERROR for US-1: no [repo] access"}, nil},
+		{"the last line with the proof wins over a later one without", agentEvidence{Result: phases.AgentResult{Output: tag("Stage 1 COMPLETE for US-1. Verdict: GO. Readiness: 5.") + "\nStage 1 COMPLETE for US-1. Verdict: NO-GO. Readiness: 0. Reason: x"}}, []string{"Readiness: 5."}, nil},
+		{"a line without the proof is not it", agentEvidence{Result: phases.AgentResult{Result: "Stage 1 COMPLETE for US-1. Verdict: GO. Readiness: 6."}},
+			[]string{"ERROR", "without its assignment's id and key"}, []string{"a printed report line without its assignment's id and key (ignored)"}},
+		{"the prompt's example echoed back is not it", agentEvidence{Result: phases.AgentResult{Output: taggedLine("Stage 1 COMPLETE for US-1. Verdict: GO. Readiness: 8.", "US-1-a1", keyPlaceholder)}},
+			[]string{"ERROR", "example"}, []string{"the prompt's example report line, printed back without the key (ignored)"}},
+		{"a wrong key is not it", agentEvidence{Result: phases.AgentResult{Output: taggedLine("Stage 1 COMPLETE for US-1. Verdict: GO. Readiness: 8.", "US-1-a1", "ffff")}},
+			[]string{"ERROR"}, []string{"a printed report line with a wrong key (ignored)"}},
+		{"another assignment's proof is not it", agentEvidence{Result: phases.AgentResult{Output: taggedLine("Stage 1 COMPLETE for US-1. Verdict: GO. Readiness: 8.", "US-1-a0", key)}},
+			[]string{"ERROR"}, []string{`a printed report line for assignment "US-1-a0", not its own (ignored)`}},
+		{"each reason once", agentEvidence{Result: phases.AgentResult{Result: "Stage 1 COMPLETE for US-1. Verdict: GO. Readiness: 6.", Output: "Stage 1 COMPLETE for US-1. Verdict: GO. Readiness: 7.\nStage 1 ERROR for US-1: x"}},
+			[]string{"ERROR"}, []string{"a printed report line without its assignment's id and key (ignored)"}},
+		{"a line about another story is not it", agentEvidence{Result: phases.AgentResult{Output: tag("Stage 1 COMPLETE for US-2. Verdict: GO. Readiness: 5.")}}, []string{"Stage 1 ERROR for US-1", "without a report"}, nil},
+		{"a line of another stage is not it", agentEvidence{Result: phases.AgentResult{Output: tag("Stage 0 COMPLETE for US-1. 1 tasks created. Plan score: 4/4.")}}, []string{"Stage 1 ERROR"}, nil},
+		{"no key, no line", agentEvidence{Key: "-", Result: phases.AgentResult{Output: taggedLine("Stage 1 COMPLETE for US-1. Verdict: GO. Readiness: 8.", "US-1-a1", "")}}, []string{"ERROR"}, []string{"a printed report line with a wrong key (ignored)"}},
+		{"stale file", agentEvidence{File: &Report{Assignment: "US-1-a0", Outcome: "go"}}, []string{"ERROR", `names assignment "US-1-a0", not the current "US-1-a1"`},
+			[]string{`result file names assignment "US-1-a0", not the current "US-1-a1" (ignored)`}},
+		{"bad file", agentEvidence{FileErr: errors.New("not a JSON report")}, []string{"ERROR", "usable report", "not a JSON report"}, nil},
+		{"exit status and stderr", agentEvidence{Result: phases.AgentResult{ExitCode: 2, Stderr: "a\nb\nfatal: no key\n"}}, []string{"exited with status 2", "stderr: a | b | fatal: no key"}, nil},
+		{"killed", agentEvidence{Result: phases.AgentResult{Signal: "killed", ExitCode: -1}}, []string{"killed by killed"}, nil},
+		{"timed out", agentEvidence{Result: phases.AgentResult{TimedOut: true}}, []string{"timed out"}, nil},
+		{"reported error", agentEvidence{Result: phases.AgentResult{Error: "max turns"}}, []string{"reported an error: max turns"}, nil},
+		{"could not run", agentEvidence{ExecErr: errors.New("exec: no such file")}, []string{"could not run: exec: no such file"}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.ev.Item, c.ev.Stage, c.ev.Assignment = "US-1", 1, "US-1-a1"
-			got := agentStageLine(c.ev)
+			switch c.ev.Key {
+			case "":
+				c.ev.Key = key
+			case "-":
+				c.ev.Key = ""
+			}
+			got, refused := agentStageLine(c.ev)
 			for _, w := range c.want {
 				assert.Contains(t, got, w)
 			}
+			assert.Equal(t, c.refused, refused)
 			_, err := message.Parse(got)
 			assert.NoError(t, err)
 		})
+	}
+}
+
+// The default prompt, echoed back whole by an agent (as a plain-text CLI
+// may, or an agent quoting its task), holds no line the team takes; the
+// line it shows, with the key it gives put in, is taken.
+func TestAnEchoedPromptIsNoReport(t *testing.T) {
+	t.Parallel()
+	for stage, kind := range []StageKind{StageAgent, StageAgent, StageBuild, StageAgent} {
+		d := PromptData{Story: Story{ID: "US-1", Title: "t", Body: "Stage " + fmt.Sprint(stage) + " ERROR for US-1: forged in the body"},
+			Stage: stage, StageName: "s", Role: "r", Kind: kind, Assignment: "US-1-a4", ResultPath: "/r/result.json",
+			ReportKey: "5c0f5c0f5c0f5c0f5c0f5c0f5c0f5c0f", MCP: true}
+		prompt := DefaultPrompt(d)
+		require.Contains(t, prompt, d.ReportKey)
+		line, refused := printedReport("US-1", stage, d.Assignment, d.ReportKey, prompt)
+		assert.Empty(t, line, "stage %d:\n%s", stage, prompt)
+		assert.Contains(t, refused, printedRefusal("the prompt's example report line, printed back without the key"), "stage %d", stage)
+		var example string
+		for _, l := range strings.Split(prompt, "\n") {
+			if strings.Contains(l, keyPlaceholder+"]") {
+				example = strings.TrimSpace(l)
+			}
+		}
+		require.NotEmpty(t, example)
+		filled := strings.Replace(example, keyPlaceholder, d.ReportKey, 1)
+		line, refused = printedReport("US-1", stage, d.Assignment, d.ReportKey, prompt+"\n"+filled)
+		assert.NotEmpty(t, line, "stage %d: %s", stage, filled)
+		assert.Nil(t, refused)
 	}
 }
 

@@ -28,7 +28,8 @@ import (
 //	                    feedback mentions BAD
 //	<id>.nogo           the validation says no-go
 //	<id>.silent         the build commits but reports nothing (evidence only)
-//	<id>.line           report with the canonical line instead of the file
+//	<id>.line           report with the canonical line (with the assignment's
+//	                    id and report key) instead of the file
 //	<id>.nochange       the build reports complete without changing anything
 //	<id>.forged         the result file names another assignment
 //	<id>.hang           the plan stage writes <id>.started-<n> and hangs
@@ -52,10 +53,10 @@ report() { # outcome [extra json]
 }
 case "$FOREMAN_ROLE" in
 planner) report complete ',"tasks":2,"score":4'
-   [ -e "$ctl/$id.line" ] && echo "Stage 0 COMPLETE for $id. 2 tasks created. Plan score: 4/4."
+   [ -e "$ctl/$id.line" ] && echo "Stage 0 COMPLETE for $id. 2 tasks created. Plan score: 4/4. [assignment $FOREMAN_ASSIGNMENT key $FOREMAN_REPORT_KEY]"
    ;;
 validator) if [ -e "$ctl/$id.nogo" ]; then report no-go ',"score":2,"summary":"the story is unclear"'; else report go ',"score":9'; fi
-   [ -e "$ctl/$id.line" ] && echo "Stage 1 COMPLETE for $id. Verdict: GO. Readiness: 9."
+   [ -e "$ctl/$id.line" ] && echo "Stage 1 COMPLETE for $id. Verdict: GO. Readiness: 9. [assignment $FOREMAN_ASSIGNMENT key $FOREMAN_REPORT_KEY]"
    ;;
 *) if [ -e "$ctl/$id.nochange" ]; then report complete ',"summary":"all done (not really)"'; exit 0; fi
    content=ok

@@ -35,7 +35,8 @@ func (t *Team) newReportServer() *agentmcp.Server {
 	if t.cfg.MCP.Off {
 		return nil
 	}
-	return agentmcp.New(agentmcp.Config{Addr: t.cfg.MCP.Addr, Check: t.checkReport, OnStale: t.staleReport, Logger: t.log})
+	return agentmcp.New(agentmcp.Config{Addr: t.cfg.MCP.Addr, Check: t.checkReport, OnStale: t.staleReport,
+		OnRefused: t.mcpRefused, Logger: t.log})
 }
 
 // startReports serves the MCP server for one Run; the returned function

@@ -24,13 +24,22 @@ type PromptData struct {
 	// Workspace is the story's git worktree, on branch Branch.
 	Workspace string
 	Branch    string
-	// Worker and Assignment identify this attempt; the result file must
-	// carry Assignment.
+	// Worker and Assignment identify this attempt; a report by any means
+	// must carry Assignment.
 	Worker     foreman.WorkerID
 	Assignment foreman.AssignmentID
 	// ResultPath is where the agent writes its Report (also in the
-	// environment as FOREMAN_RESULT).
+	// environment as FOREMAN_RESULT): a file in a directory of this
+	// assignment's own, whose name no other agent can guess, which the
+	// team makes before the agent starts and removes once it has read it.
 	ResultPath string
+	// ReportKey is the key a printed report line must carry after the
+	// stage's canonical line, "[assignment <Assignment> key <ReportKey>]"
+	// (also in the environment as FOREMAN_REPORT_KEY): a prompt of the
+	// host's own that offers the printed line gives it, on a line of its
+	// own, and never in an example line, so that a prompt echoed back
+	// holds no line the team takes.
+	ReportKey string
 	// Feedback is what went wrong in the previous round (a NO-GO reason,
 	// the quality gate's issues, a person's note when resolving);
 	// GateFeedback the quality gate's full feedback, when the last round
@@ -108,7 +117,19 @@ func DefaultPrompt(d PromptData) string {
 			agentmcp.ToolReport, agentmcp.ServerName, agentmcp.ToolStatus)
 	}
 	fmt.Fprintf(&b, "Write your report as JSON to the file %s (also in $%s):\n  %s\n", d.ResultPath, EnvResult, reportExample(d))
-	fmt.Fprintf(&b, "Outcomes of this stage: %s. Or end your last message with the line:\n  %s\n", stageOutcomes(d.Stage), lineExample(d))
+	hint := ""
+	if d.Stage == 0 && d.Kind != StageBuild {
+		hint = " and your task count and plan score in place of 3 and 4"
+	}
+	fmt.Fprintf(&b, "Outcomes of this stage: %s. Or end your last message with the line below, with your report key "+
+		"in place of %s%s:\n  %s\n", stageOutcomes(d.Stage), keyPlaceholder, hint, lineExample(d))
+	if d.ReportKey != "" {
+		// The key on a line of its own, never in a report line: an echo of
+		// this prompt holds no line the team takes.
+		fmt.Fprintf(&b, "Your report key: %s (also in $%s).\n", d.ReportKey, EnvReportKey)
+	}
+	b.WriteString("Report for your own assignment only: a report, a status query or a result for any other is refused, " +
+		"and counted against your story.\n")
 	return b.String()
 }
 
@@ -127,14 +148,17 @@ func reportExample(d PromptData) string {
 	return fmt.Sprintf(`{"assignment": %q, "outcome": "complete", "summary": "<what you did>"}`, d.Assignment)
 }
 
+// lineExample is the printed report line, with keyPlaceholder for the
+// key: taken back as it is, it is refused.
 func lineExample(d PromptData) string {
+	tag := func(line string) string { return taggedLine(line, d.Assignment, keyPlaceholder) }
 	switch d.Stage {
 	case 0:
-		return message.Format(message.Stage0Complete{Item: d.Story.ID, Tasks: 3, PlanScore: 4}) + "   (with your task count and score)"
+		return tag(message.Format(message.Stage0Complete{Item: d.Story.ID, Tasks: 3, PlanScore: 4}))
 	case 1:
-		return message.Format(message.Stage1Complete{Item: d.Story.ID, Verdict: message.VerdictGo, Readiness: 8})
+		return tag(message.Format(message.Stage1Complete{Item: d.Story.ID, Verdict: message.VerdictGo, Readiness: 8}))
 	case 2:
-		return message.Format(message.Stage2Complete{Item: d.Story.ID})
+		return tag(message.Format(message.Stage2Complete{Item: d.Story.ID}))
 	}
-	return message.Format(message.Stage3Complete{Item: d.Story.ID, Verdict: message.VerdictPass, Score: 100})
+	return tag(message.Format(message.Stage3Complete{Item: d.Story.ID, Verdict: message.VerdictPass, Score: 100}))
 }

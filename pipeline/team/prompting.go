@@ -20,8 +20,12 @@ func (t *Team) prompt(r pipeline.SpawnRequest) string {
 	d := PromptData{
 		Story: s, Stage: r.Stage, StageName: r.StageName, Role: st.Role, Kind: st.Kind,
 		Instructions: st.Instructions, Worker: r.Worker, Assignment: r.Assignment,
-		ResultPath: t.resultPath(r.Assignment), Feedback: r.Feedback, Readiness: r.Readiness, Resume: r.Resume,
+		Feedback: r.Feedback, Readiness: r.Readiness, Resume: r.Resume,
 		MCP: t.reports != nil && st.Kind != StageGate,
+	}
+	if st.Kind != StageGate {
+		cred := t.credential(r.Assignment)
+		d.ResultPath, d.ReportKey = cred.ResultPath(), cred.Key
 	}
 	if d.Instructions == "" {
 		d.Instructions = DefaultInstructions(r.StageName, st.Kind)

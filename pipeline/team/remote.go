@@ -41,10 +41,18 @@ func NewStageAgent(ctx context.Context, cfg Config) (phases.AgentDriver, error) 
 		return nil, err
 	}
 	t.mgr = mgr
-	for _, d := range []string{cfg.StateDir, filepath.Join(cfg.StateDir, "results"), filepath.Join(cfg.StateDir, "leases")} {
+	for _, d := range []string{cfg.StateDir, filepath.Join(cfg.StateDir, "leases")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
+	}
+	if err := makeResultsDir(cfg.StateDir); err != nil {
+		return nil, err
+	}
+	// The coordinator's prompt names the assignment's result directory and
+	// report key; this host derives the same from the team's secret.
+	if t.secret, err = loadSecret(ctx, cfg.Store); err != nil {
+		return nil, err
 	}
 	if err := excludeFromGit(ctx, cfg.Repo, cfg.StateDir, mc.Git, mc.GitEnv); err != nil {
 		return nil, err

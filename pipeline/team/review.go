@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -44,10 +42,13 @@ func reviewVerdict(rep *Report, fileErr error, res phases.AgentResult, assignmen
 // (pipeline.ReviewFunc).
 func (t *Team) review(ctx context.Context, r pipeline.ReviewRequest) (bool, string, error) {
 	s, _ := t.story(r.Item)
-	path := filepath.Join(t.cfg.StateDir, "results", string(r.Assignment)+"-review-"+strconv.Itoa(r.Attempt)+".json")
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, "", err
+	// A result directory of the review's own, as a stage's (credentials.go).
+	cred := t.credentialOf(string(r.Assignment) + "-review-" + strconv.Itoa(r.Attempt))
+	if err := openResultDir(cred); err != nil {
+		return false, "", fmt.Errorf("team: making the reviewer's result directory: %w", err)
 	}
+	defer t.closeResultDir(cred)
+	path := cred.ResultPath()
 	branch, _ := t.mgr.Branch(r.Item)
 	var b strings.Builder
 	fmt.Fprintf(&b, "You are the reviewer for story %s: %s\n\n", s.ID, s.Title)
@@ -61,11 +62,16 @@ func (t *Team) review(ctx context.Context, r pipeline.ReviewRequest) (bool, stri
 	fmt.Fprintf(&b, "## How to report\n\nWrite JSON to the file %s (also in $%s):\n  {\"assignment\": %q, \"outcome\": \"approve\" or \"reject\", \"summary\": \"<what to change>\"}\n",
 		path, EnvResult, r.Assignment)
 	env := append(pipeline.AssignmentEnv(r.SpawnRequest), EnvResult+"="+path, EnvRole+"="+t.cfg.ReviewerRole)
-	res, err := t.cfg.Reviewer.Execute(ctx, phases.AgentRequest{WorkspacePath: r.Workspace, TaskPrompt: b.String(), Env: env}, nil)
+	res, err := t.cfg.Reviewer.Execute(ctx, phases.AgentRequest{WorkspacePath: r.Workspace, TaskPrompt: b.String(), Env: env,
+		Writable: []string{cred.Dir}}, nil)
 	if err != nil {
 		return false, "", err
 	}
 	rep, ferr := readReport(path)
+	if rep != nil && rep.Assignment != r.Assignment {
+		t.refuse(ctx, refusal{Item: r.Item, Stage: r.Stage, Worker: r.Worker, Assignment: r.Assignment,
+			Detail: "the reviewer's " + foreignFile(rep.Assignment, r.Assignment)})
+	}
 	approved, feedback, verr := reviewVerdict(rep, ferr, res, r.Assignment)
 	detail := feedback
 	if verr != nil {

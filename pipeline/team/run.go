@@ -100,6 +100,10 @@ func (t *Team) Run(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	defer lock.release()
+	if err := t.clearResults(); err != nil {
+		t.mu.Unlock()
+		return Result{}, err
+	}
 	stopReports, err := t.startReports(ctx)
 	if err != nil {
 		t.mu.Unlock()

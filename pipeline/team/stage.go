@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"slices"
+	"syscall"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/gitexec"
@@ -31,13 +32,20 @@ func (r stageRunner) Execute(ctx context.Context, req phases.AgentRequest, onEve
 	st := t.cfg.Stages[a.Stage]
 	onEvent = t.watchRetries(a, onEvent)
 	defer t.retries.clear(a.Item)
-	resultPath := t.resultPath(a.Assignment)
-	// The evidence must come from this execution: a file left by an
-	// earlier, interrupted run of the same assignment is not it.
-	if err := os.Remove(resultPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return phases.AgentResult{}, err
+	// The agent writes its result file in a directory of its assignment's
+	// own, made empty for this execution (what an earlier, interrupted run
+	// of the same assignment left is not this one's evidence) and removed
+	// once the evidence is read (the deferred call runs last).
+	cred := t.credential(a.Assignment)
+	if st.Kind != StageGate {
+		if err := openResultDir(cred); err != nil {
+			return phases.AgentResult{}, fmt.Errorf("team: making the result directory: %w", err)
+		}
+		defer t.closeResultDir(cred)
+		req.Env = append(slices.Clip(req.Env), EnvResult+"="+cred.ResultPath(), EnvReportKey+"="+cred.Key)
+		req.Writable = append(slices.Clip(req.Writable), cred.Dir)
 	}
-	req.Env = append(slices.Clip(req.Env), EnvResult+"="+resultPath, EnvRole+"="+st.Role)
+	req.Env = append(slices.Clip(req.Env), EnvRole+"="+st.Role)
 	// The MCP server takes this assignment's reports from now until the
 	// stage's evidence is read (endReport); the deferred call covers the
 	// early returns.
@@ -59,17 +67,22 @@ func (r stageRunner) Execute(ctx context.Context, req phases.AgentRequest, onEve
 		if err == nil && heldByPool(res) {
 			return res, nil
 		}
-		ev := agentEvidence{Item: a.Item, Stage: a.Stage, Assignment: a.Assignment, Result: res, ExecErr: err, ResultPath: resultPath}
+		ev := agentEvidence{Item: a.Item, Stage: a.Stage, Assignment: a.Assignment, Result: res, ExecErr: err,
+			ResultPath: cred.ResultPath(), Key: cred.Key}
 		ev.MCP = endReport()
-		ev.File, ev.FileErr = readReport(resultPath)
-		line = agentStageLine(ev)
+		ev.File, ev.FileErr = readReport(cred.ResultPath())
+		var refused []string
+		line, refused = agentStageLine(ev)
+		for _, why := range refused {
+			t.refuse(ctx, refusal{Item: a.Item, Stage: a.Stage, Worker: a.Worker, Assignment: a.Assignment, Detail: why})
+		}
 		if err == nil {
 			if pl := personLine(a.Item, a.Stage, res); pl != "" {
 				line = pl
 			}
 		}
 	case StageBuild:
-		res, line = r.build(ctx, a, req, st, onEvent, endReport)
+		res, line = r.build(ctx, a, req, st, cred, onEvent, endReport)
 		if line == "" { // held by the pool: a rate limit
 			return res, nil
 		}
@@ -86,14 +99,30 @@ func (r stageRunner) Execute(ctx context.Context, req phases.AgentRequest, onEve
 	return res, nil
 }
 
+// maxReportSize bounds what is read of a result file.
+const maxReportSize = 1 << 20
+
 // readReport reads an agent's result file; (nil, nil) when there is none.
+// The agent wrote it, so it is taken only as a regular file (not a link to
+// somewhere else, a FIFO or a device) of at most maxReportSize bytes.
 func readReport(path string) (*Report, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
+		return nil, fmt.Errorf("not a file the team reads: %w", err)
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxReportSize+1))
+	if err != nil {
 		return nil, err
+	}
+	if len(data) > maxReportSize {
+		return nil, fmt.Errorf("larger than %d bytes", maxReportSize)
 	}
 	var rep Report
 	if err := json.Unmarshal(data, &rep); err != nil {
@@ -104,7 +133,8 @@ func readReport(path string) (*Report, error) {
 
 // build runs the run loop: agent, snapshot since the assignment's base,
 // gates, feedback, until the gates pass or the limits end it.
-func (r stageRunner) build(ctx context.Context, a pipeline.AgentAssignment, req phases.AgentRequest, st Stage, onEvent phases.StreamCallback, endReport func() *Report) (phases.AgentResult, string) {
+func (r stageRunner) build(ctx context.Context, a pipeline.AgentAssignment, req phases.AgentRequest, st Stage, cred credential,
+	onEvent phases.StreamCallback, endReport func() *Report) (phases.AgentResult, string) {
 	t := r.t
 	before, err := t.assignmentBase(ctx, a.Item, a.Assignment, req.WorkspacePath)
 	if err != nil {
@@ -112,7 +142,8 @@ func (r stageRunner) build(ctx context.Context, a pipeline.AgentAssignment, req 
 	}
 	loop := phases.NewRunLoop(phases.Config{
 		Services: phases.PhaseServices{
-			AgentDriver: envAgent{inner: st.Agent, env: req.Env, mcp: req.MCPServers}, Snapshotter: t.snap, Verifier: gateEvents{t: t, a: a},
+			AgentDriver: envAgent{inner: st.Agent, env: req.Env, mcp: req.MCPServers, writable: req.Writable},
+			Snapshotter: t.snap, Verifier: gateEvents{t: t, a: a},
 			FeedbackGenerator: t.feedback, Clock: t.clk, Logger: t.log,
 		},
 		Limits: t.cfg.Limits,
@@ -156,7 +187,11 @@ func (r stageRunner) build(ctx context.Context, a pipeline.AgentAssignment, req 
 		// person the pause escalates to.
 		rep := mcpReport
 		if rep == nil || rep.Summary == "" {
-			rep, _ = readReport(t.resultPath(a.Assignment))
+			rep, _ = readReport(cred.ResultPath())
+			if rep != nil && rep.Assignment != a.Assignment {
+				t.refuse(ctx, refusal{Item: a.Item, Stage: a.Stage, Worker: a.Worker, Assignment: a.Assignment,
+					Detail: foreignFile(rep.Assignment, a.Assignment)})
+			}
 		}
 		if rep != nil && rep.Assignment == a.Assignment && rep.Summary != "" {
 			line = errorLine(a.Item, a.Stage, lineDetail(line)+"; the agent says: "+rep.Summary)
@@ -225,17 +260,20 @@ func (r stageRunner) recordBoard(ctx context.Context, a pipeline.AgentAssignment
 	return b.set(ctx, a.Item, next)
 }
 
-// envAgent adds the assignment's environment to every execution of the
-// run loop's agent (the run loop builds its own requests).
+// envAgent adds the assignment's environment, MCP server and writable
+// paths to every execution of the run loop's agent (the run loop builds
+// its own requests).
 type envAgent struct {
-	inner phases.AgentDriver
-	env   []string
-	mcp   []phases.MCPServer
+	inner    phases.AgentDriver
+	env      []string
+	mcp      []phases.MCPServer
+	writable []string
 }
 
 func (e envAgent) Execute(ctx context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (phases.AgentResult, error) {
 	req.Env = append(slices.Clip(e.env), req.Env...)
 	req.MCPServers = append(slices.Clip(e.mcp), req.MCPServers...)
+	req.Writable = append(slices.Clip(e.writable), req.Writable...)
 	res, err := e.inner.Execute(ctx, req, onEvent)
 	if err == nil && exitedOnItsOwn(res) {
 		// A build is judged by its evidence: an agent that exits non-zero
@@ -254,11 +292,6 @@ func (e envAgent) Execute(ctx context.Context, req phases.AgentRequest, onEvent 
 func exitedOnItsOwn(res phases.AgentResult) bool {
 	return !res.Success && res.ExitCode != 0 && !res.TimedOut && res.Signal == "" && res.Error == "" &&
 		res.APIError == nil && res.RateLimit == nil && len(res.Questions) == 0
-}
-
-// resultPath is where the agent of assignment writes its Report.
-func (t *Team) resultPath(a foreman.AssignmentID) string {
-	return filepath.Join(t.cfg.StateDir, "results", string(a)+".json")
 }
 
 // assignmentBase returns the workspace's starting point for a build

@@ -77,6 +77,12 @@ type StoryStatus struct {
 	// when; nil otherwise, and always from ReadStatus (it is this
 	// process's view of the agents it runs).
 	Retrying *ProviderRetry `json:"retrying,omitempty"`
+	// Refused counts what the story's agents tried beyond their own
+	// assignments and the team refused (EventRefused: a report for
+	// another assignment, a token used after its stage, a forged printed
+	// line, ...), over every run; RefusedLast says what the last was.
+	Refused     int64  `json:"refused,omitempty"`
+	RefusedLast string `json:"refusedLast,omitempty"`
 }
 
 // Status is the team as a person watching it sees it.
@@ -99,6 +105,8 @@ type Status struct {
 	// Tokens and CostUSD are what every story's agents have spent.
 	Tokens  int64   `json:"tokens"`
 	CostUSD float64 `json:"costUSD"`
+	// Refused counts every story's refused attempts (StoryStatus.Refused).
+	Refused int64 `json:"refused,omitempty"`
 }
 
 // RunHost is the process running a team, as ReadStatus finds it.
@@ -167,6 +175,7 @@ func (t *Team) Status(ctx context.Context) (Status, error) {
 		}
 		s.Tokens += st.Tokens
 		s.CostUSD += st.CostUSD
+		s.Refused += st.Refused
 	}
 	return s, nil
 }
@@ -177,6 +186,10 @@ func (t *Team) storyStatuses(ctx context.Context, now time.Time) ([]StoryStatus,
 		return nil, err
 	}
 	usage, err := usageByStory(ctx, t.db)
+	if err != nil {
+		return nil, err
+	}
+	refused, err := refusedByStory(ctx, t.db)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +207,8 @@ func (t *Team) storyStatuses(ctx context.Context, now time.Time) ([]StoryStatus,
 		}
 		ss := StoryStatus{ID: s.ID, Title: s.Title, After: s.After, State: storyState(task, st, dp), Stage: st.Stage,
 			Attempts: st.Assignments, Last: lastResult(st), Feedback: st.Feedback, Commit: st.Commit,
-			Started: st.Started, Updated: st.Updated, Tokens: usage[s.ID].Tokens, CostUSD: usage[s.ID].CostUSD}
+			Started: st.Started, Updated: st.Updated, Tokens: usage[s.ID].Tokens, CostUSD: usage[s.ID].CostUSD,
+			Refused: refused[s.ID].Count, RefusedLast: refused[s.ID].Last}
 		if st.Status != pipeline.StatusNew {
 			ss.Role = t.role(st.Stage)
 		}
@@ -354,6 +368,7 @@ func (s Status) Text() string {
 	if spent {
 		fmt.Fprintf(&b, "  spent in all: %d tokens, %s\n", s.Tokens, dollars(s.CostUSD))
 	}
+	writeRefused(&b, s)
 	if len(s.Escalations) > 0 {
 		fmt.Fprintf(&b, "\nWaiting for a person (Resolve: %s)\n", joinActions(s.Actions))
 		for _, e := range s.Escalations {

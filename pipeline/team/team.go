@@ -57,6 +57,12 @@ type Team struct {
 	reports *agentmcp.Server
 	// retries are the running stories' agents waiting for their model API.
 	retries providerRetries
+	// secret derives each assignment's result directory and report key
+	// (credentials.go); refusedEvents counts each assignment's
+	// EventRefused events (refused.go).
+	secret        []byte
+	refusedMu     sync.Mutex
+	refusedEvents map[foreman.AssignmentID]int
 
 	mu      sync.Mutex
 	stories map[foreman.ItemID]Story
@@ -157,10 +163,13 @@ func (t *Team) open(ctx context.Context) error {
 		return err
 	}
 	t.mgr = mgr
-	for _, d := range []string{cfg.StateDir, filepath.Join(cfg.StateDir, "results"), filepath.Join(cfg.StateDir, "leases")} {
+	for _, d := range []string{cfg.StateDir, filepath.Join(cfg.StateDir, "leases")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
+	}
+	if err := makeResultsDir(cfg.StateDir); err != nil {
+		return err
 	}
 	if err := excludeFromGit(ctx, cfg.Repo, cfg.StateDir, mc.Git, mc.GitEnv); err != nil {
 		return err
@@ -174,6 +183,9 @@ func (t *Team) open(ctx context.Context) error {
 		t.db, t.ownsDB = db, true
 	}
 	if t.events, err = newEventLog(ctx, t.db, cfg.OnEvent, t.log); err != nil {
+		return err
+	}
+	if t.secret, err = loadSecret(ctx, t.db); err != nil {
 		return err
 	}
 	t.snap, t.verifier, t.feedback = cfg.Snapshotter, cfg.Verifier, cfg.Feedback

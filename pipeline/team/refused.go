@@ -1,0 +1,130 @@
+package team
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/phases/agentmcp"
+	"github.com/agentforeman/foreman/pipeline/store"
+)
+
+// EventRefused: a story's agent acted beyond its own assignment and was
+// refused: a report or status query through the MCP server for another
+// assignment, its MCP token used after its stage ended, a result file
+// naming another assignment, or printed report lines without its
+// assignment's id and key (the prompt's example line echoed back among
+// them). Story, Stage, Worker and Assignment are the agent's own; Detail
+// says what it tried. Nothing of it was applied. The story's status
+// counts them (StoryStatus.Refused).
+const EventRefused EventKind = "refused"
+
+// kindRefused counts each story's refusals (refusedRecord, by story id).
+const kindRefused = "team.refused"
+
+type refusedRecord struct {
+	Count int64  `json:"count"`
+	Last  string `json:"last,omitempty"`
+}
+
+// maxRefusedEvents bounds the EventRefused events of one assignment in
+// one process: an agent that keeps trying is counted on, not logged on.
+const maxRefusedEvents = 10
+
+// refusal is one attempt of an assignment's agent beyond the assignment.
+type refusal struct {
+	Item       foreman.ItemID
+	Stage      int
+	Worker     foreman.WorkerID
+	Assignment foreman.AssignmentID
+	Detail     string
+}
+
+// refuse records a refusal: counted in the story's record (which the
+// status shows), and an EventRefused while the assignment has had fewer
+// than maxRefusedEvents.
+func (t *Team) refuse(ctx context.Context, r refusal) {
+	t.log.Warn("team: refused: "+r.Detail, "story", r.Item, "assignment", r.Assignment)
+	if err := addRefused(context.WithoutCancel(ctx), t.db, r.Item, r.Detail); err != nil {
+		t.log.Warn("team: counting a refusal", "story", r.Item, "err", err)
+	}
+	t.refusedMu.Lock()
+	if t.refusedEvents == nil {
+		t.refusedEvents = map[foreman.AssignmentID]int{}
+	}
+	t.refusedEvents[r.Assignment]++
+	n := t.refusedEvents[r.Assignment]
+	t.refusedMu.Unlock()
+	if n > maxRefusedEvents {
+		return
+	}
+	detail := r.Detail
+	if n == maxRefusedEvents {
+		detail += fmt.Sprintf(" (%d refusals of this assignment; later ones are counted in the story's status only)", n)
+	}
+	t.events.add(Event{Kind: EventRefused, At: t.clk.Now(), Story: r.Item, Stage: r.Stage, Role: t.role(r.Stage),
+		Worker: r.Worker, Assignment: r.Assignment, Outcome: "REFUSED", Detail: detail})
+}
+
+// mcpRefused records a request the MCP server refused against the agent
+// whose token it carried (agentmcp.Config.OnRefused).
+func (t *Team) mcpRefused(ctx context.Context, r agentmcp.Refusal) {
+	t.refuse(ctx, refusal{Item: r.By.Item, Stage: r.By.Stage, Worker: r.By.Worker, Assignment: r.By.ID, Detail: r.String()})
+}
+
+// addRefused adds one to a story's refusals: a read-modify-write at the
+// record's version, done again on a conflict.
+func addRefused(ctx context.Context, db store.Store, item foreman.ItemID, detail string) error {
+	for range 5 {
+		var r refusedRecord
+		ver, _, err := getJSON(ctx, db, kindRefused, string(item), &r)
+		if err != nil {
+			return err
+		}
+		r.Count++
+		r.Last = oneLine(detail, maxDetail)
+		data, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		_, err = db.Apply(ctx, store.Op{Kind: kindRefused, ID: string(item), ExpectVersion: ver, Data: data})
+		if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("team: counting the refusals of %s: too many conflicts", item)
+}
+
+// refusedByStory reads every story's refusals.
+func refusedByStory(ctx context.Context, db store.Store) (map[foreman.ItemID]refusedRecord, error) {
+	recs, err := db.List(ctx, kindRefused)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[foreman.ItemID]refusedRecord, len(recs))
+	for _, rec := range recs {
+		var r refusedRecord
+		if err := json.Unmarshal(rec.Data, &r); err != nil {
+			return nil, fmt.Errorf("team: corrupt %s record %q: %w", kindRefused, rec.ID, err)
+		}
+		out[foreman.ItemID(rec.ID)] = r
+	}
+	return out, nil
+}
+
+// writeRefused adds the stories whose agents were refused to a status
+// text.
+func writeRefused(b *strings.Builder, s Status) {
+	if s.Refused == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nRefused: %d attempt(s) of agents beyond their own assignment, none applied\n", s.Refused)
+	for _, st := range s.Stories {
+		if st.Refused > 0 {
+			fmt.Fprintf(b, "  %s: %d, the last: %s\n", st.ID, st.Refused, clip(st.RefusedLast, 120))
+		}
+	}
+}
