@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,7 +127,7 @@ func BenchmarkRuntimeStory(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/story")
 }
 
-func benchRepo(b *testing.B) string {
+func benchRepo(b testing.TB) string {
 	repo := filepath.Join(b.TempDir(), "repo")
 	require.NoError(b, demo.NewGoModuleRepo(context.Background(), repo))
 	return repo
@@ -157,7 +158,7 @@ func benchCommit(b *testing.B, dir string, item foreman.ItemID) {
 	}
 }
 
-// benchAgent reports through the canonical line; the build commits one
+// benchAgent reports through the printed line; the build commits one
 // file.
 type benchAgent struct{}
 
@@ -178,8 +179,20 @@ func (benchAgent) Execute(_ context.Context, req phases.AgentRequest, _ phases.S
 			return phases.AgentResult{}, fmt.Errorf("commit: %v: %s", err, out)
 		}
 	}
-	line := benchLine(a.Item, a.Stage)
+	// The printed line with its assignment's proof (team.EnvReportKey).
+	line := fmt.Sprintf("%s [assignment %s key %s]", benchLine(a.Item, a.Stage), a.Assignment, envOf(req.Env, team.EnvReportKey))
 	return phases.AgentResult{Success: true, Result: line}, nil
+}
+
+// envOf returns the last value of key in env.
+func envOf(env []string, key string) string {
+	var v string
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
 }
 
 type changedSnapshot struct{}

@@ -134,11 +134,13 @@ type Config struct {
 
 	// MCP configures the MCP server the team serves its agents during a
 	// Run (on by default): a report tool (outcome, summary, score, the
-	// assignment id as the fence) and a status tool. A report is taken
-	// only from the story's current assignment, a build's completion only
-	// with a change in the worktree; the result file and the printed line
-	// stay as fallbacks. Agents get FOREMAN_MCP_URL and FOREMAN_MCP_TOKEN
-	// in their environment, and agentcmd wires Claude Code and Codex to it.
+	// assignment id) and a status tool. Each agent gets a bearer token of
+	// its assignment's own, which works for that assignment only and until
+	// its stage ends. A report is taken only from the story's current
+	// assignment, a build's completion only with a change in the worktree;
+	// the result file and the printed line stay as fallbacks. Agents get
+	// FOREMAN_MCP_URL and FOREMAN_MCP_TOKEN in their environment, and
+	// agentcmd wires Claude Code and Codex to it.
 	MCP MCPConfig
 
 	// Prompt renders a stage's task for its agent; default DefaultPrompt.

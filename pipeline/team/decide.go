@@ -19,7 +19,8 @@ import (
 // the gate report) and acts on what these return.
 
 // Report is what an agent writes, as JSON, to the file named by the
-// FOREMAN_RESULT environment variable to report its stage:
+// FOREMAN_RESULT environment variable (a file in a directory of its
+// assignment's own, see DefaultPrompt) to report its stage:
 //
 //	{"assignment": "$FOREMAN_ASSIGNMENT", "outcome": "complete", "summary": "what was done"}
 //
@@ -30,7 +31,8 @@ import (
 // Score is the stage's score (plan 0-4, readiness 0-10, quality 0-100;
 // default the best for a positive outcome, 0 otherwise) and Tasks a plan's
 // task count (default 1). A report whose assignment is not the current one
-// is ignored: it is stale, or forged.
+// is not taken, and counted as the agent's attempt beyond its assignment
+// (EventRefused).
 type Report struct {
 	Assignment foreman.AssignmentID `json:"assignment"`
 	Outcome    string               `json:"outcome"`
@@ -180,22 +182,24 @@ type agentEvidence struct {
 // that says why there is no report (the agent's failure with its exit
 // status and stderr, or its silence). refused says what the agent left
 // that acts beyond its assignment and was not taken: a result file naming
-// another assignment, printed report lines without the proof when no line
-// had it.
+// another assignment (whatever else it reported), printed report lines
+// without the proof when nothing else was taken.
 func agentStageLine(ev agentEvidence) (line string, refused []string) {
+	if ev.File != nil && ev.File.Assignment != ev.Assignment {
+		refused = append(refused, foreignFile(ev.File.Assignment, ev.Assignment))
+	}
 	if ev.ExecErr != nil {
-		return errorLine(ev.Item, ev.Stage, "the agent could not run: "+ev.ExecErr.Error()), nil
+		return errorLine(ev.Item, ev.Stage, "the agent could not run: "+ev.ExecErr.Error()), refused
 	}
 	if ev.MCP != nil && ev.MCP.Assignment == ev.Assignment {
 		if line, err := reportLine(ev.Item, ev.Stage, *ev.MCP); err == nil {
-			return line, nil
+			return line, refused
 		}
 	}
 	var fileProblem string
 	switch {
 	case ev.File != nil && ev.File.Assignment != ev.Assignment:
 		fileProblem = foreignFile(ev.File.Assignment, ev.Assignment)
-		refused = append(refused, fileProblem)
 	case ev.File != nil:
 		line, err := reportLine(ev.Item, ev.Stage, *ev.File)
 		if err == nil {

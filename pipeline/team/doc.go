@@ -68,17 +68,19 @@
 // the flow: 0 plan, 1 validate, 2 execute, 3 quality in the story flow),
 // FOREMAN_ROLE (the stage's role: planner, validator, builder by default;
 // the quality-gate stage runs the gate plan, not an agent),
-// FOREMAN_WORKER, FOREMAN_ASSIGNMENT and FOREMAN_RESULT; its prompt
-// (DefaultPrompt) says the same in words and ends with an assignment block
-// (pipeline.AssignmentBlock), after which a driver may add the previous
-// iteration's feedback (agentcmd does, under its own heading).
+// FOREMAN_WORKER, FOREMAN_ASSIGNMENT, FOREMAN_RESULT and
+// FOREMAN_REPORT_KEY; its prompt (DefaultPrompt) says the same in words and
+// ends with an assignment block (pipeline.AssignmentBlock), after which a
+// driver may add the previous iteration's feedback (agentcmd does, under
+// its own heading).
 //
 // An agent of a plan or validation stage reports by writing a Report as
 // JSON to the file named by FOREMAN_RESULT, carrying the assignment id it
-// was given (FOREMAN_ASSIGNMENT); a report with any other assignment id is
-// ignored. The stage's canonical line (pipeline/message) at the end of its
-// output is the fallback. Such an agent that fails or says nothing pauses
-// its story with the cause: exit status, the tail of its stderr.
+// was given (FOREMAN_ASSIGNMENT). The stage's canonical line
+// (pipeline/message) at the end of its output is the fallback, followed by
+// "[assignment <FOREMAN_ASSIGNMENT> key <FOREMAN_REPORT_KEY>]". Such an
+// agent that fails or says nothing pauses its story with the cause: exit
+// status, the tail of its stderr.
 //
 // A build agent need not report: its stage completes when the run loop saw
 // changes since the assignment's base (commits or uncommitted files) that
@@ -94,22 +96,49 @@
 // While it runs, the team also serves its agents an MCP server (Config.MCP,
 // on by default; phases/agentmcp) on the loopback interface, named in
 // their environment (FOREMAN_MCP_URL, and FOREMAN_MCP_TOKEN, the bearer
-// token it requires) and, for Claude Code and Codex run by agentcmd, in
-// their own MCP configuration. Its report tool takes the same fields as
-// the result file, the assignment id as the fence, and answers at once: a
-// report from the story's current assignment is checked (its outcome must
-// be the stage's; a build reported complete must show commits or changes
-// in the worktree since the assignment's base, else it is not taken) and
-// becomes the stage's first evidence, before the result file and the
-// printed line, which stay as fallbacks. A report from a replaced worker
+// token of the agent's own assignment) and, for Claude Code and Codex run
+// by agentcmd, in their own MCP configuration. Its report tool takes the
+// same fields as the result file and answers at once: a report naming
+// another assignment than the token's is refused, and a report from the
+// story's current assignment is checked (its outcome must be the stage's;
+// a build reported complete must show commits or changes in the worktree
+// since the assignment's base, else it is not taken) and becomes the
+// stage's first evidence, before the result file and the printed line,
+// which stay as fallbacks. A report from a replaced worker
 // is stale: counted where the story flow counts stale messages (and in
-// Team.MCPStats) and ignored; an assignment id the team never issued is
-// refused. Its status tool says what the assignment expects.
+// Team.MCPStats) and ignored. Its status tool says what the assignment
+// expects.
 //
 // What agents print is theirs: the team keeps their reports, not their
 // output (an agentcmd driver's Config.Logger logs each execution's end).
 // Squash commits are authored by Config.Merge.Author, by default
 // "Foreman <foreman@localhost>".
+//
+// # Each agent proves its assignment
+//
+// Assignment ids are easy to guess (<story>-a<n>), so an agent is believed
+// only with what its own assignment alone was given. Its result file is
+// <StateDir>/results/<assignment>-<128 bits, hex>/result.json, in a
+// directory the team makes (0700) before the agent starts, names in
+// phases.AgentRequest.Writable (a driver that confines its agent lets it
+// write there and no further), and removes once it has read the file; a
+// Run clears what earlier runs left. Its report key, and that directory's
+// name, are derived from a secret the team keeps in its store, so that an
+// assignment run again after a restart of its host finds both as before.
+// Its MCP token proves that assignment to the MCP server, until its stage
+// ends. A printed line is taken only with the assignment's id and key,
+// which no story body, file, tool answer or other agent can hold: the
+// prompt gives the key on a line of its own and its example line a
+// placeholder, so a prompt echoed back is no report. What an agent tries
+// beyond its assignment (an MCP report or status query for another, its
+// token after its stage, a result file naming another, printed report
+// lines without the proof) is refused, never applied, recorded as an
+// EventRefused and counted in its story's status (StoryStatus.Refused).
+// Against an agent that runs as the host's user without a sandbox, which
+// can read the team's store and the other agents' processes, these
+// proofs keep out what reaches an agent, not the agent itself; a driver
+// that confines its agent keeps the rest of the state directory out of
+// its reach.
 //
 // # Durable and resumable
 //

@@ -32,17 +32,18 @@ import (
 //	                    id and report key) instead of the file
 //	<id>.nochange       the build reports complete without changing anything
 //	<id>.forged         the result file names another assignment
-//	<id>.hang           the plan stage writes <id>.started-<n> and hangs
+//	<id>.hang           the plan stage writes <id>.started-<n> (holding its
+//	                    FOREMAN_RESULT) and hangs
 const scriptedAgent = `#!/bin/sh
 set -eu
 ctl=%CTL%
 id=$FOREMAN_ITEM
 stage=$FOREMAN_STAGE
-echo "$id stage $stage $FOREMAN_ASSIGNMENT" >> "$ctl/log"
+echo "$id stage $stage $FOREMAN_ASSIGNMENT ${FOREMAN_RESULT:-}" >> "$ctl/log"
 if [ -e "$ctl/$id.fail-stage-$stage" ]; then echo "boom $stage" >&2; exit 3; fi
 if [ -e "$ctl/$id.hang" ] && [ "$FOREMAN_ROLE" = planner ]; then
   n=$(ls "$ctl" | grep -c "^$id.started-" || true)
-  : > "$ctl/$id.started-$n"
+  echo "$FOREMAN_RESULT" > "$ctl/$id.started-$n"
   exec sleep 600
 fi
 report() { # outcome [extra json]

@@ -182,16 +182,17 @@ func (r stageRunner) build(ctx context.Context, a pipeline.AgentAssignment, req 
 			return res, pl
 		}
 	}
+	file, _ := readReport(cred.ResultPath())
+	if file != nil && file.Assignment != a.Assignment {
+		t.refuse(ctx, refusal{Item: a.Item, Stage: a.Stage, Worker: a.Worker, Assignment: a.Assignment,
+			Detail: foreignFile(file.Assignment, a.Assignment)})
+	}
 	if !run.Succeeded() && err == nil {
 		// The agent's own word on why, when it sent or wrote one, helps the
 		// person the pause escalates to.
 		rep := mcpReport
 		if rep == nil || rep.Summary == "" {
-			rep, _ = readReport(cred.ResultPath())
-			if rep != nil && rep.Assignment != a.Assignment {
-				t.refuse(ctx, refusal{Item: a.Item, Stage: a.Stage, Worker: a.Worker, Assignment: a.Assignment,
-					Detail: foreignFile(rep.Assignment, a.Assignment)})
-			}
+			rep = file
 		}
 		if rep != nil && rep.Assignment == a.Assignment && rep.Summary != "" {
 			line = errorLine(a.Item, a.Stage, lineDetail(line)+"; the agent says: "+rep.Summary)
