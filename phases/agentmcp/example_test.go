@@ -25,6 +25,8 @@ func Example() {
 			}
 			return c, nil
 		},
+		// The host holds the agent whose token was used to account.
+		OnRefused: func(_ context.Context, r agentmcp.Refusal) { fmt.Println("refused:", r) },
 	})
 	if err := srv.Start(ctx); err != nil {
 		log.Fatal(err)
@@ -52,7 +54,9 @@ func Example() {
 	fmt.Println(err != nil, st.Accepted, st.Forged, st.Expired)
 	// Output:
 	// accepted <nil>
+	// refused: MCP report for assignment "US-001-a9", not its own US-001-a3
 	// true
 	// true complete parser written, tests pass
+	// refused: the MCP token of assignment US-001-a3 was used after its stage ended
 	// true 1 1 1
 }
