@@ -127,6 +127,11 @@ func (c *Core) AddTasks(s *Session, specs ...TaskSpec) (*Session, error) {
 	return n, nil
 }
 
+// MaxHeldListed is how many of the ready tasks a spawn-next holds back
+// (CoreConfig.MaxActive) Result.Held and the reports name; the others are
+// counted.
+const MaxHeldListed = 20
+
 // Disposition is what the core did with a callback or task update.
 type Disposition uint8
 
@@ -177,8 +182,11 @@ type Result struct {
 	Spawned   []string
 	Reset     []string
 	// Held lists the ready tasks left pending because CoreConfig.MaxActive
-	// tasks are in progress.
-	Held []string
+	// tasks are in progress: the first MaxHeldListed in creation order (a
+	// step costs what it changes, not the size of the backlog);
+	// HeldCount counts them all.
+	Held      []string
+	HeldCount int
 	// Blocked and Missing explain a stall.
 	Blocked []BlockedTask
 	Missing []string
@@ -246,6 +254,7 @@ func (st *step) graph() *Graph {
 	if !st.graphCopied {
 		old := st.s.Graph
 		st.spare.g = Graph{specs: old.specs, state: slices.Clone(old.state), index: old.index, blockers: old.blockers}
+		st.spare.g.cloneIndex(old)
 		st.s.Graph = &st.spare.g
 		st.graphCopied = true
 	}
@@ -449,7 +458,7 @@ func (c *Core) Update(s *Session, u TaskUpdate) (*Session, Result, error) {
 	if ev == EventUnpark {
 		// Released to start afresh: the parked assignment is stale from
 		// now on, and a worker still listed for it is let go.
-		st.s.Graph.state[i].Assignment = ""
+		st.s.Graph.setAssignment(i, "")
 		if wi := st.s.workerIndexByTask(u.Task); wi >= 0 {
 			st.removeWorker(wi)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	foreman "github.com/agentforeman/foreman"
@@ -211,11 +212,43 @@ func (s *Session) workerIndexByTask(task string) int {
 	return -1
 }
 
+// taskIndexByAssignment finds the task whose current assignment is a. An
+// assignment id is "<subject>.<seq>" (assignmentFor), so the subject
+// finds the task without a scan.
 func (s *Session) taskIndexByAssignment(a foreman.AssignmentID) int {
-	for i := range s.Graph.state {
-		if s.Graph.state[i].Assignment == a {
-			return i
-		}
+	dot := strings.LastIndexByte(string(a), '.')
+	if dot < 0 {
+		return -1
+	}
+	if i, ok := s.Graph.index[string(a)[:dot]]; ok && s.Graph.state[i].Assignment == a {
+		return i
 	}
 	return -1
+}
+
+// inProgressSubjects lists the in-progress tasks in creation order: from
+// the active workers when every such task has one (no scan), else by a
+// scan.
+func (s *Session) inProgressSubjects() []string {
+	g := s.Graph
+	var idx []int
+	if !s.hasOrphans() {
+		for _, w := range s.ActiveWorkers {
+			if i, ok := g.index[w.Task]; ok && g.state[i].Status == InProgress && !slices.Contains(idx, i) {
+				idx = append(idx, i)
+			}
+		}
+		slices.Sort(idx)
+	} else {
+		for i := range g.state {
+			if g.state[i].Status == InProgress {
+				idx = append(idx, i)
+			}
+		}
+	}
+	out := make([]string, len(idx))
+	for k, i := range idx {
+		out[k] = g.specs[i].Subject
+	}
+	return out
 }
