@@ -124,6 +124,12 @@ func (c *Core) AddTasks(s *Session, specs ...TaskSpec) (*Session, error) {
 	if n.Status == SessionCompleted && len(specs) > 0 {
 		n.Status, n.CompletedAt = SessionActive, time.Time{}
 	}
+	// The new tasks, and any change not saved yet, are the runtime's to
+	// write.
+	g.touched = slices.Clone(s.Graph.touched)
+	for i := s.Graph.Len(); i < g.Len(); i++ {
+		g.touch(i)
+	}
 	return n, nil
 }
 
@@ -403,12 +409,29 @@ func (c *Core) Update(s *Session, u TaskUpdate) (*Session, Result, error) {
 	if s == nil || s.Graph == nil {
 		return nil, Result{}, fmt.Errorf("%w: no session", ErrInvalidUpdate)
 	}
+	var st step
+	c.begin(&st, s, HandleUpdate, u.At)
+	return st.update(u)
+}
+
+// ApplyUpdate is Update for a caller that owns s (see Apply): it changes
+// s in place. On error s is unchanged.
+func (c *Core) ApplyUpdate(s *Session, u TaskUpdate) (Result, error) {
+	if s == nil || s.Graph == nil {
+		return Result{}, fmt.Errorf("%w: no session", ErrInvalidUpdate)
+	}
+	var st step
+	c.beginInPlace(&st, s, HandleUpdate, u.At)
+	_, res, err := st.update(u)
+	return res, err
+}
+
+func (st *step) update(u TaskUpdate) (*Session, Result, error) {
+	s := st.old
 	i, ok := s.Graph.index[u.Task]
 	if !ok {
 		return nil, Result{}, fmt.Errorf("%w: %q", ErrUnknownTask, u.Task)
 	}
-	var st step
-	c.begin(&st, s, HandleUpdate, u.At)
 	t := s.Graph.task(i)
 	var ev Event
 	switch u.To {

@@ -146,16 +146,26 @@ func (s *Session) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	switch w.Status {
-	case SessionActive, SessionPaused, SessionCompleted:
-	default:
-		return fmt.Errorf("unknown session status %q", w.Status)
-	}
-	g, err := buildGraph(nil, w.Tasks)
+	n, err := sessionFrom(w)
 	if err != nil {
 		return err
 	}
-	*s = Session{
+	*s = *n
+	return nil
+}
+
+// sessionFrom builds a session from its stored form.
+func sessionFrom(w sessionJSON) (*Session, error) {
+	switch w.Status {
+	case SessionActive, SessionPaused, SessionCompleted:
+	default:
+		return nil, fmt.Errorf("unknown session status %q", w.Status)
+	}
+	g, err := buildGraph(nil, w.Tasks)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{
 		ID: w.ID, Team: w.Team, Mode: w.Mode, Scope: w.Scope, Status: w.Status,
 		CreatedAt: w.CreatedAt, Checkpoint: w.Checkpoint, Graph: g,
 		ActiveWorkers: w.ActiveWorkers, Counters: w.Counters,
@@ -164,7 +174,7 @@ func (s *Session) UnmarshalJSON(b []byte) error {
 	if w.CompletedAt != nil {
 		s.CompletedAt = *w.CompletedAt
 	}
-	return nil
+	return s, nil
 }
 
 // DecodeSession reads a stored session; anything unreadable is a
@@ -186,6 +196,17 @@ func (s *Session) clone() *Session {
 	c := *s
 	c.ActiveWorkers = slices.Clip(s.ActiveWorkers)
 	c.Pending = slices.Clip(s.Pending)
+	return &c
+}
+
+// copy returns a session that shares nothing a step changes in place
+// with s.
+func (s *Session) copy() *Session {
+	c := *s
+	c.ActiveWorkers = slices.Clone(s.ActiveWorkers)
+	c.Pending = slices.Clone(s.Pending)
+	c.Graph = s.Graph.clone()
+	c.Graph.touched = nil
 	return &c
 }
 
