@@ -110,7 +110,8 @@ func scaleTeam(b *testing.B, n int) (*team.Team, store.Store, string) {
 	return tm, mem, repo
 }
 
-// lineAgent reports each stage with its canonical line and does nothing.
+// lineAgent reports each stage with its canonical line (and its
+// assignment's proof) and does nothing.
 type lineAgent struct{}
 
 func (lineAgent) Execute(_ context.Context, req phases.AgentRequest, _ phases.StreamCallback) (phases.AgentResult, error) {
@@ -118,7 +119,8 @@ func (lineAgent) Execute(_ context.Context, req phases.AgentRequest, _ phases.St
 	if !ok {
 		return phases.AgentResult{}, fmt.Errorf("no assignment")
 	}
-	return phases.AgentResult{Success: true, Result: benchLine(a.Item, a.Stage)}, nil
+	line := fmt.Sprintf("%s [assignment %s key %s]", benchLine(a.Item, a.Stage), a.Assignment, envOf(req.Env, team.EnvReportKey))
+	return phases.AgentResult{Success: true, Result: line}, nil
 }
 
 type memWorktrees struct{}
@@ -140,7 +142,7 @@ func copyToSQLite(b *testing.B, mem store.Store, path string) {
 	require.NoError(b, err)
 	defer db.Close()
 	for _, kind := range []string{"item", "taskgraph.session", "taskgraph.task", "team.story", "team.board", "team.base",
-		"team.decision", "team.memory", "team.triage", "team.usage", "team.event", "team.eventseq", "team.view", "team.viewsum"} {
+		"team.decision", "team.memory", "team.triage", "team.usage", "team.refused", "team.secret", "team.event", "team.eventseq", "team.view", "team.viewsum"} {
 		recs, err := mem.List(ctx, kind)
 		require.NoError(b, err)
 		for len(recs) > 0 {

@@ -52,11 +52,11 @@ type viewSummary struct {
 
 // storyInputs is what a story's status is derived from.
 type storyInputs struct {
-	Story  Story
-	Task   taskgraph.Status
-	State  pipeline.State
-	Dec    *decision
-	Cause  string
+	Story   Story
+	Task    taskgraph.Status
+	State   pipeline.State
+	Dec     *decision
+	Cause   string
 	Triage  *triageRecord
 	Usage   usageRecord
 	Refused refusedRecord
@@ -163,6 +163,9 @@ type viewTx struct {
 	v       *statusView
 	changed map[foreman.ItemID]*viewEntry
 	added   []foreman.ItemID
+	// addedAfter maps a story to the stories this tx adds after it (made
+	// on first use).
+	addedAfter map[foreman.ItemID][]foreman.ItemID
 }
 
 func (v *statusView) begin() *viewTx {
@@ -320,17 +323,25 @@ func (tx *viewTx) settle() []foreman.ItemID {
 	// New stories come first, in creation order, so that one after
 	// another new one finds it settled.
 	own := make(map[foreman.ItemID]bool, len(tx.changed))
+	isAdded := make(map[foreman.ItemID]bool, len(tx.added))
+	for _, id := range tx.added {
+		isAdded[id] = true
+	}
 	work := slices.Clone(tx.added)
 	var rest []foreman.ItemID
 	for id := range tx.changed {
 		own[id] = true
-		if !slices.Contains(tx.added, id) {
+		if !isAdded[id] {
 			rest = append(rest, id)
 		}
 	}
 	slices.SortFunc(rest, compareIDs)
 	work = append(work, rest...)
 	written := slices.Clone(work)
+	inWritten := make(map[foreman.ItemID]bool, len(work))
+	for _, id := range work {
+		inWritten[id] = true
+	}
 	queued := make(map[foreman.ItemID]bool, len(work))
 	for _, id := range work {
 		queued[id] = true
@@ -355,7 +366,8 @@ func (tx *viewTx) settle() []foreman.ItemID {
 			if !moved && slices.Equal(beforeBy, e.ss.BlockedBy) {
 				continue
 			}
-			if !slices.Contains(written, id) {
+			if !inWritten[id] {
+				inWritten[id] = true
 				written = append(written, id)
 			}
 		}
@@ -377,13 +389,18 @@ func (tx *viewTx) settle() []foreman.ItemID {
 
 // addedDependents are the stories this tx adds that come after id.
 func (tx *viewTx) addedDependents(id foreman.ItemID) []foreman.ItemID {
-	var out []foreman.ItemID
-	for _, a := range tx.added {
-		if slices.Contains(tx.changed[a].in.Story.After, id) {
-			out = append(out, a)
+	if len(tx.added) == 0 {
+		return nil
+	}
+	if tx.addedAfter == nil {
+		tx.addedAfter = map[foreman.ItemID][]foreman.ItemID{}
+		for _, a := range tx.added {
+			for _, b := range tx.changed[a].in.Story.After {
+				tx.addedAfter[b] = append(tx.addedAfter[b], a)
+			}
 		}
 	}
-	return out
+	return tx.addedAfter[id]
 }
 
 func compareIDs(a, b foreman.ItemID) int {
