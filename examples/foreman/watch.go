@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/pipeline/team"
 )
 
@@ -26,12 +27,17 @@ func (p *printer) block(text string) {
 	p.printf("\n%s\n", strings.TrimRight(text, "\n"))
 }
 
-// watch prints the team's events as they come and the status table after
-// each change to a story as a whole, until it has printed the event whose
-// sequence number arrives on last (the last one Run recorded).
+// watch prints the team's events as they come, each story's new state
+// when an event changes it, and the plan's counts after each change to a
+// story as a whole, until it has printed the event whose sequence number
+// arrives on last (the last one Run recorded). It reads what changed
+// (Team.StatusOf, Team.Summary: a story, a few counts), never the whole
+// status, so that a plan of thousands of stories costs the watcher what
+// happens in it.
 func watch(ctx context.Context, tm *team.Team, events <-chan team.Event, last <-chan uint64, out *printer) {
 	var seen, target uint64
 	haveTarget := false
+	states := map[foreman.ItemID]team.StoryState{}
 	for !haveTarget || seen < target {
 		select {
 		case e, ok := <-events:
@@ -42,18 +48,49 @@ func watch(ctx context.Context, tm *team.Team, events <-chan team.Event, last <-
 			if line := eventLine(e); line != "" {
 				out.printf("%s\n", line)
 			}
+			if e.Story != "" {
+				if st, err := tm.StatusOf(ctx, e.Story); err == nil && states[e.Story] != st.State {
+					if _, known := states[e.Story]; known || st.State != team.StoryPending {
+						out.printf("          %-10s is %s%s\n", e.Story, st.State, storyNote(st))
+					}
+					states[e.Story] = st.State
+				}
+			}
 			switch e.Kind {
 			case team.EventStoryMerged, team.EventStoryPaused, team.EventStoryResolved, team.EventRunStarted:
-				if st, err := tm.Status(ctx); err == nil {
-					st.Graph = "" // the table says it; -status shows the graph
-					out.block(st.Text())
-					out.printf("\n")
+				if sum, err := tm.Summary(ctx); err == nil {
+					out.printf("          stories: %s\n", countsLine(sum))
 				}
 			}
 		case n := <-last:
 			target, haveTarget, last = n, true, nil
 		}
 	}
+}
+
+// storyNote says what a story's new state is about.
+func storyNote(st team.StoryStatus) string {
+	switch {
+	case st.State == team.StoryMerged && st.Commit != "":
+		return " (" + short(st.Commit) + ")"
+	case st.State == team.StoryRunning && st.Role != "":
+		return fmt.Sprintf(" (stage %d, %s)", st.Stage, st.Role)
+	case st.State == team.StoryPaused && st.Pause != nil:
+		return fmt.Sprintf(" (%s)", st.Pause.Reason)
+	}
+	return ""
+}
+
+// countsLine is the plan's counts: "2 merged, 1 running, 3 pending of 6".
+func countsLine(sum team.Summary) string {
+	var parts []string
+	for _, s := range []team.StoryState{team.StoryMerged, team.StoryRunning, team.StoryPending, team.StoryPaused,
+		team.StoryBlocked, team.StorySkipped, team.StoryAbandoned} {
+		if n := sum.ByState[s]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	return fmt.Sprintf("%s of %d", strings.Join(parts, ", "), sum.Stories)
 }
 
 // eventLine is one event as a line of the run's log.

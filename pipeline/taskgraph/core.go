@@ -124,8 +124,19 @@ func (c *Core) AddTasks(s *Session, specs ...TaskSpec) (*Session, error) {
 	if n.Status == SessionCompleted && len(specs) > 0 {
 		n.Status, n.CompletedAt = SessionActive, time.Time{}
 	}
+	// The new tasks, and any change not saved yet, are the runtime's to
+	// write.
+	g.touched = slices.Clone(s.Graph.touched)
+	for i := s.Graph.Len(); i < g.Len(); i++ {
+		g.touch(i)
+	}
 	return n, nil
 }
+
+// MaxHeldListed is how many of the ready tasks a spawn-next holds back
+// (CoreConfig.MaxActive) Result.Held and the reports name; the others are
+// counted.
+const MaxHeldListed = 20
 
 // Disposition is what the core did with a callback or task update.
 type Disposition uint8
@@ -177,8 +188,11 @@ type Result struct {
 	Spawned   []string
 	Reset     []string
 	// Held lists the ready tasks left pending because CoreConfig.MaxActive
-	// tasks are in progress.
-	Held []string
+	// tasks are in progress: the first MaxHeldListed in creation order (a
+	// step costs what it changes, not the size of the backlog);
+	// HeldCount counts them all.
+	Held      []string
+	HeldCount int
 	// Blocked and Missing explain a stall.
 	Blocked []BlockedTask
 	Missing []string
@@ -246,6 +260,7 @@ func (st *step) graph() *Graph {
 	if !st.graphCopied {
 		old := st.s.Graph
 		st.spare.g = Graph{specs: old.specs, state: slices.Clone(old.state), index: old.index, blockers: old.blockers}
+		st.spare.g.cloneIndex(old)
 		st.s.Graph = &st.spare.g
 		st.graphCopied = true
 	}
@@ -394,12 +409,29 @@ func (c *Core) Update(s *Session, u TaskUpdate) (*Session, Result, error) {
 	if s == nil || s.Graph == nil {
 		return nil, Result{}, fmt.Errorf("%w: no session", ErrInvalidUpdate)
 	}
+	var st step
+	c.begin(&st, s, HandleUpdate, u.At)
+	return st.update(u)
+}
+
+// ApplyUpdate is Update for a caller that owns s (see Apply): it changes
+// s in place. On error s is unchanged.
+func (c *Core) ApplyUpdate(s *Session, u TaskUpdate) (Result, error) {
+	if s == nil || s.Graph == nil {
+		return Result{}, fmt.Errorf("%w: no session", ErrInvalidUpdate)
+	}
+	var st step
+	c.beginInPlace(&st, s, HandleUpdate, u.At)
+	_, res, err := st.update(u)
+	return res, err
+}
+
+func (st *step) update(u TaskUpdate) (*Session, Result, error) {
+	s := st.old
 	i, ok := s.Graph.index[u.Task]
 	if !ok {
 		return nil, Result{}, fmt.Errorf("%w: %q", ErrUnknownTask, u.Task)
 	}
-	var st step
-	c.begin(&st, s, HandleUpdate, u.At)
 	t := s.Graph.task(i)
 	var ev Event
 	switch u.To {
@@ -449,7 +481,7 @@ func (c *Core) Update(s *Session, u TaskUpdate) (*Session, Result, error) {
 	if ev == EventUnpark {
 		// Released to start afresh: the parked assignment is stale from
 		// now on, and a worker still listed for it is let go.
-		st.s.Graph.state[i].Assignment = ""
+		st.s.Graph.setAssignment(i, "")
 		if wi := st.s.workerIndexByTask(u.Task); wi >= 0 {
 			st.removeWorker(wi)
 		}

@@ -101,12 +101,19 @@
 // # Runtime
 //
 // Runtime is the shell: each method loads the session from a
-// pipeline/store.Store (one record of RecordKind per session), first
-// re-issues effects a crashed invocation left pending, lets the core take one
-// step, saves the new session together with its pending effects (persist
-// before acting, with optimistic concurrency and retries), and carries the
-// effects out through a Spawner and a Reporter, then records them done in one
-// write (two writes per step, whatever its effects). Spawns are idempotent by
+// pipeline/store.Store (one record of RecordKind per session, and one of
+// TaskRecordKind per task), first re-issues effects a crashed invocation left
+// pending, lets the core take one step, saves the new session together with
+// its pending effects (persist before acting, with optimistic concurrency and
+// retries), and carries the effects out through a Spawner and a Reporter,
+// then records them done in one write (two writes per step, whatever its
+// effects). A Runtime keeps the sessions it steps in memory and reads only
+// the session record's version per step (everything again when another
+// writer changed it); a step changes the session in place and writes the
+// session record and the records of the tasks it changed. The graph keeps
+// its counts by status, each task's unmet blockers and its ready tasks as
+// statuses change, so a step costs what it touches, not the size of the
+// graph (Handle, which copies, copies the task states). Spawns are idempotent by
 // assignment id (the Spawner contract); reports and logs may be repeated
 // after a crash and carry Effect.Key to tell. A new Runtime per invocation
 // makes a coordinator that takes one step per invocation; Run is the

@@ -135,8 +135,10 @@ type Details struct {
 	// Report is the status report of a "check".
 	Report *StatusReport `json:"report,omitempty"`
 	// Ready lists the ready tasks a spawn-next left pending because
-	// MaxActive tasks are in progress.
+	// MaxActive tasks are in progress: the first MaxHeldListed of them in
+	// creation order; More counts the others.
 	Ready     []string `json:"ready,omitempty"`
+	More      int      `json:"more,omitempty"`
 	MaxActive int      `json:"max_active,omitempty"`
 }
 
@@ -258,5 +260,9 @@ func (e Effect) heldText() string {
 	if len(d.Ready) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%sReady to spawn: %s (at most %d active at once)\n", tag, strings.Join(d.Ready, ", "), d.MaxActive)
+	more := ""
+	if d.More > 0 {
+		more = fmt.Sprintf(" and %d more", d.More)
+	}
+	return fmt.Sprintf("%sReady to spawn: %s%s (at most %d active at once)\n", tag, strings.Join(d.Ready, ", "), more, d.MaxActive)
 }

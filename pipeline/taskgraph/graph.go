@@ -114,8 +114,17 @@ type Graph struct {
 	specs []TaskSpec
 	state []taskState
 	index map[string]int
-	// blockers[i] holds the indexes of specs[i].BlockedBy.
-	blockers [][]int32
+	// blockers[i] holds the indexes of specs[i].BlockedBy; dependents[i]
+	// the tasks specs[i] blocks.
+	blockers   [][]int32
+	dependents [][]int32
+	// The index (index.go): tasks by status, each task's blockers not
+	// completed, the ready tasks, the tasks changed since the last save.
+	counts    [numStatuses]int
+	unmet     []int32
+	readyBits []uint64
+	nReady    int
+	touched   []int32
 }
 
 // taskState is the part of a task that transitions change.
@@ -197,6 +206,7 @@ func buildGraph(roles []string, tasks []Task) (*Graph, error) {
 	if cycle := g.findCycle(); cycle != nil {
 		return nil, &CycleError{Cycle: cycle}
 	}
+	g.initIndex()
 	return g, nil
 }
 
@@ -296,28 +306,26 @@ func (g *Graph) ready(i int) bool {
 // Ready lists the ready tasks in creation order.
 func (g *Graph) Ready() []string {
 	var out []string
-	for i := range g.specs {
-		if g.ready(i) {
-			out = append(out, g.specs[i].Subject)
-		}
+	for _, i := range g.firstReady(g.nReady) {
+		out = append(out, g.specs[i].Subject)
 	}
 	return out
 }
 
 // Count returns how many tasks have status s.
 func (g *Graph) Count(s Status) int {
-	n := 0
-	for i := range g.state {
-		if g.state[i].Status == s {
-			n++
-		}
+	if int(s) >= numStatuses {
+		return 0
 	}
-	return n
+	return g.counts[s]
 }
 
-// clone copies the task slice so a status can change without touching g.
+// clone copies the task states and the index so a status can change
+// without touching g.
 func (g *Graph) clone() *Graph {
-	return &Graph{specs: g.specs, state: slices.Clone(g.state), index: g.index, blockers: g.blockers}
+	c := &Graph{specs: g.specs, state: slices.Clone(g.state), index: g.index, blockers: g.blockers}
+	c.cloneIndex(g)
+	return c
 }
 
 // apply moves task i through ev using the transition table.
@@ -326,8 +334,14 @@ func (g *Graph) apply(i int, ev Event) error {
 	if err != nil {
 		return err
 	}
-	g.state[i].Status = to
+	g.setStatus(i, to)
 	return nil
+}
+
+// setAssignment changes task i's assignment.
+func (g *Graph) setAssignment(i int, a foreman.AssignmentID) {
+	g.state[i].Assignment = a
+	g.touch(i)
 }
 
 // BlockedTask says why a task cannot start.

@@ -172,7 +172,7 @@ func (st *step) workerFailure(wi int) {
 			return
 		}
 	}
-	g.state[ti].Assignment = ""
+	g.setAssignment(ti, "")
 	st.res.Reset = append(st.res.Reset, w.Task)
 	st.emit(Effect{Kind: EffectLog, Note: NoteWorkerFailed, Task: w.Task, Role: w.Role, Assignment: w.Assignment, Status: status})
 	st.report(Effect{Note: NoteWorkerFailed, Task: w.Task, Role: w.Role, Assignment: w.Assignment, Status: status})
@@ -207,10 +207,13 @@ func (st *step) handleResume() {
 		s.Status, s.Checkpoint = SessionActive, ""
 	}
 	for i := range s.Graph.state {
+		if i == 0 && !s.hasOrphans() {
+			break // the usual case: no orphan, no scan
+		}
 		if s.Graph.state[i].Status == InProgress && s.workerIndexByTask(s.Graph.specs[i].Subject) < 0 {
 			g := st.graph()
 			_ = g.apply(i, EventReset) // in progress → pending is in the table
-			g.state[i].Assignment = ""
+			g.setAssignment(i, "")
 			st.res.Reset = append(st.res.Reset, g.specs[i].Subject)
 			st.report(Effect{Note: NoteOrphanReset, Task: g.specs[i].Subject})
 		}
@@ -276,43 +279,22 @@ func (st *step) handleSpawnNext() bool {
 		return st.checkpointHit
 	}
 	g := s.Graph
-	// One pass: the ready tasks (on the stack for a typical graph), the
-	// counts.
-	var readyBuf [32]int32
-	ready := readyBuf[:0]
-	inProgress, completed, total := 0, 0, g.Len()
-	for i := range g.state {
-		switch g.state[i].Status {
-		case InProgress:
-			inProgress++
-		case Completed:
-			completed++
-		case Pending:
-			if g.ready(i) {
-				ready = append(ready, int32(i))
-			}
-		}
-	}
+	inProgress, completed, total := g.counts[InProgress], g.counts[Completed], g.Len()
 	// The limit: at most MaxActive in progress; the rest wait, pending.
+	slots := g.nReady
 	var held *Details
-	if limit := st.c.maxActive; limit > 0 && len(ready) > max(limit-inProgress, 0) {
-		slots := max(limit-inProgress, 0)
-		held = &Details{MaxActive: limit}
-		for _, i := range ready[slots:] {
+	if limit := st.c.maxActive; limit > 0 && g.nReady > max(limit-inProgress, 0) {
+		slots = max(limit-inProgress, 0)
+		firstHeld := g.firstReady(slots + MaxHeldListed)[slots:]
+		held = &Details{MaxActive: limit, More: g.nReady - slots - len(firstHeld)}
+		for _, i := range firstHeld {
 			held.Ready = append(held.Ready, g.specs[i].Subject)
 		}
-		ready = ready[:slots]
-		st.res.Held = held.Ready
+		st.res.Held, st.res.HeldCount = held.Ready, g.nReady-slots
 	}
-	if len(ready) == 0 {
+	if slots == 0 {
 		if inProgress > 0 {
-			var waiting []string
-			for i := range g.state {
-				if g.state[i].Status == InProgress {
-					waiting = append(waiting, g.specs[i].Subject)
-				}
-			}
-			st.report(Effect{Note: NoteWaiting, Tasks: waiting, Details: held})
+			st.report(Effect{Note: NoteWaiting, Tasks: s.inProgressSubjects(), Details: held})
 			st.res.Outcome = StepWaiting
 			return false
 		}
@@ -332,6 +314,7 @@ func (st *step) handleSpawnNext() bool {
 		st.res.Outcome = StepStalled
 		return false
 	}
+	ready := g.firstReady(slots)
 	g = st.graph()
 	first := len(st.res.Spawned)
 	for _, i32 := range ready {
@@ -341,7 +324,7 @@ func (st *step) handleSpawnNext() bool {
 		}
 		sp, ts := &g.specs[i], &g.state[i]
 		s.Seq++
-		ts.Assignment = assignmentFor(sp.Subject, s.Seq)
+		g.setAssignment(i, assignmentFor(sp.Subject, s.Seq))
 		ts.Attempts++
 		st.addWorker(ActiveWorker{Task: sp.Subject, Role: sp.Role, Assignment: ts.Assignment, SpawnedAt: st.at})
 		st.emit(Effect{Kind: EffectLog, Note: NoteUnblocked, Task: sp.Subject, Role: sp.Role, Assignment: ts.Assignment})

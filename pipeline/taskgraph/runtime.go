@@ -2,11 +2,11 @@ package taskgraph
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -119,6 +119,12 @@ type Config struct {
 	// MaxConflictRetries: default DefaultMaxConflictRetries.
 	MaxConflictRetries int
 	Logger             *slog.Logger
+	// OnChange, if not nil, sees the tasks each write of this Runtime
+	// changed (a status, an assignment, a new task), once the write is
+	// stored, in creation order. It runs inside the step: it must return
+	// quickly and must not call the Runtime. Writes by other Runtimes
+	// (other processes) are not seen here.
+	OnChange func(session string, tasks []Task)
 }
 
 // Errors of the runtime, matched with errors.Is.
@@ -136,12 +142,22 @@ var (
 // such step, so a Runtime created per invocation over the same store is a
 // coordinator that takes one step per invocation; Run is the long-running
 // mode over the same steps. Safe for concurrent use; it owns no goroutines.
+//
+// A Runtime keeps the sessions it steps in memory, with the versions of
+// their records: a step reads only the session record's version (and
+// reads everything again when another writer changed it), changes the
+// session in place (Core.Apply), and writes the session record and the
+// records of the tasks it changed (TaskRecordKind). A step therefore
+// costs what it touches, not the size of the graph.
 type Runtime struct {
 	cfg   Config
 	core  *Core
 	clock foreman.Clock
 	log   *slog.Logger
 	mu    sync.Mutex
+	// cache holds the sessions as this runtime last read or wrote them
+	// (guarded by mu).
+	cache map[string]*cachedSession
 }
 
 // NewRuntime checks cfg and fills in its defaults.
@@ -158,7 +174,7 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 	if cfg.MaxConflictRetries <= 0 {
 		cfg.MaxConflictRetries = DefaultMaxConflictRetries
 	}
-	r := &Runtime{cfg: cfg, core: NewCore(cfg.Core), clock: cfg.Clock, log: cfg.Logger}
+	r := &Runtime{cfg: cfg, core: NewCore(cfg.Core), clock: cfg.Clock, log: cfg.Logger, cache: map[string]*cachedSession{}}
 	if r.clock == nil {
 		r.clock = foreman.RealClock()
 	}
@@ -182,41 +198,64 @@ func (r *Runtime) Create(ctx context.Context, id, team string, mode Mode, tasks 
 	s.Team = team
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, err := r.save(ctx, s, 0); err != nil {
+	for i := range s.Graph.Len() {
+		s.Graph.touch(i)
+	}
+	c := &cachedSession{s: s}
+	if err := r.write(ctx, c); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil, fmt.Errorf("%w: %s", ErrSessionExists, id)
 		}
 		return nil, err
 	}
-	return s, nil
+	r.cache[id] = c
+	return s.copy(), nil
 }
 
-// Load reads a session and its record version.
+// Load reads a session and its record version from the store. It reads
+// every task: a step does not need it (see Runtime), a status report or a
+// host looking at the whole graph does.
 func (r *Runtime) Load(ctx context.Context, id string) (*Session, int64, error) {
-	rec, err := r.cfg.Store.Get(ctx, RecordKind, id)
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, 0, fmt.Errorf("%w: %s", ErrSessionNotFound, id)
-		}
-		return nil, 0, err
-	}
-	s, err := DecodeSession(id, rec.Data)
+	c, err := r.readSession(ctx, id)
 	if err != nil {
 		return nil, 0, err
 	}
-	return s, rec.Version, nil
+	c.s.Graph.touched = nil
+	return c.s, c.ver, nil
 }
 
-func (r *Runtime) save(ctx context.Context, s *Session, version int64) (int64, error) {
-	data, err := json.Marshal(s)
-	if err != nil {
-		return 0, err
+// session returns the session as the store has it now, from the cache
+// when the session record's version is the one this runtime last saw.
+// r.mu must be held.
+func (r *Runtime) session(ctx context.Context, id string) (*cachedSession, error) {
+	if c := r.cache[id]; c != nil {
+		rec, err := r.cfg.Store.Get(ctx, RecordKind, id)
+		switch {
+		case err == nil && rec.Version == c.ver:
+			return c, nil
+		case errors.Is(err, store.ErrNotFound):
+			delete(r.cache, id)
+			return nil, fmt.Errorf("%w: %s", ErrSessionNotFound, id)
+		case err != nil:
+			return nil, err
+		}
 	}
-	recs, err := r.cfg.Store.Apply(ctx, store.Op{Kind: RecordKind, ID: s.ID, ExpectVersion: version, Data: data})
+	c, err := r.readSession(ctx, id)
 	if err != nil {
-		return 0, err
+		delete(r.cache, id)
+		return nil, err
 	}
-	return recs[0].Version, nil
+	r.cache[id] = c
+	return c, nil
+}
+
+// save writes c (see write) and forgets it when the write fails.
+func (r *Runtime) save(ctx context.Context, c *cachedSession) error {
+	err := r.write(ctx, c)
+	if err != nil {
+		delete(r.cache, c.s.ID)
+	}
+	return err
 }
 
 // Step handles one wake-up: load, re-issue any effects a previous
@@ -229,7 +268,7 @@ func (r *Runtime) Step(ctx context.Context, id string, w WakeUp) (Result, error)
 	if w.At.IsZero() {
 		w.At = r.clock.Now()
 	}
-	return r.transition(ctx, id, func(s *Session) (*Session, Result, error) { return r.core.Handle(s, w) })
+	return r.transition(ctx, id, func(s *Session) (Result, error) { return r.core.Apply(s, w) })
 }
 
 // StepText routes a wake-up text (Route) and handles it.
@@ -243,14 +282,18 @@ func (r *Runtime) Update(ctx context.Context, id string, u TaskUpdate) (Result, 
 	if u.At.IsZero() {
 		u.At = r.clock.Now()
 	}
-	return r.transition(ctx, id, func(s *Session) (*Session, Result, error) { return r.core.Update(s, u) })
+	return r.transition(ctx, id, func(s *Session) (Result, error) { return r.core.ApplyUpdate(s, u) })
 }
 
 // AddTasks creates more tasks in a stored session.
 func (r *Runtime) AddTasks(ctx context.Context, id string, specs ...TaskSpec) error {
-	_, err := r.transition(ctx, id, func(s *Session) (*Session, Result, error) {
+	_, err := r.transition(ctx, id, func(s *Session) (Result, error) {
 		n, err := r.core.AddTasks(s, specs...)
-		return n, Result{Handler: HandleUpdate, Outcome: StepUpdated, Changed: true}, err
+		if err != nil {
+			return Result{}, err
+		}
+		*s = *n
+		return Result{Handler: HandleUpdate, Outcome: StepUpdated, Changed: true}, nil
 	})
 	return err
 }
@@ -270,45 +313,46 @@ func (r *Runtime) Status(ctx context.Context, id string) (StatusReport, error) {
 func (r *Runtime) Recover(ctx context.Context, id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s, ver, err := r.Load(ctx, id)
+	c, err := r.session(ctx, id)
 	if err != nil {
 		return err
 	}
-	return r.drain(ctx, s, ver)
+	return r.drain(ctx, c)
 }
 
-func (r *Runtime) transition(ctx context.Context, id string, fn func(*Session) (*Session, Result, error)) (Result, error) {
+func (r *Runtime) transition(ctx context.Context, id string, fn func(*Session) (Result, error)) (Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
 		}
-		s, ver, err := r.Load(ctx, id)
+		c, err := r.session(ctx, id)
 		if err != nil {
 			return Result{}, err
 		}
-		if len(s.Pending) > 0 {
-			if err := r.drain(ctx, s, ver); err != nil {
+		if len(c.s.Pending) > 0 {
+			if err := r.drain(ctx, c); err != nil {
 				return Result{}, err
 			}
-			if s, ver, err = r.Load(ctx, id); err != nil {
+			if c, err = r.session(ctx, id); err != nil {
 				return Result{}, err
 			}
 		}
-		ns, res, err := fn(s)
+		// fn changes the cached session in place, or nothing on error.
+		res, err := fn(c.s)
 		if err != nil {
 			return res, err
 		}
 		if !res.Changed {
 			for _, e := range res.Effects {
-				if err := r.execute(ctx, s, e); err != nil {
+				if err := r.execute(ctx, c.s, e); err != nil {
 					return res, err
 				}
 			}
 			return res, nil
 		}
-		nver, err := r.save(ctx, ns, ver)
+		err = r.save(ctx, c)
 		if errors.Is(err, store.ErrConflict) && attempt < r.cfg.MaxConflictRetries {
 			r.log.Debug("taskgraph: session changed concurrently; retrying", "session", id, "attempt", attempt+1)
 			continue
@@ -316,53 +360,58 @@ func (r *Runtime) transition(ctx context.Context, id string, fn func(*Session) (
 		if err != nil {
 			return res, err
 		}
-		return res, r.drain(ctx, ns, nver)
+		// The effects are the session's pending list's tail, which the
+		// drain below replaces: the result keeps its own copy.
+		res.Effects = slices.Clone(res.Effects)
+		return res, r.drain(ctx, c)
 	}
 }
 
-// drain carries out s's pending effects in order and then records them
-// done in one write, instead of one write each: a crash before that write
-// re-issues them all, which their idempotency allows (spawns by
-// assignment, reports and logs carry Effect.Key). It stops at the first
-// failure, recording what was done before it and leaving the rest pending.
-func (r *Runtime) drain(ctx context.Context, s *Session, ver int64) error {
-	done := make(map[string]bool, len(s.Pending))
+// drain carries out the session's pending effects in order and then
+// records them done in one write, instead of one write each: a crash
+// before that write re-issues them all, which their idempotency allows
+// (spawns by assignment, reports and logs carry Effect.Key). It stops at
+// the first failure, recording what was done before it and leaving the
+// rest pending.
+func (r *Runtime) drain(ctx context.Context, c *cachedSession) error {
+	done := make(map[string]bool, len(c.s.Pending))
 	var failed error
-	for _, e := range s.Pending {
-		if err := r.execute(ctx, s, e); err != nil {
-			failed = fmt.Errorf("taskgraph: session %s: effect %s: %w", s.ID, e.Key(), err)
+	for _, e := range c.s.Pending {
+		if err := r.execute(ctx, c.s, e); err != nil {
+			failed = fmt.Errorf("taskgraph: session %s: effect %s: %w", c.s.ID, e.Key(), err)
 			break
 		}
 		done[e.Key()] = true
 	}
 	if len(done) > 0 {
-		if _, _, err := r.markDone(ctx, s, ver, done); err != nil {
+		if err := r.markDone(ctx, c, done); err != nil {
 			return errors.Join(failed, err)
 		}
 	}
 	return failed
 }
 
-// markDone removes executed effects from the stored session, reloading
-// when another process changed it meanwhile.
-func (r *Runtime) markDone(ctx context.Context, s *Session, ver int64, done map[string]bool) (*Session, int64, error) {
+// markDone removes executed effects from the stored session, reading it
+// again when another process changed it meanwhile.
+func (r *Runtime) markDone(ctx context.Context, c *cachedSession, done map[string]bool) error {
+	id := c.s.ID
 	for attempt := 0; ; attempt++ {
-		n := s.clone()
-		n.Pending = n.Pending[:0:0]
-		for _, e := range s.Pending {
+		kept := make([]Effect, 0, len(c.s.Pending))
+		for _, e := range c.s.Pending {
 			if !done[e.Key()] {
-				n.Pending = append(n.Pending, e)
+				kept = append(kept, e)
 			}
 		}
-		nver, err := r.save(ctx, n, ver)
+		c.s.Pending = kept
+		err := r.save(ctx, c)
 		if err == nil {
-			return n, nver, nil
+			return nil
 		}
 		if !errors.Is(err, store.ErrConflict) || attempt >= r.cfg.MaxConflictRetries {
-			return s, ver, err
+			return err
 		}
-		if s, ver, err = r.Load(ctx, s.ID); err != nil {
-			return s, ver, err
+		if c, err = r.session(ctx, id); err != nil {
+			return err
 		}
 	}
 }

@@ -22,9 +22,9 @@ func newRuntime(t *testing.T, st store.Store, sp Spawner, rep Reporter, clk fore
 
 func stored(t *testing.T, st store.Store, id string) *Session {
 	t.Helper()
-	rec, err := st.Get(context.Background(), RecordKind, id)
+	rt, err := NewRuntime(Config{Store: st, Spawner: SpawnerFunc(func(context.Context, SpawnRequest) error { return nil })})
 	require.NoError(t, err)
-	s, err := DecodeSession(id, rec.Data)
+	s, _, err := rt.Load(context.Background(), id)
 	require.NoError(t, err)
 	return s
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	foreman "github.com/agentforeman/foreman"
@@ -145,16 +146,26 @@ func (s *Session) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	switch w.Status {
-	case SessionActive, SessionPaused, SessionCompleted:
-	default:
-		return fmt.Errorf("unknown session status %q", w.Status)
-	}
-	g, err := buildGraph(nil, w.Tasks)
+	n, err := sessionFrom(w)
 	if err != nil {
 		return err
 	}
-	*s = Session{
+	*s = *n
+	return nil
+}
+
+// sessionFrom builds a session from its stored form.
+func sessionFrom(w sessionJSON) (*Session, error) {
+	switch w.Status {
+	case SessionActive, SessionPaused, SessionCompleted:
+	default:
+		return nil, fmt.Errorf("unknown session status %q", w.Status)
+	}
+	g, err := buildGraph(nil, w.Tasks)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{
 		ID: w.ID, Team: w.Team, Mode: w.Mode, Scope: w.Scope, Status: w.Status,
 		CreatedAt: w.CreatedAt, Checkpoint: w.Checkpoint, Graph: g,
 		ActiveWorkers: w.ActiveWorkers, Counters: w.Counters,
@@ -163,7 +174,7 @@ func (s *Session) UnmarshalJSON(b []byte) error {
 	if w.CompletedAt != nil {
 		s.CompletedAt = *w.CompletedAt
 	}
-	return nil
+	return s, nil
 }
 
 // DecodeSession reads a stored session; anything unreadable is a
@@ -185,6 +196,17 @@ func (s *Session) clone() *Session {
 	c := *s
 	c.ActiveWorkers = slices.Clip(s.ActiveWorkers)
 	c.Pending = slices.Clip(s.Pending)
+	return &c
+}
+
+// copy returns a session that shares nothing a step changes in place
+// with s.
+func (s *Session) copy() *Session {
+	c := *s
+	c.ActiveWorkers = slices.Clone(s.ActiveWorkers)
+	c.Pending = slices.Clone(s.Pending)
+	c.Graph = s.Graph.clone()
+	c.Graph.touched = nil
 	return &c
 }
 
@@ -211,11 +233,43 @@ func (s *Session) workerIndexByTask(task string) int {
 	return -1
 }
 
+// taskIndexByAssignment finds the task whose current assignment is a. An
+// assignment id is "<subject>.<seq>" (assignmentFor), so the subject
+// finds the task without a scan.
 func (s *Session) taskIndexByAssignment(a foreman.AssignmentID) int {
-	for i := range s.Graph.state {
-		if s.Graph.state[i].Assignment == a {
-			return i
-		}
+	dot := strings.LastIndexByte(string(a), '.')
+	if dot < 0 {
+		return -1
+	}
+	if i, ok := s.Graph.index[string(a)[:dot]]; ok && s.Graph.state[i].Assignment == a {
+		return i
 	}
 	return -1
+}
+
+// inProgressSubjects lists the in-progress tasks in creation order: from
+// the active workers when every such task has one (no scan), else by a
+// scan.
+func (s *Session) inProgressSubjects() []string {
+	g := s.Graph
+	var idx []int
+	if !s.hasOrphans() {
+		for _, w := range s.ActiveWorkers {
+			if i, ok := g.index[w.Task]; ok && g.state[i].Status == InProgress && !slices.Contains(idx, i) {
+				idx = append(idx, i)
+			}
+		}
+		slices.Sort(idx)
+	} else {
+		for i := range g.state {
+			if g.state[i].Status == InProgress {
+				idx = append(idx, i)
+			}
+		}
+	}
+	out := make([]string, len(idx))
+	for k, i := range idx {
+		out[k] = g.specs[i].Subject
+	}
+	return out
 }

@@ -88,7 +88,12 @@ func (c *Core) validateState(s *Session) []Violation {
 			}
 		}
 	}
+	// The counts say whether there is an orphan; only then is every task
+	// looked at, to name them.
 	for i := range g.specs {
+		if i == 0 && !s.hasOrphans() {
+			break
+		}
 		t := &g.specs[i]
 		if g.state[i].Status == InProgress && s.workerIndexByTask(t.Subject) < 0 {
 			out = append(out, Violation{Check: CheckNoOrphans, Task: t.Subject, Detail: t.Subject + " is in progress with no active worker ('resume' resets it)"})

@@ -192,7 +192,15 @@
 // what the agent CLIs report (agentcmd reads Claude's and Codex's usage),
 // recorded per story in the store and as EventUsage events.
 // ReadStatus gives the same from another process, without an agent and
-// without writing. Events and Subscribe give the typed event stream,
+// without writing. The team keeps every story's status as the records it
+// is made of are written, and writes each story's status (team.view) in
+// the same store write as those records, so Status costs the stories it
+// shows, StatusOf one story and Summary a few counts whatever the size of
+// the plan, and ReadStatus reads one list of small records that is always
+// the store's current state; a write by another process (a Resolve from
+// another terminal) is noticed by the next Status. For a plan of more
+// than 200 stories Status.Graph is a summary rather than every story's
+// line. Events and Subscribe give the typed event stream,
 // numbered by Seq and kept in the store, so a reader that comes back with
 // the last Seq it saw misses nothing, across restarts too. Resolve takes a
 // person's decision about a paused story: Retry its stage, Resume after a

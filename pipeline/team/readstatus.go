@@ -27,6 +27,11 @@ var ErrNoState = errors.New("team: no team state")
 // Status.Running says whether a host holds the team's run lock (a Run is
 // in progress in some process), and Status.Host which one.
 //
+// It reads the team's status view: every story's status is a record the
+// team writes in the same store write as the records it is made of, so
+// one List of them is the store's current state (and costs one small
+// record per story, not one read of each of its records).
+//
 // With Store set, Repo may be empty: the status is then read from the
 // store alone, and Running stays false (the run lock is a file in the
 // repository; a team over PostgreSQL has its leader's lease instead).
@@ -49,6 +54,7 @@ func ReadStatus(ctx context.Context, cfg Config) (Status, error) {
 	}
 	t := &Team{cfg: cfg, clk: clock.OrReal(cfg.Clock), log: slog.New(slog.DiscardHandler),
 		stories: map[foreman.ItemID]Story{}}
+	t.view = newStatusView(t)
 	t.db = cfg.Store
 	if t.db == nil {
 		path := filepath.Join(cfg.StateDir, "foreman.db")
@@ -75,26 +81,27 @@ func ReadStatus(ctx context.Context, cfg Config) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	sess, _, err := t.graph.Load(ctx, graphSession)
+	// The view records hold every story's status, written with the
+	// records it is made of: one List. A store without them (last written
+	// by a version of the team that kept none) is read record by record.
+	stories, found, err := readView(ctx, t.db)
+	if err == nil && !found {
+		var ins []storyInputs
+		if ins, err = t.readInputs(ctx); err == nil {
+			_, stories = t.statusesOf(ins)
+		}
+	}
+	var graph string
+	if err == nil {
+		graph, err = t.graphFor(ctx, stories)
+	}
 	if errors.Is(err, taskgraph.ErrSessionNotFound) {
 		return Status{}, fmt.Errorf("%w in this store", ErrNoState)
 	}
 	if err != nil {
 		return Status{}, err
 	}
-	for _, task := range sess.Graph.Tasks() {
-		var sr storyRecord
-		if _, found, err := getJSON(ctx, t.db, kindStory, task.Subject, &sr); err != nil {
-			return Status{}, err
-		} else if found {
-			t.stories[sr.ID] = sr.Story
-			t.order = append(t.order, sr.ID)
-		}
-	}
-	st, err := t.Status(ctx)
-	if err != nil {
-		return st, err
-	}
+	st := statusOf(t.clk.Now(), false, cfg.Workers, stories, graph)
 	if storeOnly {
 		if !workersGiven {
 			st.Workers = 0

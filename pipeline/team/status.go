@@ -153,22 +153,32 @@ func storyState(task taskgraph.Task, st pipeline.State, d *decision) StoryState 
 }
 
 // Status reports every story, the escalations waiting for a person and
-// the dependency graph. It reads the store only, so it works whether or
-// not the team runs.
+// the dependency graph. It works whether or not the team runs, and costs
+// the stories it reports: the team keeps every story's status as the
+// records it is made of are written (see StatusOf and Summary for one
+// story and for the counts), and reads it again from the store only when
+// another process wrote there (a person's Resolve from another terminal).
+// Graph is the dependency graph's report for a plan of up to 200 stories
+// and a summary for a larger one.
 func (t *Team) Status(ctx context.Context) (Status, error) {
 	now := t.clk.Now()
 	t.mu.Lock()
 	running := t.run != nil
 	t.mu.Unlock()
-	stories, err := t.storyStatuses(ctx, now)
+	if err := t.view.fresh(ctx); err != nil {
+		return Status{}, err
+	}
+	stories := t.view.statuses(&t.retries)
+	graph, err := t.graphFor(ctx, stories)
 	if err != nil {
 		return Status{}, err
 	}
-	rep, err := t.graph.Status(ctx, graphSession)
-	if err != nil {
-		return Status{}, err
-	}
-	s := Status{At: now, Running: running, Workers: t.cfg.Workers, Stories: stories, Actions: Actions(), Graph: graphText(rep)}
+	return statusOf(now, running, t.cfg.Workers, stories, graph), nil
+}
+
+// statusOf assembles a Status.
+func statusOf(now time.Time, running bool, workers int, stories []StoryStatus, graph string) Status {
+	s := Status{At: now, Running: running, Workers: workers, Stories: stories, Actions: Actions(), Graph: graph}
 	for _, st := range stories {
 		if st.State == StoryPaused && st.Pause != nil {
 			s.Escalations = append(s.Escalations, *st.Pause)
@@ -177,114 +187,60 @@ func (t *Team) Status(ctx context.Context) (Status, error) {
 		s.CostUSD += st.CostUSD
 		s.Refused += st.Refused
 	}
+	return s
+}
+
+// StatusOf reports one story, as Status would: what a page showing one
+// story or an action about it reads, at the cost of that story. The
+// error matches ErrUnknownStory for a story not in the plan.
+func (t *Team) StatusOf(ctx context.Context, story foreman.ItemID) (StoryStatus, error) {
+	if err := t.view.fresh(ctx); err != nil {
+		return StoryStatus{}, err
+	}
+	s, ok := t.view.one(story, &t.retries)
+	if !ok {
+		return StoryStatus{}, fmt.Errorf("%w: %s", ErrUnknownStory, story)
+	}
 	return s, nil
 }
 
-func (t *Team) storyStatuses(ctx context.Context, now time.Time) ([]StoryStatus, error) {
-	sess, _, err := t.graph.Load(ctx, graphSession)
-	if err != nil {
-		return nil, err
-	}
-	usage, err := usageByStory(ctx, t.db)
-	if err != nil {
-		return nil, err
-	}
-	refused, err := refusedByStory(ctx, t.db)
-	if err != nil {
-		return nil, err
-	}
-	var out []StoryStatus
-	states := map[foreman.ItemID]StoryState{}
-	for _, s := range t.Stories() {
-		task, _ := sess.Graph.Task(string(s.ID))
-		st, err := t.pipe.Get(ctx, s.ID)
-		if err != nil {
-			return nil, err
-		}
-		dp, err := t.decisionOf(ctx, s.ID)
-		if err != nil {
-			return nil, err
-		}
-		ss := StoryStatus{ID: s.ID, Title: s.Title, After: s.After, State: storyState(task, st, dp), Stage: st.Stage,
-			Attempts: st.Assignments, Last: lastResult(st), Feedback: st.Feedback, Commit: st.Commit,
-			Started: st.Started, Updated: st.Updated, Tokens: usage[s.ID].Tokens, CostUSD: usage[s.ID].CostUSD,
-			Refused: refused[s.ID].Count, RefusedLast: refused[s.ID].Last}
-		if st.Status != pipeline.StatusNew {
-			ss.Role = t.role(st.Stage)
-		}
-		if dp != nil {
-			ss.Decision = dp.Action
-		}
-		if ss.State == StoryRunning {
-			ss.Worker, ss.Assignment = st.Worker, st.Assignment
-			if st.Stage < len(st.Stages) {
-				ss.Since = st.Stages[st.Stage].Start
-			}
-			ss.Retrying = t.retries.get(s.ID)
-		}
-		if ss.State == StoryPaused {
-			ss.Pause = teamAdvice(st.Pause)
-			var m memory
-			if _, _, err := getJSON(ctx, t.db, kindMemory, string(s.ID), &m); err != nil {
-				return nil, err
-			}
-			ss.WorkerCause = m.WorkerCause
-		}
-		if ss.State == StoryPaused || ss.State == StoryRunning {
-			if ss.Triage, err = t.conflictTriage(ctx, s.ID); err != nil {
-				return nil, err
-			}
-		}
-		states[s.ID] = ss.State
-		out = append(out, ss)
-	}
-	for i := range out {
-		if out[i].State != StoryPending {
-			continue
-		}
-		for _, a := range out[i].After {
-			switch states[a] {
-			case StoryPaused, StoryAbandoned, StoryBlocked:
-				out[i].BlockedBy = append(out[i].BlockedBy, a)
-			}
-		}
-		if len(out[i].BlockedBy) > 0 {
-			out[i].State = StoryBlocked
-		}
-	}
-	// A story blocked only through a blocked one is found by a second
-	// pass in dependency order; the graph's order is creation order, in
-	// which every story comes after those it depends on.
-	for i := range out {
-		if out[i].State == StoryPending {
-			for _, a := range out[i].After {
-				if states[a] == StoryBlocked || stateOf(out, a) == StoryBlocked {
-					out[i].BlockedBy = append(out[i].BlockedBy, a)
-				}
-			}
-			if len(out[i].BlockedBy) > 0 {
-				out[i].State = StoryBlocked
-			}
-		}
-	}
-	return out, nil
+// Summary is the team's status in counts: what a metrics scrape or the
+// header of a dashboard needs, at the cost of a few numbers whatever the
+// size of the plan.
+type Summary struct {
+	At time.Time `json:"at"`
+	// Running: a Run of this Team is in progress (in this process).
+	Running bool `json:"running"`
+	Workers int  `json:"workers"`
+	// Stories counts the plan's stories, ByState them by state (a state
+	// no story is in is left out).
+	Stories int                `json:"stories"`
+	ByState map[StoryState]int `json:"byState"`
+	// Tokens and CostUSD are what every story's agents have spent.
+	Tokens  int64   `json:"tokens"`
+	CostUSD float64 `json:"costUSD"`
 }
 
-func stateOf(out []StoryStatus, id foreman.ItemID) StoryState {
-	for _, s := range out {
-		if s.ID == id {
-			return s.State
-		}
+// Summary reports the team's status in counts (see Summary).
+func (t *Team) Summary(ctx context.Context) (Summary, error) {
+	now := t.clk.Now()
+	t.mu.Lock()
+	running := t.run != nil
+	t.mu.Unlock()
+	if err := t.view.fresh(ctx); err != nil {
+		return Summary{}, err
 	}
-	return ""
+	v := t.view.summary()
+	return Summary{At: now, Running: running, Workers: t.cfg.Workers, Stories: v.Stories, ByState: v.ByState,
+		Tokens: v.Tokens, CostUSD: v.CostUSD}, nil
 }
 
 // result reads how the plan stands.
 func (t *Team) result(ctx context.Context) (Result, error) {
-	stories, err := t.storyStatuses(ctx, t.clk.Now())
-	if err != nil {
+	if err := t.view.fresh(ctx); err != nil {
 		return Result{}, err
 	}
+	stories := t.view.statuses(&t.retries)
 	r := Result{Stories: stories}
 	for _, s := range stories {
 		switch s.State {

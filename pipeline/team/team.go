@@ -63,6 +63,8 @@ type Team struct {
 	secret        []byte
 	refusedMu     sync.Mutex
 	refusedEvents map[foreman.AssignmentID]int
+	// view is every story's status, kept as its records are written.
+	view *statusView
 
 	mu      sync.Mutex
 	stories map[foreman.ItemID]Story
@@ -182,6 +184,9 @@ func (t *Team) open(ctx context.Context) error {
 		}
 		t.db, t.ownsDB = db, true
 	}
+	t.view = newStatusView(t)
+	t.view.inner = t.db
+	t.db = &viewStore{Store: t.db, v: t.view}
 	if t.events, err = newEventLog(ctx, t.db, cfg.OnEvent, t.log); err != nil {
 		return err
 	}
@@ -232,7 +237,10 @@ func (t *Team) open(ctx context.Context) error {
 	} else if err != nil {
 		return err
 	}
-	return t.loadStories(ctx)
+	if err := t.loadStories(ctx); err != nil {
+		return err
+	}
+	return t.view.rebuild(ctx)
 }
 
 // loadStories reads the plan and repairs an Add that a crash interrupted

@@ -17,7 +17,8 @@ import (
 // What the metrics cost the team: ObserveEvent of a stage's start and
 // report (two events, the stage timed), against Team.Add of one story (its
 // records and its durable event) in the same run; and one scrape of a
-// watched team of 1,000 stories, against Team.Status alone.
+// watched team of 1,000 and of 10,000 stories (it reads Team.Summary:
+// counts), against Team.Status alone.
 //
 //	go test -run '^$' -bench . ./pipeline/team/teammetrics/
 func BenchmarkObserveEvent(b *testing.B) {
@@ -49,30 +50,32 @@ func BenchmarkObserveEvent(b *testing.B) {
 }
 
 func BenchmarkScrape(b *testing.B) {
-	f := newFixture(b)
-	reg := prometheus.NewRegistry()
-	m, err := teammetrics.New(teammetrics.Config{Registerer: reg})
-	require.NoError(b, err)
-	m.Instrument(&f.cfg)
-	tm, err := team.New(context.Background(), f.cfg)
-	require.NoError(b, err)
-	defer tm.Close()
-	m.Watch(tm)
-	stories := make([]team.Story, 1000)
-	for i := range stories {
-		stories[i] = team.Story{ID: foreman.ItemID(fmt.Sprintf("S-%04d", i)), Title: "a story"}
+	for _, n := range []int{1000, 10000} {
+		f := newFixture(b)
+		reg := prometheus.NewRegistry()
+		m, err := teammetrics.New(teammetrics.Config{Registerer: reg})
+		require.NoError(b, err)
+		m.Instrument(&f.cfg)
+		tm, err := team.New(context.Background(), f.cfg)
+		require.NoError(b, err)
+		m.Watch(tm)
+		stories := make([]team.Story, n)
+		for i := range stories {
+			stories[i] = team.Story{ID: foreman.ItemID(fmt.Sprintf("S-%05d", i)), Title: "a story"}
+		}
+		require.NoError(b, tm.Add(context.Background(), stories...))
+		b.Run(fmt.Sprintf("baseline: Team.Status/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				_, err := tm.Status(context.Background())
+				require.NoError(b, err)
+			}
+		})
+		b.Run(fmt.Sprintf("Gather/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				_, err := reg.Gather()
+				require.NoError(b, err)
+			}
+		})
+		require.NoError(b, tm.Close())
 	}
-	require.NoError(b, tm.Add(context.Background(), stories...))
-	b.Run("baseline: Team.Status", func(b *testing.B) {
-		for b.Loop() {
-			_, err := tm.Status(context.Background())
-			require.NoError(b, err)
-		}
-	})
-	b.Run("Gather", func(b *testing.B) {
-		for b.Loop() {
-			_, err := reg.Gather()
-			require.NoError(b, err)
-		}
-	})
 }

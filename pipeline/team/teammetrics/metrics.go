@@ -267,7 +267,7 @@ func (m *Metrics) ObserveWorkerEvent(e worker.Event) {
 }
 
 // statusCollector reads the watched team at scrape time: its stories by
-// state (Team.Status), whether it runs, its workers by state
+// state (Team.Summary), whether it runs, its workers by state
 // (Team.Dispatcher). Reading at scrape time rather than counting events
 // keeps the gauges right after a restart of the host.
 type statusCollector struct {
@@ -313,16 +313,14 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	st, err := t.Status(ctx)
+	// The team's summary: counts kept as the stories change, so a scrape
+	// costs the same whatever the size of the plan.
+	st, err := t.Summary(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.stories, fmt.Errorf("reading the team's status: %w", err))
 	} else {
-		n := map[team.StoryState]int{}
-		for _, s := range st.Stories {
-			n[s.State]++
-		}
 		for _, s := range storyStates() {
-			ch <- prometheus.MustNewConstMetric(c.stories, prometheus.GaugeValue, float64(n[s]), string(s))
+			ch <- prometheus.MustNewConstMetric(c.stories, prometheus.GaugeValue, float64(st.ByState[s]), string(s))
 		}
 		ch <- prometheus.MustNewConstMetric(c.spentTokens, prometheus.GaugeValue, float64(st.Tokens))
 		ch <- prometheus.MustNewConstMetric(c.spentCost, prometheus.GaugeValue, st.CostUSD)

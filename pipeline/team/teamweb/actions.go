@@ -100,20 +100,15 @@ func (h *Handler) serveResolve(w http.ResponseWriter, r *http.Request) {
 // second click), anything else a conflict. It reports whether it wrote
 // the response.
 func (h *Handler) checkEscalation(w http.ResponseWriter, r *http.Request, req ResolveRequest) (bool, error) {
-	st, err := h.team.Status(r.Context())
-	if err != nil {
-		return false, err
-	}
-	var cur *team.StoryStatus
-	for i := range st.Stories {
-		if st.Stories[i].ID == req.Story {
-			cur = &st.Stories[i]
-		}
-	}
-	if cur == nil {
+	one, err := h.team.StatusOf(r.Context(), req.Story)
+	if errors.Is(err, team.ErrUnknownStory) {
 		h.refuse(w, r, http.StatusNotFound, "unknown_story", fmt.Sprintf("%v: %s", team.ErrUnknownStory, req.Story))
 		return true, nil
 	}
+	if err != nil {
+		return false, err
+	}
+	cur := &one
 	if cur.State == team.StoryPaused && cur.Pause != nil && cur.Pause.Key == req.Escalation {
 		return false, nil // the pause the person saw: decide
 	}
@@ -150,16 +145,14 @@ func decisionAbout(evs []team.Event, story foreman.ItemID, key string) team.Acti
 }
 
 func (h *Handler) stateOf(r *http.Request, story foreman.ItemID) (team.StoryState, error) {
-	st, err := h.team.Status(r.Context())
+	s, err := h.team.StatusOf(r.Context(), story)
+	if errors.Is(err, team.ErrUnknownStory) {
+		return "", nil
+	}
 	if err != nil {
 		return "", err
 	}
-	for _, s := range st.Stories {
-		if s.ID == story {
-			return s.State, nil
-		}
-	}
-	return "", nil
+	return s.State, nil
 }
 
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, code, msg string) {

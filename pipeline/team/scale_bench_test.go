@@ -1,0 +1,166 @@
+package team_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/sqlitestore"
+	"github.com/agentforeman/foreman/pipeline/store"
+	"github.com/agentforeman/foreman/pipeline/team"
+)
+
+// The coordinator at scale (issue 23): independent no-op stories through
+// the team with an in-memory store and repository (worktrees and merges
+// that do nothing, a snapshot with a change, gates that pass, an agent
+// that reports its stage at once), so that what is measured is the
+// coordinator itself: its CPU per story at 100, 1,000 and 10,000 stories
+// (cpu-ms/story; the ratio to 100 is reported as x100), then, on the
+// state the run left, Status in process, Summary, one story's StatusOf,
+// the full read the status view replaced (old-full-read), and ReadStatus
+// from the team's state copied into a SQLite file (what another process
+// reads).
+//
+//	go test -run '^$' -bench Scale -benchtime 20x -timeout 30m ./pipeline/team/
+func BenchmarkScale(b *testing.B) {
+	var cpuAt100 float64
+	for _, n := range []int{100, 1000, 10000} {
+		tm, mem, repo := scaleTeam(b, n)
+		// One run of n stories (not repeated per b.N): its figures are
+		// reported by the run sub-benchmark.
+		stories := make([]team.Story, n)
+		for i := range stories {
+			stories[i] = team.Story{ID: foreman.ItemID(fmt.Sprintf("S%05d", i)), Title: "bench"}
+		}
+		require.NoError(b, tm.Add(context.Background(), stories...))
+		cpu0, wall0 := processCPU(b), time.Now()
+		res, err := tm.Run(context.Background())
+		cpu, wall := processCPU(b)-cpu0, time.Since(wall0)
+		require.NoError(b, err)
+		require.Equal(b, n, res.Merged, res.String())
+		cpuPerStory := float64(cpu.Microseconds()) / 1000 / float64(n)
+		if n == 100 {
+			cpuAt100 = cpuPerStory
+		}
+		b.Run(fmt.Sprintf("run/%d", n), func(b *testing.B) {
+			for b.Loop() {
+			}
+			b.ReportMetric(cpuPerStory, "cpu-ms/story")
+			b.ReportMetric(float64(wall.Microseconds())/1000/float64(n), "ms/story")
+			b.ReportMetric(cpuPerStory/cpuAt100, "x100")
+		})
+		ctx := context.Background()
+		b.Run(fmt.Sprintf("status/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				st, err := tm.Status(ctx)
+				require.NoError(b, err)
+				require.Len(b, st.Stories, n)
+			}
+		})
+		b.Run(fmt.Sprintf("summary/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				_, err := tm.Summary(ctx)
+				require.NoError(b, err)
+			}
+		})
+		b.Run(fmt.Sprintf("statusof/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				_, err := tm.StatusOf(ctx, "S00042")
+				require.NoError(b, err)
+			}
+		})
+		b.Run(fmt.Sprintf("old-full-read/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				_, err := team.OldStatuses(tm, ctx)
+				require.NoError(b, err)
+			}
+		})
+		copyToSQLite(b, mem, filepath.Join(repo, team.StateDirName, "foreman.db"))
+		b.Run(fmt.Sprintf("readstatus/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				st, err := team.ReadStatus(ctx, team.Config{Repo: repo})
+				require.NoError(b, err)
+				require.Len(b, st.Stories, n)
+			}
+		})
+		require.NoError(b, tm.Close())
+	}
+}
+
+// scaleTeam is a team on an in-memory store and repository.
+func scaleTeam(b *testing.B, n int) (*team.Team, store.Store, string) {
+	repo := benchRepo(b)
+	mem := store.NewMemory(store.MemoryOptions{})
+	var commits atomic.Int64
+	tm, err := team.New(context.Background(), team.Config{
+		Repo: repo, Workers: 16, Store: mem, Agent: lineAgent{}, Gates: gatePlan(),
+		Snapshotter: changedSnapshot{}, Verifier: passingVerifier{},
+		Worktrees: memWorktrees{}, Merger: memMerger{n: &commits},
+	})
+	require.NoError(b, err)
+	return tm, mem, repo
+}
+
+// lineAgent reports each stage with its canonical line (and its
+// assignment's proof) and does nothing.
+type lineAgent struct{}
+
+func (lineAgent) Execute(_ context.Context, req phases.AgentRequest, _ phases.StreamCallback) (phases.AgentResult, error) {
+	a, ok := pipeline.ParseAssignment(req.TaskPrompt)
+	if !ok {
+		return phases.AgentResult{}, fmt.Errorf("no assignment")
+	}
+	line := fmt.Sprintf("%s [assignment %s key %s]", benchLine(a.Item, a.Stage), a.Assignment, envOf(req.Env, team.EnvReportKey))
+	return phases.AgentResult{Success: true, Result: line}, nil
+}
+
+type memWorktrees struct{}
+
+func (memWorktrees) CreateWorktree(context.Context, foreman.ItemID) error { return nil }
+func (memWorktrees) RemoveWorktree(context.Context, foreman.ItemID) error { return nil }
+
+type memMerger struct{ n *atomic.Int64 }
+
+func (m memMerger) Merge(context.Context, pipeline.MergeRequest) (pipeline.MergeOutcome, error) {
+	return pipeline.MergeOutcome{Commit: fmt.Sprintf("%040x", m.n.Add(1))}, nil
+}
+
+// copyToSQLite writes every record of the kinds the team keeps into a new
+// SQLite file, 1,000 to a transaction.
+func copyToSQLite(b *testing.B, mem store.Store, path string) {
+	ctx := context.Background()
+	db, err := sqlitestore.Open(ctx, path, sqlitestore.Options{})
+	require.NoError(b, err)
+	defer db.Close()
+	for _, kind := range []string{"item", "taskgraph.session", "taskgraph.task", "team.story", "team.board", "team.base",
+		"team.decision", "team.memory", "team.triage", "team.usage", "team.refused", "team.secret", "team.event", "team.eventseq", "team.view", "team.viewsum"} {
+		recs, err := mem.List(ctx, kind)
+		require.NoError(b, err)
+		for len(recs) > 0 {
+			k := min(len(recs), 1000)
+			ops := make([]store.Op, k)
+			for i, r := range recs[:k] {
+				ops[i] = store.Op{Kind: r.Kind, ID: r.ID, Data: r.Data}
+			}
+			_, err := db.Apply(ctx, ops...)
+			require.NoError(b, err)
+			recs = recs[k:]
+		}
+	}
+}
+
+// processCPU is the process's user+system CPU time.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
