@@ -10,10 +10,11 @@
 // every caller of the batch its own Result, and then hands its slot to the
 // oldest queued caller not yet holding one, or gives the slot up when
 // nobody waits. A lone writer therefore commits at once, and under load
-// each batch is whatever queued while the previous one committed. A leader
-// serves at most one batch and its own request is not always in it (the
-// queue is served oldest first); it then waits for its own outcome like
-// any caller.
+// each batch is whatever queued while the previous one committed. A slot
+// is good for one batch, and the leader's own request is not always in it
+// (the queue is served oldest first, and a batch may be capped): the
+// leader then waits for its own outcome like any caller, and may be handed
+// a slot again.
 //
 // # Cancellation
 //

@@ -120,10 +120,6 @@ func (q *Queue[Req, Res]) Submit(ctx context.Context, req Req) (Res, error) {
 			// fired, even when another leader has carried w meanwhile:
 			// else the slot is lost and the queue may stall.
 			w.promoted = false
-			select {
-			case <-w.turn: // the token, when the select took another case
-			default:
-			}
 			if ctx.Err() != nil { // do no work for others
 				withdrawn := !w.taken
 				if withdrawn {
@@ -157,12 +153,12 @@ func (q *Queue[Req, Res]) Submit(ctx context.Context, req Req) (Res, error) {
 
 // lead commits batch (taken with a slot held) for the caller w, then hands
 // the slot on, whatever Commit does. Should Commit panic, the panic leaves
-// w's Submit, so w also leaves the queue, with any other slot it holds.
+// w's Submit, so w leaves too, settled: withdrawn if no batch has taken
+// it, else once its batch is done; any other slot it holds is passed on.
 func (q *Queue[Req, Res]) lead(ctx context.Context, w *waiter[Req, Res], batch []*waiter[Req, Res]) {
 	returned := false
 	defer func() {
 		q.mu.Lock()
-		defer q.mu.Unlock()
 		if !returned {
 			if !w.taken {
 				q.removeLocked(w)
@@ -173,6 +169,11 @@ func (q *Queue[Req, Res]) lead(ctx context.Context, w *waiter[Req, Res], batch [
 			}
 		}
 		q.handOffLocked()
+		taken := w.taken
+		q.mu.Unlock()
+		if !returned && taken {
+			<-w.done
+		}
 	}()
 	q.commit(ctx, batch)
 	returned = true
@@ -217,7 +218,10 @@ func (q *Queue[Req, Res]) handOffLocked() {
 	for _, w := range q.queue {
 		if !w.promoted {
 			w.promoted = true
-			w.turn <- struct{}{} // never blocks: the token is taken before w can be handed a slot again
+			// Never blocks: a token left unread (w saw done or its ctx end
+			// first) is left only by a caller that has left the queue, so
+			// w has read any earlier one.
+			w.turn <- struct{}{}
 			return
 		}
 	}

@@ -40,6 +40,9 @@ type call struct {
 	// leaderCancelled is set when a Commit this call led cancelled its
 	// context (then a later batch may drop its own request).
 	leaderCancelled atomic.Bool
+	// returned is set once Submit has returned or panicked: no Commit may
+	// see the request after that.
+	returned atomic.Bool
 
 	value    int
 	err      error
@@ -54,7 +57,9 @@ type injectedError struct {
 	id    int
 }
 
-func (e *injectedError) Error() string { return fmt.Sprintf("injected failure (batch %v, id %d)", e.batch, e.id) }
+func (e *injectedError) Error() string {
+	return fmt.Sprintf("injected failure (batch %v, id %d)", e.batch, e.id)
+}
 
 // stressLedger is the fake database: what was committed, and every broken
 // rule the Commit saw.
@@ -101,6 +106,9 @@ func (l *stressLedger) commit(ctx context.Context, batch []*call) []groupcommit.
 		if c.fate == fateBefore {
 			l.problem("request %d reached a commit though cancelled before Submit", c.id)
 		}
+		if c.returned.Load() {
+			l.problem("request %d reached a commit after its Submit returned", c.id)
+		}
 	}
 	if l.cfg.MaxWeight > 0 && len(batch) > 1 && weight > l.cfg.MaxWeight {
 		l.problem("batch weighs %d, MaxWeight %d", weight, l.cfg.MaxWeight)
@@ -136,6 +144,13 @@ func (l *stressLedger) commit(ctx context.Context, batch []*call) []groupcommit.
 	for range roll % 4 { // let others queue meanwhile, without sleeping
 		runtime.Gosched()
 	}
+	l.mu.Lock()
+	for _, c := range batch {
+		if c.returned.Load() {
+			l.problem("request %d: its Submit returned while its batch committed", c.id)
+		}
+	}
+	l.mu.Unlock()
 	out := make([]groupcommit.Result[int], len(batch))
 	switch {
 	case roll < 1:
@@ -171,8 +186,8 @@ func (l *stressLedger) commit(ctx context.Context, batch []*call) []groupcommit.
 // so, or not committed and its caller told why; that no goroutine is left
 // behind; and that the queue ends empty with every slot given back.
 func TestStress(t *testing.T) {
-	rounds := stress.Size(12, 200)
-	callers, each := stress.Size(16, 64), stress.Size(40, 200)
+	rounds := stress.Size(32, 500)
+	callers, each := stress.Size(32, 64), stress.Size(50, 200)
 	for round := range rounds {
 		seed := uint64(round)
 		rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
@@ -223,6 +238,7 @@ func stressRound(t *testing.T, cfg groupcommit.Config[*call, int], rng *rand.Ran
 				}
 				func() {
 					defer func() {
+						c.returned.Store(true)
 						if r := recover(); r != nil {
 							c.panicked = true
 						}
@@ -233,7 +249,7 @@ func stressRound(t *testing.T, cfg groupcommit.Config[*call, int], rng *rand.Ran
 			}
 		})
 	}
-	wg.Wait()
+	waitOrDump(t, &wg)
 	for _, c := range ledger.pending { // the last few, never cancelled
 		c.cancel()
 	}
@@ -267,8 +283,9 @@ func checkCall(t *testing.T, c *call, committed int) string {
 		return "bad"
 	case c.panicked:
 		// Its caller led a batch whose Commit panicked: the panic is the
-		// answer, and its own request was in that batch (not written) or
-		// withdrawn, or in another batch under way.
+		// answer. Its own request was in that batch (not written), or
+		// withdrawn, or in another batch, done before the panic left
+		// Submit (Commit checks that none comes later).
 		return "panicked"
 	case c.err == nil:
 		if committed != 1 || c.value != c.id {
@@ -302,6 +319,23 @@ func checkCall(t *testing.T, c *call, committed int) string {
 	default:
 		t.Errorf("request %d: unexpected error %v", c.id, c.err)
 		return "bad"
+	}
+}
+
+// waitOrDump waits for wg, or fails the test with every goroutine's stack
+// when the callers seem stuck: a stalled queue shows at once, with where.
+func waitOrDump(t *testing.T, wg *sync.WaitGroup) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("the callers are stuck:\n%s", buf[:runtime.Stack(buf, true)])
 	}
 }
 
