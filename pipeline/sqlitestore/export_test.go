@@ -11,15 +11,7 @@ var DSN = dsn
 func (s *Store) DBs() (writer, reader *sql.DB) { return s.writer, s.reader }
 
 // Queued is how many Apply calls wait for the next commit.
-func (s *Store) Queued() int {
-	s.group.mu.Lock()
-	defer s.group.mu.Unlock()
-	return len(s.group.queue)
-}
+func (s *Store) Queued() int { return s.group.Queued() }
 
 // Leading says whether a caller is committing (or about to).
-func (s *Store) Leading() bool {
-	s.group.mu.Lock()
-	defer s.group.mu.Unlock()
-	return s.group.leading
-}
+func (s *Store) Leading() bool { return s.group.Leading() > 0 }

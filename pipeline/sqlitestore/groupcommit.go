@@ -4,20 +4,23 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"sync/atomic"
 
+	"github.com/agentforeman/foreman/internal/groupcommit"
 	"github.com/agentforeman/foreman/pipeline/store"
 )
 
 // Group commit. A commit costs one fsync of the WAL, and the disk does a few
-// thousand of those a second at best, so concurrent Apply calls share them:
-// every call queues its request; the caller that finds no commit in flight
-// leads, taking everything queued into one transaction, and those that
-// arrive meanwhile wait for the next one. There is no timer: a lone writer
-// finds the queue idle and commits at once, and a batch is whatever queued
-// while the previous commit ran. Once its own request is done a leader hands
-// the lead to the oldest waiter, so that no caller serves others for long.
+// thousand of those a second at best, so concurrent Apply calls share them
+// through a group-commit queue (internal/groupcommit, one leader: SQLite
+// has one writer): the caller that finds no commit in flight leads, taking
+// everything queued into one transaction, and those that arrive meanwhile
+// wait for the next one, led by the oldest of them. There is no timer: a
+// lone writer finds the queue idle and commits at once. The queue's doc has
+// the cancellation rules: a caller still queued when its ctx ends
+// withdraws; one whose transaction has begun waits for its outcome, which
+// its ctx cannot abort (database/sql would roll the transaction back, and
+// SQLite's interrupt would abort other callers' ops with it).
 //
 // Inside the transaction each request runs in turn, the way it would have
 // alone: a multi-op request under a savepoint, so that a conflict rolls back
@@ -26,26 +29,20 @@ import (
 // again in a new one. Only a failed BEGIN or COMMIT fails every request of
 // the batch, because then none of them was written.
 
-// applyRequest is one Apply call waiting for a commit.
-type applyRequest struct {
-	ctx  context.Context
-	ops  []store.Op
-	recs []store.Record
-	err  error
-	// done is closed once recs and err are set.
-	done chan struct{}
-	// promote receives when the request's caller is to lead the next batch.
-	promote chan struct{}
-	// taken and promoted are guarded by committer.mu.
-	taken, promoted bool
+// applyQueue is the group-commit queue of Apply calls: each request is one
+// call's ops, each result its records.
+type applyQueue = groupcommit.Queue[[]store.Op, []store.Record]
+
+func newApplyQueue(s *Store) *applyQueue {
+	q, err := groupcommit.New(groupcommit.Config[[]store.Op, []store.Record]{Commit: s.commitBatch})
+	if err != nil {
+		panic(err) // the Config above is valid
+	}
+	return q
 }
 
-// committer is the queue of requests and the state of the lead.
-type committer struct {
-	mu      sync.Mutex
-	queue   []*applyRequest
-	leading bool // a caller is running a batch or about to
-
+// writeCounters count what the Store wrote.
+type writeCounters struct {
 	commits atomic.Int64 // transactions committed
 	applies atomic.Int64 // requests acknowledged
 	ops     atomic.Int64 // ops of acknowledged requests
@@ -65,7 +62,7 @@ type WriteStats struct {
 
 // WriteStats returns the write counters.
 func (s *Store) WriteStats() WriteStats {
-	return WriteStats{Commits: s.group.commits.Load(), Applies: s.group.applies.Load(), Ops: s.group.ops.Load()}
+	return WriteStats{Commits: s.writes.commits.Load(), Applies: s.writes.applies.Load(), Ops: s.writes.ops.Load()}
 }
 
 // Apply implements store.Store: the ops are written in one immediate
@@ -89,138 +86,78 @@ func (s *Store) Apply(ctx context.Context, ops ...store.Op) ([]store.Record, err
 	if len(ops) == 0 {
 		return []store.Record{}, nil
 	}
-	req := &applyRequest{ctx: ctx, ops: ops, done: make(chan struct{}), promote: make(chan struct{}, 1)}
-	g := &s.group
-	g.mu.Lock()
-	g.queue = append(g.queue, req)
-	if !g.leading {
-		g.leading = true
-		g.mu.Unlock()
-		s.lead()
-	} else {
-		g.mu.Unlock()
-	}
-	select {
-	case <-req.done:
-	case <-req.promote:
-		s.lead()
-	case <-ctx.Done():
-		g.mu.Lock()
-		switch {
-		case req.promoted: // the lead came with the cancellation: take it
-			g.mu.Unlock()
-			s.lead()
-		case !req.taken:
-			g.queue = slices.DeleteFunc(g.queue, func(r *applyRequest) bool { return r == req })
-			g.mu.Unlock()
-			return nil, ctx.Err()
-		default: // in a batch already: its outcome is the answer
-			g.mu.Unlock()
-		}
-	}
-	<-req.done
-	return req.recs, req.err
+	return s.group.Submit(ctx, ops)
 }
 
-// lead commits everything queued, the leader's own request included, then
-// hands the lead to the oldest waiter, or gives it up when nobody waits.
-func (s *Store) lead() {
-	g := &s.group
-	g.mu.Lock()
-	batch := g.queue // the leader's own request is in it
-	g.queue = nil
-	for _, r := range batch {
-		r.taken = true
-	}
-	g.mu.Unlock()
-	s.commitBatch(batch)
+// applyResult is one request's outcome.
+type applyResult = groupcommit.Result[[]store.Record]
 
-	g.mu.Lock()
-	if len(g.queue) == 0 {
-		g.leading = false
-		g.mu.Unlock()
-		return
+// commitBatch writes a batch of requests, each its own ops, and returns
+// each one's outcome. ctx is no caller's: see Group commit above.
+func (s *Store) commitBatch(ctx context.Context, batch [][]store.Op) []applyResult {
+	out := make([]applyResult, len(batch))
+	pending := make([]int, len(batch)) // indexes into batch
+	for i := range pending {
+		pending[i] = i
 	}
-	next := g.queue[0]
-	next.promoted = true
-	g.mu.Unlock()
-	next.promote <- struct{}{}
-}
-
-// commitBatch writes the batch's requests and answers each of them.
-func (s *Store) commitBatch(batch []*applyRequest) {
-	pending := make([]*applyRequest, 0, len(batch))
-	for _, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			s.answer(r, nil, err)
-			continue
-		}
-		pending = append(pending, r)
-	}
-	// The transaction must not die with one caller's context: database/sql
-	// rolls a transaction back when its context ends, and SQLite's
-	// interrupt aborts the whole transaction, other callers' ops included.
-	ctx := context.WithoutCancel(batch[0].ctx)
 	for len(pending) > 0 {
-		results, failed, err := s.runBatch(ctx, pending)
+		results, failed, err := s.runBatch(ctx, batch, pending)
 		if failed < 0 {
-			for i, r := range pending {
+			for j, i := range pending {
 				if err != nil {
-					s.answer(r, nil, err)
+					out[i].Err = err
 				} else {
-					s.answer(r, results[i].recs, results[i].err)
+					out[i] = results[j]
 				}
 			}
-			return
+			return out
 		}
 		// One request's statement failed and the transaction was rolled
 		// back: that request gets the error, the others go again.
-		s.answer(pending[failed], nil, err)
+		out[pending[failed]].Err = err
 		pending = slices.Delete(pending, failed, failed+1)
 	}
+	return out
 }
 
-type requestResult struct {
-	recs []store.Record
-	err  error // a *store.ConflictError; nothing of the request was written
-}
-
-// runBatch runs one transaction over reqs. failed is the index of a
-// request whose statement failed with err (the transaction is rolled
-// back), or -1: then err is nil when the transaction committed, or the
-// BEGIN or COMMIT error that kept all of them from being written.
-func (s *Store) runBatch(ctx context.Context, reqs []*applyRequest) (results []requestResult, failed int, err error) {
+// runBatch runs one transaction over the pending requests of batch. failed
+// is the index in pending of a request whose statement failed with err
+// (the transaction is rolled back), or -1: then err is nil when the
+// transaction committed, or the BEGIN or COMMIT error that kept all of
+// them from being written. A result's error is a *store.ConflictError:
+// nothing of that request was written.
+func (s *Store) runBatch(ctx context.Context, batch [][]store.Op, pending []int) (results []applyResult, failed int, err error) {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, -1, s.fail("begin", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	results = make([]requestResult, len(reqs))
+	results = make([]applyResult, len(pending))
 	w := txWriter{ctx: ctx, tx: tx, prepared: &s.stmts}
 	acknowledged, ops := int64(0), int64(0)
-	for i, r := range reqs {
-		recs, conflict, err := w.applyRequest(r.ops, s.clock.Now().UnixNano())
+	for j, i := range pending {
+		recs, conflict, err := w.applyRequest(batch[i], s.clock.Now().UnixNano())
 		if err != nil {
-			return nil, i, s.fail("apply", err)
+			return nil, j, s.fail("apply", err)
 		}
 		if conflict != nil {
 			err := s.conflict(ctx, tx, *conflict)
 			if !errors.Is(err, store.ErrConflict) {
-				return nil, i, err
+				return nil, j, err
 			}
-			results[i].err = err
+			results[j].Err = err
 			continue
 		}
-		results[i].recs = recs
+		results[j].Value = recs
 		acknowledged++
 		ops += int64(len(recs))
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, -1, s.fail("commit", err)
 	}
-	s.group.commits.Add(1)
-	s.group.applies.Add(acknowledged)
-	s.group.ops.Add(ops)
+	s.writes.commits.Add(1)
+	s.writes.applies.Add(acknowledged)
+	s.writes.ops.Add(ops)
 	return results, -1, nil
 }
 
@@ -275,10 +212,4 @@ func (w *txWriter) applyRequest(ops []store.Op, nanos int64) (recs []store.Recor
 		}
 	}
 	return out, nil, nil
-}
-
-// answer hands a request its outcome and wakes its caller.
-func (s *Store) answer(r *applyRequest, recs []store.Record, err error) {
-	r.recs, r.err = recs, err
-	close(r.done)
 }

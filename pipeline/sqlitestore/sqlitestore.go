@@ -62,7 +62,8 @@ type Store struct {
 	stmts  writeStmts
 	reader *sql.DB
 	// group queues concurrent Apply calls into shared commits.
-	group committer
+	group  *applyQueue
+	writes writeCounters
 }
 
 var _ store.Store = (*Store)(nil)
@@ -86,6 +87,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		}
 	}
 	s := &Store{path: abs, clock: clock.OrReal(opts.Clock), readOnly: opts.ReadOnly}
+	s.group = newApplyQueue(s)
 	if err := s.open(ctx, opts); err != nil {
 		s.closeDBs()
 		return nil, err
