@@ -43,11 +43,11 @@ func (s *Store) apply(ctx context.Context, f fence, ops []store.Op) ([]store.Rec
 	if len(ops) == 0 {
 		return []store.Record{}, nil
 	}
-	req := &request{ops: ops, fence: f, done: make(chan struct{}), turn: make(chan struct{})}
+	req := &request{ops: ops, fence: f}
 	for _, op := range ops {
 		req.bytes += len(op.Data)
 	}
-	return s.submit(ctx, req)
+	return s.group.Submit(ctx, req)
 }
 
 // runBatch writes one group commit and fills in every request's outcome.
@@ -57,13 +57,13 @@ func (s *Store) apply(ctx context.Context, f fence, ops []store.Op) ([]store.Rec
 // others and each gets its own error. A batch whose outcome is unknown (the
 // connection broke after it was sent) is not retried: every request of it
 // gets the error, since retrying could report a conflict for a write that
-// landed.
-func (s *Store) runBatch(batch []*request) {
+// landed. ctx is no caller's (see group.go); WriteTimeout bounds the call.
+func (s *Store) runBatch(ctx context.Context, batch []*request) {
 	if s.beforeWrite != nil {
 		s.beforeWrite(len(batch))
 	}
 	s.stats.record(len(batch))
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	err := s.writeBatch(ctx, batch)
 	if err == nil {

@@ -16,11 +16,7 @@ func MigrateTo(ctx context.Context, pool *pgxpool.Pool, schema string, version i
 func (s *Store) SetBeforeWrite(f func(applies int)) { s.beforeWrite = f }
 
 // Queued is how many Applies wait for a group commit.
-func (s *Store) Queued() int {
-	s.group.mu.Lock()
-	defer s.group.mu.Unlock()
-	return len(s.group.queue)
-}
+func (s *Store) Queued() int { return s.group.Queued() }
 
 // Pool exposes the store's pool, to change the database behind its back.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
@@ -33,8 +29,4 @@ func (l *Leader) Abandon() {
 }
 
 // Writing is how many writer slots are taken: 0 once every Apply returned.
-func (s *Store) Writing() int {
-	s.group.mu.Lock()
-	defer s.group.mu.Unlock()
-	return s.group.running
-}
+func (s *Store) Writing() int { return s.group.Leading() }

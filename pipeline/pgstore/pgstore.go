@@ -61,7 +61,7 @@ type Store struct {
 	schema   string
 	clock    clock.Clock
 	sql      statements
-	group    groupCommit
+	group    *applyQueue
 	timeout  time.Duration
 	stats    counters
 	// beforeWrite, when set (by tests), runs before each group commit is
@@ -173,7 +173,7 @@ func open(ctx context.Context, pool *pgxpool.Pool, owns bool, opts Options) (*St
 		clock:    clock.OrReal(opts.Clock),
 		timeout:  orDuration(opts.WriteTimeout, defaultWriteTimeout),
 	}
-	s.group = groupCommit{maxBatch: orInt(opts.MaxBatch, defaultMaxBatch), writers: orInt(opts.Writers, defaultWriters)}
+	s.group = newApplyQueue(s, orInt(opts.MaxBatch, defaultMaxBatch), orInt(opts.Writers, defaultWriters))
 	if err := migrate(ctx, pool, s.schema, SchemaVersion); err != nil {
 		return nil, err
 	}
