@@ -2,6 +2,7 @@ package groupcommit
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,9 +30,10 @@ func TestCommitDropsTheRequestsCancelledBeforeItStarts(t *testing.T) {
 	for n, ctx := range []context.Context{t.Context(), cancelled, t.Context()} {
 		batch = append(batch, &waiter[int, int]{ctx: ctx, req: n, done: make(chan struct{}), taken: true})
 	}
+	waiters := slices.Clone(batch) // commit reuses batch
 	q.commit(t.Context(), batch)
 	assert.Equal(t, []int{0, 2}, seen)
-	for n, w := range batch {
+	for n, w := range waiters {
 		<-w.done
 		if n == 1 {
 			assert.ErrorIs(t, w.res.Err, context.Canceled)

@@ -231,7 +231,7 @@ func (q *Queue[Req, Res]) handOffLocked() {
 // commit answers every request of batch: those whose context has ended
 // with its error, the others with Commit's results.
 func (q *Queue[Req, Res]) commit(ctx context.Context, batch []*waiter[Req, Res]) {
-	live := make([]*waiter[Req, Res], 0, len(batch))
+	live := batch[:0] // the leader owns batch
 	reqs := make([]Req, 0, len(batch))
 	for _, w := range batch {
 		if err := w.ctx.Err(); err != nil {

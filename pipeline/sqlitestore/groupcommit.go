@@ -101,64 +101,62 @@ func (s *Store) commitBatch(ctx context.Context, batch [][]store.Op) []applyResu
 		pending[i] = i
 	}
 	for len(pending) > 0 {
-		results, failed, err := s.runBatch(ctx, batch, pending)
+		failed, err := s.runBatch(ctx, batch, pending, out)
 		if failed < 0 {
-			for j, i := range pending {
-				if err != nil {
-					out[i].Err = err
-				} else {
-					out[i] = results[j]
+			if err != nil {
+				for _, i := range pending {
+					out[i] = applyResult{Err: err}
 				}
 			}
 			return out
 		}
 		// One request's statement failed and the transaction was rolled
 		// back: that request gets the error, the others go again.
-		out[pending[failed]].Err = err
+		out[pending[failed]] = applyResult{Err: err}
 		pending = slices.Delete(pending, failed, failed+1)
 	}
 	return out
 }
 
-// runBatch runs one transaction over the pending requests of batch. failed
-// is the index in pending of a request whose statement failed with err
-// (the transaction is rolled back), or -1: then err is nil when the
-// transaction committed, or the BEGIN or COMMIT error that kept all of
-// them from being written. A result's error is a *store.ConflictError:
-// nothing of that request was written.
-func (s *Store) runBatch(ctx context.Context, batch [][]store.Op, pending []int) (results []applyResult, failed int, err error) {
+// runBatch runs one transaction over the pending requests of batch,
+// setting their outcomes in out. failed is the index in pending of a
+// request whose statement failed with err (the transaction is rolled
+// back, and out of the others is to be set again), or -1: then err is nil
+// when the transaction committed, or the BEGIN or COMMIT error that kept
+// all of them from being written. An outcome's error is a
+// *store.ConflictError: nothing of that request was written.
+func (s *Store) runBatch(ctx context.Context, batch [][]store.Op, pending []int, out []applyResult) (failed int, err error) {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, -1, s.fail("begin", err)
+		return -1, s.fail("begin", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	results = make([]applyResult, len(pending))
 	w := txWriter{ctx: ctx, tx: tx, prepared: &s.stmts}
 	acknowledged, ops := int64(0), int64(0)
 	for j, i := range pending {
 		recs, conflict, err := w.applyRequest(batch[i], s.clock.Now().UnixNano())
 		if err != nil {
-			return nil, j, s.fail("apply", err)
+			return j, s.fail("apply", err)
 		}
 		if conflict != nil {
 			err := s.conflict(ctx, tx, *conflict)
 			if !errors.Is(err, store.ErrConflict) {
-				return nil, j, err
+				return j, err
 			}
-			results[j].Err = err
+			out[i] = applyResult{Err: err}
 			continue
 		}
-		results[j].Value = recs
+		out[i] = applyResult{Value: recs}
 		acknowledged++
 		ops += int64(len(recs))
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, -1, s.fail("commit", err)
+		return -1, s.fail("commit", err)
 	}
 	s.writes.commits.Add(1)
 	s.writes.applies.Add(acknowledged)
 	s.writes.ops.Add(ops)
-	return results, -1, nil
+	return -1, nil
 }
 
 // applyRequest writes one request's ops; on a conflict it undoes them and
