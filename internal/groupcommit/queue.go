@@ -110,6 +110,12 @@ func (q *Queue[Req, Res]) Submit(ctx context.Context, req Req) (Res, error) {
 	for {
 		select {
 		case <-w.done:
+			// The usual way out, without the lock: w was handed a slot
+			// before a batch took it or never will be, and no one but w
+			// writes w.promoted once it is taken.
+			if !w.promoted {
+				return w.res.Value, w.res.Err
+			}
 		case <-w.turn:
 		case <-ctx.Done():
 		}

@@ -229,10 +229,10 @@ func TestARequestCancelledBeforeItsBatchIsNotCommitted(t *testing.T) {
 	}
 }
 
-// A caller handed the slot after its context ended does no work for
-// others: it withdraws and passes the slot to the next caller, returning
-// before that caller's batch is committed. (Whether the slot reached it
-// before it saw its context end is a race; both ways it returns at once.)
+// A caller whose context ended while queued returns at once, whether it
+// withdrew before the slot reached it or was handed the slot and passed it
+// on (which of the two is a race here; commit_internal_test.go arranges
+// the second), before the next caller's batch is committed.
 func TestACancelledCallerPassesTheSlotOn(t *testing.T) {
 	for range 20 {
 		h := newHeld()
@@ -244,8 +244,8 @@ func TestACancelledCallerPassesTheSlotOn(t *testing.T) {
 		waitQueued(t, q, 1)
 		kept := submit(t.Context(), q, 2)
 		waitQueued(t, q, 2)
-		close(call.release)
 		cancel()
+		close(call.release)
 		<-first
 		next := <-h.entered
 		assert.Equal(t, []int{2}, next.batch)
