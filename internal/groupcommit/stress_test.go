@@ -186,8 +186,8 @@ func (l *stressLedger) commit(ctx context.Context, batch []*call) []groupcommit.
 // so, or not committed and its caller told why; that no goroutine is left
 // behind; and that the queue ends empty with every slot given back.
 func TestStress(t *testing.T) {
-	rounds := stress.Size(32, 500)
-	callers, each := stress.Size(32, 64), stress.Size(50, 200)
+	rounds := stress.Size(32, 128)
+	callers, each := stress.Size(32, 64), stress.Size(50, 80)
 	for round := range rounds {
 		seed := uint64(round)
 		rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
