@@ -49,7 +49,7 @@ func (d *Driver) Check() error {
 func (d *Driver) WithLeaseDir(dir string) *Driver {
 	cfg := d.cfg
 	cfg.LeaseDir = dir
-	return New(cfg)
+	return d.derive(cfg)
 }
 
 // LeaseDir returns the driver's Config.LeaseDir ("" when the orphan reaper
@@ -69,5 +69,5 @@ func (d *Driver) WithOnReap(fn func(Reaped)) *Driver {
 		}
 		fn(r)
 	}
-	return New(cfg)
+	return d.derive(cfg)
 }
