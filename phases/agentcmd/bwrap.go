@@ -26,6 +26,9 @@ const (
 type mount struct {
 	kind     mountKind
 	src, dst string
+	// writable: a tmpfs the agent may write (its /tmp); other hidden
+	// directories are empty and read-only.
+	writable bool
 }
 
 // sandboxRun is one execution's sandbox: bwrap's options, the agent's home,
@@ -86,7 +89,7 @@ func (d *Driver) prepareSandbox(ctx context.Context, bwrap string, req phases.Ag
 	for _, h := range hidden {
 		if a, ok := cleanDir(h); ok && !slices.Contains(hides, a) {
 			hides = append(hides, a)
-			s.mounts = append(s.mounts, mount{kind: mountTmpfs, dst: a})
+			s.mounts = append(s.mounts, mount{kind: mountTmpfs, dst: a, writable: a == "/tmp"})
 		}
 	}
 	under := func(p string) bool {
@@ -207,10 +210,20 @@ func (s *sandboxRun) argv(agent []string, statusFD int) []string {
 		}
 		return int(a.kind) - int(b.kind)
 	})
+	bound := map[string]bool{}
+	for _, m := range ms {
+		if m.kind != mountTmpfs {
+			bound[m.dst] = true
+		}
+	}
+	var remount []string
 	for _, m := range ms {
 		switch m.kind {
 		case mountTmpfs:
 			args = append(args, "--tmpfs", m.dst)
+			if !m.writable && !bound[m.dst] {
+				remount = append(remount, m.dst)
+			}
 		case mountRO:
 			args = append(args, "--ro-bind", m.src, m.dst)
 		case mountROTry:
@@ -218,6 +231,11 @@ func (s *sandboxRun) argv(agent []string, statusFD int) []string {
 		case mountRW:
 			args = append(args, "--bind", m.src, m.dst)
 		}
+	}
+	// Read-only once what is bound below them is in place (bwrap makes the
+	// mount points in them).
+	for _, dst := range remount {
+		args = append(args, "--remount-ro", dst)
 	}
 	args = append(args, "--chdir", s.chdir, "--json-status-fd", fmt.Sprint(statusFD), "--")
 	return append(args, agent...)
