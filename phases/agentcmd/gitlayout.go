@@ -61,7 +61,21 @@ func discoverGit(ctx context.Context, ws string) (*gitLayout, error) {
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, nil
 	}
-	out, err := hostGit(ctx, ws, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir")
+	// One git for the common case: the directories, HEAD's commit and
+	// its branch. An unborn branch has no commit: then three.
+	out, err := hostGit(ctx, ws, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir", "HEAD",
+		"--symbolic-full-name", "HEAD")
+	if f := strings.Split(out, "\n"); err == nil && len(f) == 4 {
+		g := &gitLayout{commonDir: filepath.Clean(f[0]), gitDir: filepath.Clean(f[1])}
+		if strings.HasPrefix(f[3], "refs/heads/") && validRefName(f[3]) {
+			g.branch, g.before = f[3], f[2]
+		}
+		return g, nil
+	}
+	if err != nil && strings.Contains(err.Error(), "not a git repository") {
+		return nil, nil
+	}
+	out, err = hostGit(ctx, ws, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir")
 	if err != nil {
 		return nil, nil // not a repository (or none git can read): nothing to bind
 	}
