@@ -67,7 +67,7 @@ func benchSandbox(b *testing.B, ws string) {
 		on += run(SandboxRequired)
 	}
 	n := time.Duration(b.N)
-	b.ReportMetric(float64((off/n).Microseconds()), "µs-unsandboxed/op")
-	b.ReportMetric(float64((on/n).Microseconds()), "µs-sandboxed/op")
+	b.ReportMetric(float64((off / n).Microseconds()), "µs-unsandboxed/op")
+	b.ReportMetric(float64((on / n).Microseconds()), "µs-sandboxed/op")
 	b.ReportMetric(float64(on)/float64(off), "ratio")
 }
