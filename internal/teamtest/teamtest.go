@@ -96,7 +96,7 @@ func New(t testing.TB, who string) *Fixture {
 	script := filepath.Join(dir, "agent.sh")
 	require.NoError(t, os.WriteFile(script, []byte(strings.ReplaceAll(AgentScript, "%CTL%", "'"+f.Ctl+"'")), 0o755))
 	f.Config = team.Config{
-		Repo:  f.Repo,
+		Repo: f.Repo,
 		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Format: agentcmd.FormatClaude, Env: f.Env,
 			// A sandboxed agent reads its control files where the test writes them.
 			Sandbox: agentcmd.Sandbox{Binds: []agentcmd.Bind{{Source: f.Ctl}}}}),
