@@ -2,11 +2,14 @@ package agentcmd
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -283,4 +286,37 @@ func TestSandboxSetupFailureIsAnError(t *testing.T) {
 	assert.Equal(t, "bwrap", se.Stage)
 	assert.Contains(t, se.Error(), "bwrap: ")
 	assert.NoFileExists(t, marker)
+}
+
+// A sandboxed agent dies with its host: nothing is left for a reaper.
+func TestASandboxedAgentDiesWithItsHost(t *testing.T) {
+	requireSandbox(t)
+	workspace, leaseDir := t.TempDir(), t.TempDir()
+	agent := writeScript(t, t.TempDir(), "agent", "sleep 1000 &\nwait\n")
+	helper := exec.Command(os.Args[0], "-test.run=^TestLeaseHelperProcess$", "-test.count=1")
+	helper.Env = append(os.Environ(), helperEnv+"=1", helperWorkspaceEnv+"="+workspace,
+		helperLeaseDirEnv+"="+leaseDir, helperAgentEnv+"="+agent, helperSandboxEnv+"=1")
+	require.NoError(t, helper.Start())
+	helperDone := make(chan error, 1)
+	go func() { helperDone <- helper.Wait() }()
+	t.Cleanup(func() { _ = helper.Process.Kill() })
+
+	var lease Lease
+	require.Eventually(t, func() bool {
+		files := leaseFiles(t, leaseDir)
+		if len(files) == 0 {
+			return false
+		}
+		data, err := os.ReadFile(files[0])
+		if err != nil || json.Unmarshal(data, &lease) != nil {
+			return false
+		}
+		// bwrap, the namespace's init, sh and sleep.
+		return len(liveGroupMembers(t, lease.PGID)) >= 4
+	}, 30*time.Second, 10*time.Millisecond, "the helper's agent never started")
+	killGroupAtCleanup(t, lease.PGID)
+
+	require.NoError(t, helper.Process.Signal(syscall.SIGKILL)) // the host crashes
+	require.Error(t, <-helperDone)
+	assertGroupGone(t, lease.PGID)
 }
