@@ -96,8 +96,10 @@ func New(t testing.TB, who string) *Fixture {
 	script := filepath.Join(dir, "agent.sh")
 	require.NoError(t, os.WriteFile(script, []byte(strings.ReplaceAll(AgentScript, "%CTL%", "'"+f.Ctl+"'")), 0o755))
 	f.Config = team.Config{
-		Repo:  f.Repo,
-		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Format: agentcmd.FormatClaude, Env: f.Env}),
+		Repo: f.Repo,
+		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Format: agentcmd.FormatClaude, Env: f.Env,
+			// A sandboxed agent reads its control files where the test writes them.
+			Sandbox: agentcmd.Sandbox{Binds: []agentcmd.Bind{{Source: f.Ctl}}}}),
 		Gates: phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L1Tests, Checks: []phases.GateCheck{
 			{Name: "files", Argv: []string{"sh", "-c", "ls *.txt"}},
 		}}}},

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentforeman/foreman/internal/gitexec"
 	"github.com/agentforeman/foreman/phases"
 )
 
@@ -51,14 +50,23 @@ type invocation struct {
 	// useStdin is true when the prompt goes to stdin; otherwise stdin is
 	// /dev/null.
 	useStdin bool
+	// readOnly are files the invocation wrote for the agent to read (an
+	// MCP configuration), bound into a sandbox.
+	readOnly []string
 	// cleanup removes what the invocation wrote (an MCP configuration
 	// file); nil when it wrote nothing. Execute calls it once the agent is
 	// gone.
 	cleanup func()
 }
 
-// invocation builds the command line for req.
-func (d *Driver) invocation(req phases.AgentRequest) (invocation, error) {
+// stdinFormat reports whether format f's CLI reads its prompt from stdin
+// when none is given as an argument (Claude Code's -p; Codex's exec, told
+// so by a "-" prompt).
+func stdinFormat(f Format) bool { return f == FormatClaude || f == FormatCodex }
+
+// invocation builds the command line for req; home is the sandbox's HOME
+// ("" unsandboxed).
+func (d *Driver) invocation(req phases.AgentRequest, home string) (invocation, error) {
 	ad, ok := adapterFor(d.cfg.Format)
 	if !ok {
 		return invocation{}, fmt.Errorf("%w: %q", ErrUnknownFormat, d.cfg.Format)
@@ -69,6 +77,18 @@ func (d *Driver) invocation(req phases.AgentRequest) (invocation, error) {
 	}
 	if len(base) == 0 || base[0] == "" {
 		return invocation{}, ErrNoCommand
+	}
+	resume := d.cfg.ResumeArgs
+	if resume == nil {
+		resume = ad.resumeArgs
+	}
+	if err := checkScriptPlaceholders(append(slices.Clip(base), resume...)); err != nil {
+		return invocation{}, err
+	}
+	if req.SessionID != "" {
+		if err := checkSessionID(d.cfg.Format, req.SessionID); err != nil {
+			return invocation{}, err
+		}
 	}
 	prompt := d.cfg.Prompt(req)
 	// One pass of a Replacer: text substituted for a placeholder is never
@@ -116,6 +136,7 @@ func (d *Driver) invocation(req phases.AgentRequest) (invocation, error) {
 				return invocation{}, err
 			}
 			inv.cleanup = func() { _ = os.RemoveAll(dir) }
+			inv.readOnly = append(inv.readOnly, dir)
 			args, err := claudeMCPConfig(req.MCPServers, dir)
 			if err != nil {
 				inv.cleanup()
@@ -128,18 +149,30 @@ func (d *Driver) invocation(req phases.AgentRequest) (invocation, error) {
 			argv = append(argv, args...)
 		}
 	}
-	inv.env = d.environ(req, mcpEnv)
+	inv.env = d.environ(req, mcpEnv, home)
 	if req.SessionID != "" {
-		resume := d.cfg.ResumeArgs
-		if resume == nil {
-			resume = ad.resumeArgs
-		}
 		add(resume)
 	}
 
-	switch d.cfg.PromptVia {
+	via := d.cfg.PromptVia
+	if via == "" {
+		via = PromptArg
+		if !placed && stdinFormat(d.cfg.Format) {
+			via = PromptStdin
+		}
+	}
+	if via == PromptArg && !placed && stdinFormat(d.cfg.Format) &&
+		checkArgSize(append(slices.Clip(argv), prompt), inv.env) != nil {
+		// Too long for argv, and the CLI reads stdin: no E2BIG.
+		d.cfg.Logger.Info("agent prompt too long for the command line: delivered on stdin", "bytes", len(prompt))
+		via = PromptStdin
+	}
+	switch via {
 	case PromptStdin:
 		inv.useStdin, inv.stdin = true, prompt
+		if d.cfg.Format == FormatCodex && !placed {
+			argv = append(argv, "-") // codex exec reads the prompt from stdin
+		}
 	case PromptArg:
 		if !placed {
 			if ad.endOfOptions {
@@ -154,26 +187,13 @@ func (d *Driver) invocation(req phases.AgentRequest) (invocation, error) {
 		return invocation{}, fmt.Errorf("agentcmd: unknown prompt delivery %q", d.cfg.PromptVia)
 	}
 	inv.argv = argv
+	if err := checkArgSize(argv, inv.env); err != nil {
+		if inv.cleanup != nil {
+			inv.cleanup()
+		}
+		return invocation{}, err
+	}
 	return inv, nil
-}
-
-// environ is the agent's environment; extra goes before the request's
-// entries, so that a key the host gives in the request wins.
-func (d *Driver) environ(req phases.AgentRequest, extra []string) []string {
-	// An owner inherited from a git would make the agent look like that
-	// git's orphan to a reaper.
-	env := gitexec.WithoutOwner(os.Environ())
-	env = append(env,
-		"FOREMAN_WORKSPACE="+req.WorkspacePath,
-		"FOREMAN_ITERATION="+strconv.Itoa(req.Iteration),
-		"FOREMAN_SESSION_ID="+req.SessionID,
-		AgentOwnerEnv+"="+gitexec.OwnerValue(),
-	)
-	// exec.Cmd keeps the last value of a duplicated key, so Config.Env wins
-	// over the inherited and FOREMAN_* entries, and the request's over all.
-	env = append(env, d.cfg.Env...)
-	env = append(env, extra...)
-	return append(env, req.Env...)
 }
 
 // placesPrompt reports whether arg puts the prompt, or part of it, in argv.

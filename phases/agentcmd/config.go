@@ -40,10 +40,14 @@ type PromptVia string
 const (
 	// PromptArg puts the prompt in argv: wherever an argument contains
 	// {prompt}, {task} or {feedback}, or, when none does, as one extra final
-	// argument. It is the default. Linux limits one argument to 128 KiB; use
-	// PromptStdin for larger prompts.
+	// argument (then, for FormatClaude and FormatCodex, on stdin instead
+	// when it is too long for argv). Linux limits one argument to
+	// MaxArgLen bytes; a longer one is a *PromptTooLongError. A prompt in
+	// argv is visible to every user of the machine (ps).
 	PromptArg PromptVia = "arg"
-	// PromptStdin writes the prompt to the agent's stdin and then closes it.
+	// PromptStdin writes the prompt to the agent's stdin and then closes it
+	// (for FormatCodex with "-" as its prompt argument, which tells codex
+	// exec to read stdin).
 	PromptStdin PromptVia = "stdin"
 )
 
@@ -74,17 +78,34 @@ type Config struct {
 	// Argv. Nil means the Format's own resume arguments; an empty non-nil
 	// slice disables resuming.
 	ResumeArgs []string
-	// PromptVia says how the prompt is delivered. Empty means PromptArg.
+	// PromptVia says how the prompt is delivered. Empty means PromptArg
+	// when an argument places the prompt ({prompt}, {task}, {feedback}) or
+	// the format is FormatText, else (Claude Code, Codex) PromptStdin.
 	PromptVia PromptVia
 	// Prompt composes the prompt from a request. Nil means the task prompt,
 	// followed, when there is feedback, by a "Feedback from the previous
 	// iteration" section holding it.
 	Prompt func(phases.AgentRequest) string
-	// Env holds extra KEY=VALUE entries added to the inherited environment
-	// (and to FOREMAN_WORKSPACE, FOREMAN_ITERATION and FOREMAN_SESSION_ID,
-	// which the driver always sets); a key given here wins over those, and
-	// a key of the request's AgentRequest.Env wins over one given here.
+	// Env holds extra KEY=VALUE entries added to the agent's environment
+	// (after the host's variables it passes and the driver's own
+	// FOREMAN_WORKSPACE, FOREMAN_ITERATION, FOREMAN_SESSION_ID,
+	// FOREMAN_AGENT_OWNER, and in a sandbox HOME, TMPDIR and IS_SANDBOX); a
+	// key given here wins over those, and a key of the request's
+	// AgentRequest.Env wins over one given here. A secret set here is the
+	// agent's.
 	Env []string
+	// PassEnv names further variables of the host's environment the agent
+	// gets, beside DefaultPassEnv(Format): exact names, or prefixes ending
+	// in "*" ("AWS_*"). A host naming a secret here hands it to the agent.
+	// Default none.
+	PassEnv []string
+	// SecretEnv names further variables (or "*" prefixes) of the host's
+	// environment no agent gets, beside DefaultSecretEnv(), whatever
+	// PassEnv says. Default none.
+	SecretEnv []string
+	// Sandbox configures the OS sandbox each agent runs in. The zero value
+	// runs agents in bubblewrap where it works (see Sandbox.Mode).
+	Sandbox Sandbox
 	// Timeout limits an execution whose request has no Timeout. Zero means
 	// no limit beyond the context.
 	Timeout time.Duration
@@ -208,9 +229,6 @@ func DefaultPrompt(req phases.AgentRequest) string {
 func (cfg Config) withDefaults() Config {
 	if cfg.Format == "" {
 		cfg.Format = FormatText
-	}
-	if cfg.PromptVia == "" {
-		cfg.PromptVia = PromptArg
 	}
 	if cfg.Prompt == nil {
 		cfg.Prompt = DefaultPrompt

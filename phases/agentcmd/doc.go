@@ -3,24 +3,124 @@
 //
 // # Running the agent
 //
-// Config.Argv is the command, run with the workspace as working directory
-// and the inherited environment plus FOREMAN_WORKSPACE, FOREMAN_ITERATION,
-// FOREMAN_SESSION_ID and FOREMAN_AGENT_OWNER (AgentOwnerEnv: which host
-// started it, for the orphan reaper), then Config.Env, then the request's
-// AgentRequest.Env (a later entry for a key wins). The prompt (the task,
+// Config.Argv is the command, run with the workspace as working directory,
+// in an OS sandbox where one is available (below). The prompt (the task,
 // then the previous iteration's feedback under a heading; Config.Prompt
-// changes that) goes where an argument says {prompt} (or {task} and {feedback}
-// separately), else as one final argument, or on stdin with PromptStdin.
-// {session}, {workspace} and {iteration} are expanded too. When the request
-// carries a session id, the format's resume arguments are added (Claude
-// Code: --resume <id>; Codex: resume <id>); Config.ResumeArgs replaces them.
+// changes that) goes where an argument says {prompt} (or {task} and
+// {feedback} separately); else, for Claude Code and Codex, on stdin (codex
+// exec gets "-" as its prompt, which tells it to read stdin; both CLIs were
+// checked to take the prompt that way, resumed sessions included); else as
+// one final argument. PromptStdin and PromptArg choose. An argument is at
+// most MaxArgLen bytes: a longer prompt for Claude Code or Codex goes to
+// stdin anyway, and one placed by a placeholder is a *PromptTooLongError
+// (never E2BIG). {session}, {workspace} and {iteration} are expanded too.
+// A placeholder inside the code an interpreter runs (sh -c '... {prompt}',
+// bash -lc, python -c, node -e, ...) is refused with a
+// *ScriptPlaceholderError before anything starts: the prompt, written by
+// whoever wrote the story, would run as code. Pass it as an argument of
+// its own after the script (sh -c 'agent "$1"' sh {prompt}) or on stdin.
+// When the request carries a session id, the format's resume arguments are
+// added (Claude Code: --resume <id>; Codex: resume <id>); Config.ResumeArgs
+// replaces them. A session id must look like one the CLI issues (Claude
+// Code's and Codex's are UUIDs; others 1 to 128 of [A-Za-z0-9._:-], never
+// starting with "-"): a request with another is a *SessionIDError, and one
+// read from an agent's output is dropped from the result.
+//
+// # The agent's environment
+//
+// The environment is built, not inherited. From the host's environment
+// the agent gets only the variables DefaultPassEnv(Format) names (PATH,
+// locale, TERM, TZ, USER, SHELL, proxies and CA files, git's identity
+// variables, Go's module settings, and the CLI's own API variables:
+// ANTHROPIC_* and CLAUDE_CODE_* for Claude Code, OPENAI_* and CODEX_* for
+// Codex, those and GEMINI_* and GOOGLE_GEMINI_* for a text agent) and
+// Config.PassEnv adds, never one DefaultSecretEnv or Config.SecretEnv
+// names (FOREMAN_NOTIFY_SECRET, DATABASE_URL, PGPASSWORD, the reapers'
+// owner marks). The host's own FOREMAN_* variables do not pass unless
+// PassEnv names them. The driver adds FOREMAN_WORKSPACE,
+// FOREMAN_ITERATION, FOREMAN_SESSION_ID and FOREMAN_AGENT_OWNER
+// (AgentOwnerEnv: which host started it, for the orphan reaper), and in a
+// sandbox HOME (the agent's own), TMPDIR=/tmp and IS_SANDBOX=1 (which lets
+// Claude Code take --dangerously-skip-permissions as root); then come
+// Config.Env, the MCP variables, and the request's AgentRequest.Env, a
+// later entry for a key winning. A host that names a secret in PassEnv,
+// or sets one in Env, hands it to the agent; an API key the CLI needs is
+// such a secret, handed over on purpose.
+//
+// # The sandbox
+//
+// With Config.Sandbox at its default (SandboxAuto), each agent runs in a
+// bubblewrap (bwrap) sandbox where bwrap is installed and can create
+// namespaces (the driver tries once, and remembers); elsewhere it runs
+// unsandboxed, and Driver.Containment says why ("none: bwrap not found
+// ..."). SandboxOff turns it off, SandboxRequired makes its absence an
+// error (ErrNoSandbox); the FOREMAN_SANDBOX environment variable (off,
+// auto, required) sets the mode for a Config that leaves it empty.
+// Driver.Sandboxed tells a host whether the CLI's own permission prompts
+// can be off. In the sandbox:
+//
+//   - the host's file system is read-only; /tmp is the agent's own, empty;
+//     the host's home ($HOME), /root, /run, the lease directory and
+//     Sandbox.Hide (pipeline/team hides its state directory) are empty and
+//     read-only, so the host's credentials, ssh and gpg agents, the team's
+//     database and other agents' leases are out of reach;
+//   - it writes its workspace; its home (Sandbox.HomeDir, default
+//     <LeaseDir>/homes/<hash of the workspace>, kept so that a CLI resumes
+//     its sessions; without LeaseDir a fresh directory per execution); the
+//     request's AgentRequest.Writable paths (a team's result directory);
+//     and Sandbox.Binds marked Writable;
+//   - in a git worktree it writes what a commit needs: the repository's
+//     object store and the worktree's own admin directory
+//     (.git/worktrees/<name>; its commondir and gitdir files, and the
+//     worktree's .git file, stay read-only: the host's gits read them
+//     after the agent). The rest of the repository (config, hooks, refs,
+//     packed-refs, other worktrees' admin directories) is read-only, so it
+//     cannot move main or any other ref, tag, or change what the host's
+//     gits run. Its branch is the exception that needs care: git writes
+//     <ref>.lock beside the ref and renames it over, so no single file can
+//     be bound. The agent gets a private copy of its branch's directory
+//     (refs/heads/foreman/ for a team's story branches, and an empty one
+//     for their reflogs): it may move any branch in its copy, and once it
+//     is gone the driver carries its own branch, and only it, back with git
+//     update-ref (checking the old value; git refuses a missing object or
+//     a non-commit), and puts the worktree's HEAD back on its branch if the
+//     agent moved it. What it refused or repaired is logged and reported
+//     to the StreamCallback as a stderr line starting "agentcmd: sandbox:".
+//     An agent in a repository's main worktree (no linked worktree) writes
+//     its .git, except config, hooks, info, refs and packed-refs;
+//   - it runs in its own pid, IPC and UTS namespaces, with no
+//     capabilities (as root, bwrap keeps them unless dropped, and a
+//     remount would make / writable), in a session of its own (no
+//     controlling terminal to push input into), and dies with its host
+//     (--die-with-parent). It cannot see or signal the host's other
+//     processes, nor read other agents' environments (their MCP tokens).
+//
+// The network is shared: the agent reaches the model API and the team's
+// MCP server on 127.0.0.1, and so does everything else on the host's
+// loopback (a database that trusts local connections). Sandbox.UnshareNet
+// cuts the agent off from every network, loopback included. Other limits:
+// the object store is writable, so an agent can add objects or delete them
+// (a repository's history is then damaged, not its refs); a team's result
+// directory is shared by its assignments; the gates the host runs on the
+// agent's change run outside the sandbox; the agent runs as the host's
+// user. A CLI installed under the host's home needs a Bind of its
+// directory (the agent's program, its directory and an npm install's
+// node_modules, and the PATH directories, are bound read-only
+// automatically), and a CLI logged in through its own login keeps its
+// credentials in the host's home: use its API key variable, or Bind the
+// login (Target "~/.claude") on purpose. Starting the sandbox costs about
+// 10 ms per execution (BenchmarkSandboxStartup).
 //
 // # Stopping it
 //
-// The agent runs in a process group of its own. When the timeout
+// The agent runs in a process group of its own (in a sandbox, with bwrap
+// as its leader). When the timeout
 // (AgentRequest.Timeout, else Config.Timeout) expires or the context ends,
 // the whole group gets SIGTERM and, Config.KillGrace later (default 5s),
-// SIGKILL, so children the agent spawned go with it. When the agent exits
+// SIGKILL, so children the agent spawned go with it. (In a sandbox SIGTERM
+// goes to the group's processes but bwrap, whose death would SIGKILL the
+// sandbox at once; an agent killed by signal n, which bwrap reports as
+// exit status 128+n, is reported as killed by n.) When the agent exits
 // while processes it started still hold its output, they get the same
 // treatment; then anything left in the group is killed. A process that left
 // the group (setsid) and still holds the output pipes is abandoned one more
@@ -56,7 +156,9 @@
 // its agent carries FOREMAN_AGENT_OWNER (the host's pid and start time):
 // after the lease, Execute also stops, the same way, any process working
 // in the workspace whose owner is gone, and reports it to Config.OnReap.
-// Linux only: the reaper reads /proc.
+// Linux only: the reaper reads /proc. A sandboxed agent does not outlive
+// its host: bwrap kills the sandbox when its parent dies
+// (--die-with-parent), so the reaper finds nothing to do.
 //
 // # MCP servers
 //
@@ -126,8 +228,10 @@
 //
 // A non-zero exit is a result, not an error. Execute returns an error only
 // for system faults: *StartError (binary not found, workspace missing),
-// ErrNoCommand, ErrUnknownFormat, ErrLeaseHeld, *OrphanError, or the
-// context ending (then with the partial result).
+// ErrNoCommand, ErrUnknownFormat, ErrLeaseHeld, *OrphanError,
+// ErrNoSandbox, *SandboxError (the sandbox could not be set up; then with
+// the partial result), *ScriptPlaceholderError, *PromptTooLongError,
+// *SessionIDError, or the context ending (then with the partial result).
 //
 // # Formats
 //

@@ -3,12 +3,12 @@ package agentcmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"syscall"
 	"time"
 
-	"github.com/agentforeman/foreman/internal/proc"
 	"github.com/agentforeman/foreman/phases"
 )
 
@@ -22,6 +22,8 @@ type Driver struct {
 	totals *sessionTotals
 	// leaseLocks serializes executions per workspace when leases are on.
 	leaseLocks leaseLocks
+	// probe remembers whether the OS sandbox works here.
+	probe *sandboxProbe
 }
 
 var _ phases.AgentDriver = (*Driver)(nil)
@@ -30,7 +32,16 @@ var _ phases.AgentDriver = (*Driver)(nil)
 // Configuration mistakes (unknown Format, no command) are reported by
 // Execute.
 func New(cfg Config) *Driver {
-	return &Driver{cfg: cfg.withDefaults(), totals: newSessionTotals()}
+	return &Driver{cfg: cfg.withDefaults(), totals: newSessionTotals(), probe: &sandboxProbe{}}
+}
+
+// derive returns a new Driver for cfg that shares d's sandbox probe.
+func (d *Driver) derive(cfg Config) *Driver {
+	n := New(cfg)
+	if cfg.Sandbox.Bwrap == d.cfg.Sandbox.Bwrap {
+		n.probe = d.probe
+	}
+	return n
 }
 
 // Execute runs the agent once in req.WorkspacePath and waits for it, and for
@@ -57,7 +68,23 @@ func (d *Driver) Execute(ctx context.Context, req phases.AgentRequest, onEvent p
 	if err := ctx.Err(); err != nil {
 		return phases.AgentResult{}, fmt.Errorf("agentcmd: not started: %w", err)
 	}
-	inv, err := d.invocation(req)
+	if err := d.cfg.Sandbox.check(); err != nil {
+		return phases.AgentResult{}, err
+	}
+	bwrap, err := d.sandboxBwrap()
+	if err != nil {
+		return phases.AgentResult{}, err
+	}
+	var home string
+	if bwrap != "" {
+		if home, err = d.agentHome(req.WorkspacePath); err != nil {
+			return phases.AgentResult{}, &SandboxError{Stage: "prepare", Err: err}
+		}
+		if d.cfg.Sandbox.HomeDir == "" && d.cfg.LeaseDir == "" {
+			defer func() { _ = os.RemoveAll(home) }()
+		}
+	}
+	inv, err := d.invocation(req, home)
 	if err != nil {
 		return phases.AgentResult{}, err
 	}
@@ -82,7 +109,15 @@ func (d *Driver) Execute(ctx context.Context, req phases.AgentRequest, onEvent p
 			return phases.AgentResult{}, err
 		}
 	}
-	p, err := d.start(inv, req.WorkspacePath)
+	var sb *sandboxRun
+	if bwrap != "" {
+		// After the reaping: the branch's ref is copied for the agent now.
+		if sb, err = d.sandbox(ctx, bwrap, req, &inv, home); err != nil {
+			return phases.AgentResult{}, err
+		}
+		defer sb.cleanup()
+	}
+	p, err := d.start(inv, req.WorkspacePath, sb != nil)
 	if err != nil {
 		return phases.AgentResult{}, err
 	}
@@ -103,7 +138,19 @@ func (d *Driver) Execute(ctx context.Context, req phases.AgentRequest, onEvent p
 	if timeout <= 0 {
 		timeout = d.cfg.Timeout
 	}
-	return p.supervise(ctx, timeout, newParser(), onEvent)
+	res, err := p.supervise(ctx, timeout, newParser(), onEvent)
+	if sb != nil && sb.git != nil {
+		// Even when ctx ended: the agent's commits are on its branch only
+		// once carried back.
+		for _, note := range sb.git.carryBack(context.WithoutCancel(ctx)) {
+			d.cfg.Logger.Warn("sandboxed agent's git state", "workspace", req.WorkspacePath, "note", note)
+			if onEvent != nil {
+				line := "agentcmd: sandbox: " + note
+				onEvent(phases.StreamEvent{Time: d.cfg.Clock.Now(), Kind: phases.StreamStderr, Line: line, Text: line})
+			}
+		}
+	}
+	return res, err
 }
 
 // process is one running agent and the driver's ends of its pipes.
@@ -117,13 +164,25 @@ type process struct {
 	stdin   *os.File // nil unless the prompt goes to stdin
 	prompt  string
 	session string // the session the agent was asked to resume
+	// sandboxed: the group's leader is bwrap, the agent runs inside it;
+	// status brings bwrap's JSON status records once it is gone.
+	sandboxed bool
+	status    chan []byte
 }
 
-func (d *Driver) start(inv invocation, dir string) (*process, error) {
+// statusFD is the descriptor bwrap writes its JSON status records to.
+const statusFD = 3
+
+func (d *Driver) start(inv invocation, dir string, sandboxed bool) (*process, error) {
 	cmd := exec.Command(inv.argv[0], inv.argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = inv.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if sandboxed {
+		// A session of its own: the same process group, and no
+		// controlling terminal an agent could push input into (TIOCSTI).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 
 	var toClose []*os.File
 	closeAll := func() {
@@ -156,6 +215,14 @@ func (d *Driver) start(inv invocation, dir string) (*process, error) {
 		}
 		cmd.Stdin = inR
 	}
+	var statR, statW *os.File
+	if sandboxed {
+		if statR, statW, err = pipe(); err != nil {
+			closeAll()
+			return nil, &StartError{Argv0: inv.argv[0], Err: err}
+		}
+		cmd.ExtraFiles = []*os.File{statW} // statusFD
+	}
 
 	started := d.cfg.Clock.Now()
 	if err := cmd.Start(); err != nil {
@@ -168,11 +235,22 @@ func (d *Driver) start(inv invocation, dir string) (*process, error) {
 	if inR != nil {
 		_ = inR.Close()
 	}
-	d.cfg.Logger.Debug("agent started", "argv0", inv.argv[0], "pid", cmd.Process.Pid, "workspace", dir)
-	return &process{
+	p := &process{
 		d: d, cmd: cmd, pgid: cmd.Process.Pid, started: started,
-		stdout: outR, stderr: errR, stdin: inW, prompt: inv.stdin,
-	}, nil
+		stdout: outR, stderr: errR, stdin: inW, prompt: inv.stdin, sandboxed: sandboxed,
+	}
+	if statR != nil {
+		_ = statW.Close()
+		p.status = make(chan []byte, 1)
+		go func() {
+			// bwrap keeps the descriptor to itself: EOF once it is gone.
+			data, _ := io.ReadAll(io.LimitReader(statR, 1<<16))
+			_ = statR.Close()
+			p.status <- data
+		}()
+	}
+	d.cfg.Logger.Debug("agent started", "argv0", inv.argv[0], "pid", cmd.Process.Pid, "workspace", dir, "sandboxed", sandboxed)
+	return p, nil
 }
 
 // Termination stages, each entered from the one before.
@@ -290,7 +368,7 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, parser O
 		case <-waited:
 			exited = true
 			if eofs < 2 && stage == stageRunning {
-				if proc.GroupAlive(p.pgid) {
+				if p.groupRunning() {
 					// The agent is gone but something it started still
 					// holds its output.
 					escalate("agent exited leaving processes holding its output")
@@ -320,6 +398,11 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, parser O
 
 	res := p.result(parser.Summary())
 	res.Output, res.Stderr = out.String(), errOut.String()
+	if !stopped && p.sandboxSetupFailed(cfg) {
+		// bwrap's own failure, before the agent ran: a fault, not a result.
+		res.Success = false
+		return res, &SandboxError{Stage: "bwrap", Detail: bwrapMessage(res.Stderr)}
+	}
 	res.TimedOut = timedOut
 	if stopped {
 		res.Success = false
@@ -343,8 +426,6 @@ func (p *process) abort() {
 	_ = p.cmd.Wait()
 }
 
-func (p *process) signalGroup(sig syscall.Signal) { p.d.signalGroup(p.pgid, sig) }
-
 // result fills in what the process state and the parsed output say.
 func (p *process) result(sum Summary) phases.AgentResult {
 	res := phases.AgentResult{
@@ -363,10 +444,18 @@ func (p *process) result(sum Summary) phases.AgentResult {
 	if sum.CumulativeTokens {
 		res.Tokens = p.d.totals.charge(p.session, res.SessionID, sum.Tokens)
 	}
+	if res.SessionID != "" && checkSessionID(p.d.cfg.Format, res.SessionID) != nil {
+		// Never handed to a --resume: the next run starts afresh.
+		p.d.cfg.Logger.Warn("agent reported an invalid session id; dropped", "session", truncate(res.SessionID, 80))
+		res.SessionID = ""
+	}
 	ps := p.cmd.ProcessState
 	res.ExitCode = ps.ExitCode()
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		res.Signal = signalName(ws.Signal())
+	} else if p.sandboxed && res.ExitCode > 128 && res.ExitCode <= 128+64 {
+		// bwrap exits 128+n for an agent killed by signal n.
+		res.Signal, res.ExitCode = signalName(syscall.Signal(res.ExitCode-128)), -1
 	}
 	res.Success = ps.Success() && sum.AgentError == ""
 	res.Error = sum.AgentError
@@ -381,33 +470,4 @@ func (p *process) result(sum Summary) phases.AgentResult {
 		res.RateLimit = &c
 	}
 	return res
-}
-
-// signalName names the common signals the way a reader expects them.
-func signalName(sig syscall.Signal) string {
-	switch sig {
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGKILL:
-		return "SIGKILL"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	case syscall.SIGQUIT:
-		return "SIGQUIT"
-	case syscall.SIGABRT:
-		return "SIGABRT"
-	case syscall.SIGSEGV:
-		return "SIGSEGV"
-	case syscall.SIGBUS:
-		return "SIGBUS"
-	case syscall.SIGPIPE:
-		return "SIGPIPE"
-	case syscall.SIGUSR1:
-		return "SIGUSR1"
-	case syscall.SIGUSR2:
-		return "SIGUSR2"
-	}
-	return sig.String()
 }

@@ -66,11 +66,20 @@ func fakeAgent(t *testing.T, name, fixture string, exit int) (dir string) {
 	require.NoError(t, err)
 	writeScript(t, bin, name, `
 for a in "$@"; do printf '%s\n' "$a"; done > "$FOREMAN_WORKSPACE/args.txt"
+cat > "$FOREMAN_WORKSPACE/stdin.txt"
 cat '`+fixturePath+`'
 exit `+strconv.Itoa(exit)+`
 `)
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	return t.TempDir()
+}
+
+// readStdin is what the fake agent read from its stdin.
+func readStdin(t *testing.T, ws string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(ws, "stdin.txt"))
+	require.NoError(t, err)
+	return string(b)
 }
 
 func readArgs(t *testing.T, ws string) []string {
@@ -82,17 +91,19 @@ func readArgs(t *testing.T, ws string) []string {
 
 func TestExecuteClaudeCode(t *testing.T) {
 	tests := []struct {
-		name     string
-		fixture  string
-		exit     int
-		req      phases.AgentRequest
-		wantArgs []string
-		check    func(t *testing.T, res phases.AgentResult)
+		name      string
+		fixture   string
+		exit      int
+		req       phases.AgentRequest
+		wantArgs  []string
+		wantStdin string
+		check     func(t *testing.T, res phases.AgentResult)
 	}{
 		{
 			name: "first iteration", fixture: "claude_success.jsonl",
-			req:      phases.AgentRequest{TaskPrompt: "fix the tests"},
-			wantArgs: []string{"-p", "--output-format", "stream-json", "--verbose", "fix the tests"},
+			req:       phases.AgentRequest{TaskPrompt: "fix the tests"},
+			wantArgs:  []string{"-p", "--output-format", "stream-json", "--verbose"},
+			wantStdin: "fix the tests",
 			check: func(t *testing.T, res phases.AgentResult) {
 				assert.True(t, res.Success)
 				assert.Equal(t, "3f2c9a1e-7b4d-4e21-9c55-0a8d6e2b1f47", res.SessionID)
@@ -105,18 +116,19 @@ func TestExecuteClaudeCode(t *testing.T) {
 		{
 			name: "resumed with constraints", fixture: "claude_success.jsonl",
 			req: phases.AgentRequest{
-				TaskPrompt: "fix the tests", Feedback: "TestAdd still fails", SessionID: "sess-1", Iteration: 2,
+				TaskPrompt: "fix the tests", Feedback: "TestAdd still fails", SessionID: "3f2c9a1e-7b4d-4e21-9c55-0a8d6e2b1f47", Iteration: 2,
 				Constraints: phases.AgentConstraints{MaxTurns: 7, AllowedTools: []string{"Read", "Edit"}, Model: "opus"},
 			},
 			wantArgs: []string{"-p", "--output-format", "stream-json", "--verbose",
-				"--model", "opus", "--max-turns", "7", "--allowedTools=Read,Edit", "--resume", "sess-1",
-				"fix the tests", "", "## Feedback from the previous iteration", "", "TestAdd still fails"},
-			check: func(t *testing.T, res phases.AgentResult) { assert.True(t, res.Success) },
+				"--model", "opus", "--max-turns", "7", "--allowedTools=Read,Edit", "--resume", "3f2c9a1e-7b4d-4e21-9c55-0a8d6e2b1f47"},
+			wantStdin: "fix the tests\n\n## Feedback from the previous iteration\n\nTestAdd still fails",
+			check:     func(t *testing.T, res phases.AgentResult) { assert.True(t, res.Success) },
 		},
 		{
 			name: "agent error with exit 0", fixture: "claude_error_max_turns.jsonl",
-			req:      phases.AgentRequest{TaskPrompt: "x"},
-			wantArgs: []string{"-p", "--output-format", "stream-json", "--verbose", "x"},
+			req:       phases.AgentRequest{TaskPrompt: "x"},
+			wantArgs:  []string{"-p", "--output-format", "stream-json", "--verbose"},
+			wantStdin: "x",
 			check: func(t *testing.T, res phases.AgentResult) {
 				assert.False(t, res.Success)
 				assert.Equal(t, 0, res.ExitCode)
@@ -133,6 +145,7 @@ func TestExecuteClaudeCode(t *testing.T) {
 			res, err := New(Config{Format: FormatClaude}).Execute(context.Background(), tt.req, rec.callback)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantArgs, readArgs(t, ws))
+			assert.Equal(t, tt.wantStdin, readStdin(t, ws), "the prompt goes on stdin")
 			assert.Equal(t, fixtureLines(t, tt.fixture), rec.stdoutLines())
 			last := rec.events[len(rec.events)-1]
 			assert.Equal(t, phases.StreamResult, last.Kind)
@@ -143,17 +156,18 @@ func TestExecuteClaudeCode(t *testing.T) {
 
 func TestExecuteCodex(t *testing.T) {
 	tests := []struct {
-		name     string
-		fixture  string
-		exit     int
-		req      phases.AgentRequest
-		wantArgs []string
-		check    func(t *testing.T, res phases.AgentResult)
+		name      string
+		fixture   string
+		exit      int
+		req       phases.AgentRequest
+		wantArgs  []string
+		wantStdin string
+		check     func(t *testing.T, res phases.AgentResult)
 	}{
 		{
 			name: "first iteration", fixture: "codex_success.jsonl",
 			req:      phases.AgentRequest{TaskPrompt: "-fix the tests"},
-			wantArgs: []string{"exec", "--json", "--", "-fix the tests"},
+			wantArgs: []string{"exec", "--json", "-"}, wantStdin: "-fix the tests",
 			check: func(t *testing.T, res phases.AgentResult) {
 				assert.True(t, res.Success)
 				assert.Equal(t, "0199a213-81c0-7800-8aa1-bbab2a035a53", res.SessionID)
@@ -165,13 +179,13 @@ func TestExecuteCodex(t *testing.T) {
 			name: "resumed", fixture: "codex_success.jsonl",
 			req: phases.AgentRequest{TaskPrompt: "fix", SessionID: "0199a213-81c0-7800-8aa1-bbab2a035a53",
 				Constraints: phases.AgentConstraints{Model: "gpt-5-codex", MaxTurns: 3}},
-			wantArgs: []string{"exec", "--json", "--model", "gpt-5-codex", "resume", "0199a213-81c0-7800-8aa1-bbab2a035a53", "--", "fix"},
-			check:    func(t *testing.T, res phases.AgentResult) { assert.True(t, res.Success) },
+			wantArgs: []string{"exec", "--json", "--model", "gpt-5-codex", "resume", "0199a213-81c0-7800-8aa1-bbab2a035a53", "-"}, wantStdin: "fix",
+			check: func(t *testing.T, res phases.AgentResult) { assert.True(t, res.Success) },
 		},
 		{
 			name: "turn failed with exit 0", fixture: "codex_turn_failed.jsonl",
 			req:      phases.AgentRequest{TaskPrompt: "fix"},
-			wantArgs: []string{"exec", "--json", "--", "fix"},
+			wantArgs: []string{"exec", "--json", "-"}, wantStdin: "fix",
 			check: func(t *testing.T, res phases.AgentResult) {
 				assert.False(t, res.Success)
 				assert.Equal(t, 0, res.ExitCode)
@@ -181,7 +195,7 @@ func TestExecuteCodex(t *testing.T) {
 		{
 			name: "turn failed with exit 1", fixture: "codex_turn_failed.jsonl", exit: 1,
 			req:      phases.AgentRequest{TaskPrompt: "fix"},
-			wantArgs: []string{"exec", "--json", "--", "fix"},
+			wantArgs: []string{"exec", "--json", "-"}, wantStdin: "fix",
 			check: func(t *testing.T, res phases.AgentResult) {
 				assert.False(t, res.Success)
 				assert.Equal(t, 1, res.ExitCode)
@@ -197,6 +211,7 @@ func TestExecuteCodex(t *testing.T) {
 			res, err := New(Config{Format: FormatCodex}).Execute(context.Background(), tt.req, rec.callback)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantArgs, readArgs(t, ws))
+			assert.Equal(t, tt.wantStdin, readStdin(t, ws), "the prompt goes on stdin")
 			assert.Equal(t, fixtureLines(t, tt.fixture), rec.stdoutLines())
 			tt.check(t, res)
 		})
@@ -307,6 +322,7 @@ echo "item=$FOREMAN_ITEM extra=$EXTRA iteration=$FOREMAN_ITERATION session=$FORE
 }
 
 func TestExecuteResumeArguments(t *testing.T) {
+	const uuid1 = "0199a213-81c0-7800-8aa1-bbab2a035a53"
 	agent := writeScript(t, t.TempDir(), "agent", `printf '%s|' "$@"`+"\n")
 	tests := []struct {
 		name    string
@@ -317,9 +333,10 @@ func TestExecuteResumeArguments(t *testing.T) {
 		{"text format has no resume arguments", Config{}, "s1", "p|"},
 		{"configured resume arguments", Config{ResumeArgs: []string{"--continue-from", "{session}"}}, "s1", "--continue-from|s1|p|"},
 		{"no session, no resume arguments", Config{ResumeArgs: []string{"--continue-from", "{session}"}}, "", "p|"},
-		{"claude resume disabled", Config{Format: FormatClaude, ResumeArgs: []string{}}, "s1", "p|"},
-		{"claude", Config{Format: FormatClaude}, "s1", "--resume|s1|p|"},
-		{"codex", Config{Format: FormatCodex}, "s1", "resume|s1|--|p|"},
+		{"claude resume disabled", Config{Format: FormatClaude, ResumeArgs: []string{}, PromptVia: PromptArg}, uuid1, "p|"},
+		{"claude", Config{Format: FormatClaude, PromptVia: PromptArg}, uuid1, "--resume|" + uuid1 + "|p|"},
+		{"codex", Config{Format: FormatCodex, PromptVia: PromptArg}, uuid1, "resume|" + uuid1 + "|--|p|"},
+		{"codex, prompt on stdin", Config{Format: FormatCodex}, uuid1, "resume|" + uuid1 + "|-|"},
 		{"prompt placed by the resume arguments", Config{ResumeArgs: []string{"--resume={session}", "--message={prompt}"}}, "s1", "--resume=s1|--message=p|"},
 	}
 	for _, tt := range tests {

@@ -52,3 +52,37 @@ func ExampleConfig_claudeCode() {
 	})
 	_ = driver // driver.Execute(ctx, req, onEvent) runs claude in req.WorkspacePath
 }
+
+// The agent in the OS sandbox where there is one (Containment says which):
+// it writes its workspace and nothing of the host's (the package's tests
+// show what it is refused), and its environment
+// holds what the allowlist, PassEnv and Env give it, never the team's own
+// secrets (FOREMAN_NOTIFY_SECRET), whatever the host's environment holds.
+func ExampleConfig_sandbox() {
+	workspace, err := os.MkdirTemp("", "agentcmd-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(workspace)
+
+	driver := agentcmd.New(agentcmd.Config{
+		Argv: []string{"sh", "-c", `echo "greeting: $GREETING"; echo "webhook secret: ${FOREMAN_NOTIFY_SECRET:-not here}"
+touch made-here && echo "wrote my workspace"`, "agent"},
+		Env: []string{"GREETING=hello"},
+		// The default: bwrap where it works, unsandboxed (and said so)
+		// elsewhere. Binds, Hide and UnshareNet widen or narrow it.
+		Sandbox: agentcmd.Sandbox{},
+		// Host variables beyond DefaultPassEnv that the agent may have.
+		PassEnv: []string{"MY_TOOL_*"},
+	})
+	_ = driver.Containment() // "bwrap", or "none: " and why
+	res, err := driver.Execute(context.Background(), phases.AgentRequest{WorkspacePath: workspace}, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Print(res.Output)
+	// Output:
+	// greeting: hello
+	// webhook secret: not here
+	// wrote my workspace
+}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -115,3 +116,21 @@ func pidFromLine(t *testing.T, lines []string, label string) int {
 	require.Failf(t, "no pid line", "no %q line in %q", label, lines)
 	return 0
 }
+
+// startedGroup records the agent's process group from OnStart: inside a
+// sandbox, $$ is the agent's pid in a namespace of its own, not the host's.
+type startedGroup struct{ pid atomic.Int64 }
+
+func (g *startedGroup) onStart(pid int) { g.pid.Store(int64(pid)) }
+
+func (g *startedGroup) get(t *testing.T) int {
+	t.Helper()
+	pid := int(g.pid.Load())
+	require.NotZero(t, pid, "OnStart was not called")
+	return pid
+}
+
+// sandboxedHere reports whether a default driver runs its agents in the
+// sandbox on this machine (bwrap installed, FOREMAN_SANDBOX not off): pids
+// an agent prints are then its namespace's, not the host's.
+func sandboxedHere() bool { return New(Config{}).Sandboxed() }

@@ -34,7 +34,8 @@ type Lease struct {
 	// Workspace is the absolute workspace path.
 	Workspace string `json:"workspace"`
 	// Env holds the FOREMAN_* entries of the agent's environment (session,
-	// iteration, and the assignment when the host sets one).
+	// iteration, and the assignment when the host sets one), but none whose
+	// name says it holds a secret (TOKEN, SECRET, PASSWORD, KEY).
 	Env       map[string]string `json:"env,omitempty"`
 	WrittenAt time.Time         `json:"written_at"`
 }
@@ -340,14 +341,24 @@ func (ll *leaseLocks) lock(ctx context.Context, key string) (func(), error) {
 	}
 }
 
-// foremanEnv picks the FOREMAN_* entries of env; a later entry wins, as it
-// does for exec.
+// foremanEnv picks the FOREMAN_* entries of env that hold no secret (an
+// MCP token), for the lease; a later entry wins, as it does for exec.
 func foremanEnv(env []string) map[string]string {
 	m := make(map[string]string)
 	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "FOREMAN_") {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "FOREMAN_") && !secretName(k) {
 			m[k] = v
 		}
 	}
 	return m
+}
+
+// secretName reports whether a variable's name says it holds a secret.
+func secretName(k string) bool {
+	for _, w := range []string{"TOKEN", "SECRET", "PASSWORD", "KEY"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
 }

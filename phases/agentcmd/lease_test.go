@@ -28,13 +28,19 @@ const (
 	helperWorkspaceEnv = "AGENTCMD_LEASE_HELPER_WORKSPACE"
 	helperLeaseDirEnv  = "AGENTCMD_LEASE_HELPER_LEASE_DIR"
 	helperAgentEnv     = "AGENTCMD_LEASE_HELPER_AGENT"
+	helperSandboxEnv   = "AGENTCMD_LEASE_HELPER_SANDBOX"
 )
 
 func TestLeaseHelperProcess(t *testing.T) {
 	if os.Getenv(helperEnv) != "1" {
 		t.Skip("helper process for TestExecuteReapsTheOrphanOfACrashedHost")
 	}
-	_, err := New(Config{Argv: []string{os.Getenv(helperAgentEnv)}, LeaseDir: os.Getenv(helperLeaseDirEnv)}).Execute(
+	mode := SandboxOff // an agent outliving its host: the sandbox would take it down
+	if os.Getenv(helperSandboxEnv) != "" {
+		mode = SandboxRequired
+	}
+	_, err := New(Config{Argv: []string{os.Getenv(helperAgentEnv)}, LeaseDir: os.Getenv(helperLeaseDirEnv),
+		Sandbox: Sandbox{Mode: mode}}).Execute(
 		context.Background(), phases.AgentRequest{WorkspacePath: os.Getenv(helperWorkspaceEnv), SessionID: "s-1"}, nil)
 	t.Fatalf("the helper's agent runs until the test kills the helper; Execute returned %v", err)
 }
@@ -143,7 +149,8 @@ done
 	rec := &recorder{}
 	res, err := New(Config{
 		Argv: []string{newAgent}, LeaseDir: leaseDir, OnReap: reaps.onReap, KillGrace: time.Minute,
-		Env: []string{"ORPHANS=" + strconv.Itoa(leader) + " " + strconv.Itoa(child)},
+		Env:     []string{"ORPHANS=" + strconv.Itoa(leader) + " " + strconv.Itoa(child)},
+		Sandbox: Sandbox{Mode: SandboxOff}, // it reads the host's /proc
 	}).Execute(context.Background(), phases.AgentRequest{WorkspacePath: workspace}, rec.callback)
 	require.NoError(t, err)
 	assert.True(t, res.Success)
@@ -326,7 +333,9 @@ rmdir "`+scratch+`/busy"
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := d.Execute(context.Background(), phases.AgentRequest{WorkspacePath: workspace}, nil)
+			// A sandboxed agent writes scratch because the request says so;
+			// the lease directory is hidden from it (it sees none there).
+			res, err := d.Execute(context.Background(), phases.AgentRequest{WorkspacePath: workspace, Writable: []string{scratch}}, nil)
 			assert.NoError(t, err)
 			results <- res
 		}()

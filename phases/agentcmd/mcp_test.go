@@ -39,7 +39,8 @@ func TestClaudeCodeGetsTheServersThroughMCPConfig(t *testing.T) {
 	ws := mcpAgent(t, "claude")
 	req := phases.AgentRequest{WorkspacePath: ws, TaskPrompt: "build it", MCPServers: []phases.MCPServer{reportServer},
 		Constraints: phases.AgentConstraints{AllowedTools: []string{"Edit"}}}
-	_, err := New(Config{Format: FormatClaude}).Execute(context.Background(), req, nil)
+	// The prompt in argv: the case where a multi-value flag could take it.
+	_, err := New(Config{Format: FormatClaude, PromptVia: PromptArg}).Execute(context.Background(), req, nil)
 	require.NoError(t, err)
 
 	args := readArgs(t, ws)
@@ -63,13 +64,14 @@ func TestClaudeCodeGetsTheServersThroughMCPConfig(t *testing.T) {
 
 func TestCodexGetsTheServersThroughConfigOverrides(t *testing.T) {
 	ws := mcpAgent(t, "codex")
-	req := phases.AgentRequest{WorkspacePath: ws, TaskPrompt: "build it", SessionID: "s1", MCPServers: []phases.MCPServer{reportServer}}
+	const session = "0199a213-81c0-7800-8aa1-bbab2a035a53"
+	req := phases.AgentRequest{WorkspacePath: ws, TaskPrompt: "build it", SessionID: session, MCPServers: []phases.MCPServer{reportServer}}
 	_, err := New(Config{Format: FormatCodex}).Execute(context.Background(), req, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"exec", "--json",
 		"-c", `mcp_servers.foreman.url="http://127.0.0.1:4321/mcp"`,
 		"-c", `mcp_servers.foreman.bearer_token_env_var="FOREMAN_MCP_TOKEN"`,
-		"resume", "s1", "--", "build it"}, readArgs(t, ws))
+		"resume", session, "-"}, readArgs(t, ws))
 	assert.Equal(t, "s3cret", readFile(t, ws, "token"))
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -49,7 +50,7 @@ func (d *Driver) Check() error {
 func (d *Driver) WithLeaseDir(dir string) *Driver {
 	cfg := d.cfg
 	cfg.LeaseDir = dir
-	return New(cfg)
+	return d.derive(cfg)
 }
 
 // LeaseDir returns the driver's Config.LeaseDir ("" when the orphan reaper
@@ -69,5 +70,15 @@ func (d *Driver) WithOnReap(fn func(Reaped)) *Driver {
 		}
 		fn(r)
 	}
-	return New(cfg)
+	return d.derive(cfg)
+}
+
+// WithHide returns a new Driver with d's configuration and dirs added to
+// Config.Sandbox.Hide: a host (pipeline/team, for its state directory)
+// hides what its agents must not see. The new Driver shares d's sandbox
+// probe, and keeps its own session totals and workspace locks.
+func (d *Driver) WithHide(dirs ...string) *Driver {
+	cfg := d.cfg
+	cfg.Sandbox.Hide = append(slices.Clip(cfg.Sandbox.Hide), dirs...)
+	return d.derive(cfg)
 }

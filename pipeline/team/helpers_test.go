@@ -80,6 +80,12 @@ func gatePlan() phases.GatePlan {
 	}}}}
 }
 
+// ctlSandbox lets a sandboxed scripted agent write the test's control
+// directory, its channel to the test (logs, markers).
+func ctlSandbox(ctl string) agentcmd.Sandbox {
+	return agentcmd.Sandbox{Binds: []agentcmd.Bind{{Source: ctl, Writable: true}}}
+}
+
 type fixture struct {
 	repo, ctl string
 	cfg       team.Config
@@ -97,7 +103,7 @@ func newFixture(t *testing.T) *fixture {
 	require.NoError(t, err)
 	f.cfg = team.Config{
 		Repo:  f.repo,
-		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv()}),
+		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv(), Sandbox: ctlSandbox(f.ctl)}),
 		Gates: gatePlan(),
 		Merge: merge.Config{GitEnv: demo.IsolatedGitConfig(), Author: merge.Identity{Name: demo.Identity().Name, Email: demo.Identity().Email}},
 	}
@@ -198,5 +204,5 @@ func (f *fixture) withReviewer(t *testing.T) {
 	t.Helper()
 	script, err := demo.WriteScript(filepath.Join(filepath.Dir(f.ctl), "bin"), "reviewer.sh", strings.ReplaceAll(reviewerAgent, "%CTL%", demo.ShellQuote(f.ctl)))
 	require.NoError(t, err)
-	f.cfg.Reviewer = agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv()})
+	f.cfg.Reviewer = agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv(), Sandbox: ctlSandbox(f.ctl)})
 }

@@ -77,10 +77,15 @@ func TestHostileAgentProcess(t *testing.T) {
 		require.NoError(t, err)
 		return c
 	}
-	writeResult := func(path string, a foreman.AssignmentID, outcome string) {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	tryResult := func(path string, a foreman.AssignmentID, outcome string) error {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
 		data := fmt.Sprintf(`{"assignment":%q,"outcome":%q,"score":9,"summary":"written by %s"}`, a, outcome, id)
-		require.NoError(t, os.WriteFile(path, []byte(data), 0o644))
+		return os.WriteFile(path, []byte(data), 0o644)
+	}
+	writeResult := func(path string, a foreman.AssignmentID, outcome string) {
+		require.NoError(t, tryResult(path, a, outcome))
 	}
 	waitFor := func(name string) string {
 		deadline := time.Now().Add(time.Minute)
@@ -134,8 +139,11 @@ func TestHostileAgentProcess(t *testing.T) {
 			}
 			results := filepath.Dir(filepath.Dir(os.Getenv(team.EnvResult)))
 			writeResult(os.Getenv(team.EnvResult), va, "no-go")
-			writeResult(filepath.Join(results, string(va)+".json"), va, "no-go")
-			writeResult(filepath.Join(results, string(va), "result.json"), va, "no-go")
+			// Beyond its own result directory: refused by the file system
+			// in an OS sandbox (the team's state is hidden from it),
+			// written and never read without one.
+			_ = tryResult(filepath.Join(results, string(va)+".json"), va, "no-go")
+			_ = tryResult(filepath.Join(results, string(va), "result.json"), va, "no-go")
 			require.NoError(t, os.WriteFile(filepath.Join(ctl, victim+".go"), []byte("go"), 0o644))
 			res, err = c.Report(ctx, agentmcp.Report{Assignment: self, Outcome: "go"})
 			call("own report", res, err)
@@ -174,6 +182,7 @@ func TestHostileAgentsAreRefusedAndCounted(t *testing.T) {
 		Argv:      []string{self, "-test.run=^TestHostileAgentProcess$", "-test.count=1"},
 		Env:       append(demo.GitEnv(), envHostileAgent+"="+f.ctl),
 		PromptVia: agentcmd.PromptStdin,
+		Sandbox:   ctlSandbox(f.ctl),
 	})
 	f.cfg.Workers = 3
 	f.touch(t, "US-V.victim")

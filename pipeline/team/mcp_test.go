@@ -98,6 +98,7 @@ func mcpTeam(t *testing.T) (*fixture, *team.Team) {
 		Env:  append(demo.GitEnv(), envMCPAgent+"="+f.ctl),
 		// The prompt is not for this agent: nothing is appended to argv.
 		PromptVia: agentcmd.PromptStdin,
+		Sandbox:   ctlSandbox(f.ctl),
 	})
 	return f, f.newTeam(t)
 }

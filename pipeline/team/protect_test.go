@@ -62,7 +62,7 @@ func newHostileFixture(t *testing.T) *fixture {
 	script, err := demo.WriteScript(filepath.Join(filepath.Dir(f.ctl), "bin"), "hostile.sh",
 		strings.ReplaceAll(hostileAgent, "%CTL%", demo.ShellQuote(f.ctl)))
 	require.NoError(t, err)
-	f.cfg.Agent = agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv()})
+	f.cfg.Agent = agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv(), Sandbox: ctlSandbox(f.ctl)})
 	return f
 }
 

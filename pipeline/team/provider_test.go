@@ -60,7 +60,8 @@ func newClaudeLikeFixture(t *testing.T) *fixture {
 	f := newFixture(t)
 	script, err := demo.WriteScript(filepath.Join(filepath.Dir(f.ctl), "bin"), "claude-like.sh", strings.ReplaceAll(claudeLikeAgent, "%CTL%", demo.ShellQuote(f.ctl)))
 	require.NoError(t, err)
-	f.cfg.Agent = agentcmd.New(agentcmd.Config{Argv: []string{script}, Format: agentcmd.FormatClaude, PromptVia: agentcmd.PromptStdin, Env: demo.GitEnv()})
+	f.cfg.Agent = agentcmd.New(agentcmd.Config{Argv: []string{script}, Format: agentcmd.FormatClaude, PromptVia: agentcmd.PromptStdin, Env: demo.GitEnv(),
+		Sandbox: ctlSandbox(f.ctl)})
 	return f
 }
 

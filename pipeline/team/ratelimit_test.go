@@ -37,7 +37,7 @@ fi
 echo '{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s-1"}'
 `)
 	require.NoError(t, err)
-	f.cfg.Agent = agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Format: agentcmd.FormatClaude, Env: demo.GitEnv()})
+	f.cfg.Agent = agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Format: agentcmd.FormatClaude, Env: demo.GitEnv(), Sandbox: ctlSandbox(f.ctl)})
 	clk := foreman.NewFakeClock(time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC))
 	f.cfg.Clock = clk
 	f.cfg.Workers = 2

@@ -42,7 +42,7 @@ func TestARetriedBuildCountsTheWorkAlreadyOnItsBranch(t *testing.T) {
 	f := newFixture(t)
 	script, err := demo.WriteScript(filepath.Join(filepath.Dir(f.ctl), "bin"), "idempotent.sh", strings.ReplaceAll(idempotentAgent, "%CTL%", demo.ShellQuote(f.ctl)))
 	require.NoError(t, err)
-	f.cfg.Agent = agentcmd.New(agentcmd.Config{Argv: []string{script}, Env: demo.GitEnv()})
+	f.cfg.Agent = agentcmd.New(agentcmd.Config{Argv: []string{script}, Env: demo.GitEnv(), Sandbox: ctlSandbox(f.ctl)})
 	outage := filepath.Join(f.ctl, "outage")
 	f.cfg.Gates = phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L1Tests, Checks: []phases.GateCheck{
 		{Name: "service", Argv: []string{"sh", "-c", "if [ -e " + demo.ShellQuote(outage) + " ]; then echo 'the test service is down' >&2; exit 1; fi"}},

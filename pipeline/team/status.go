@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/taskgraph"
 )
@@ -107,6 +109,10 @@ type Status struct {
 	CostUSD float64 `json:"costUSD"`
 	// Refused counts every story's refused attempts (StoryStatus.Refused).
 	Refused int64 `json:"refused,omitempty"`
+	// Containment says how the team's agents run: "bwrap" (each in an OS
+	// sandbox) or "none: " and why, for agentcmd drivers (agentcmd's
+	// Driver.Containment); empty for other drivers and from ReadStatus.
+	Containment string `json:"containment,omitempty"`
 }
 
 // RunHost is the process running a team, as ReadStatus finds it.
@@ -173,7 +179,9 @@ func (t *Team) Status(ctx context.Context) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	return statusOf(now, running, t.cfg.Workers, stories, graph), nil
+	s := statusOf(now, running, t.cfg.Workers, stories, graph)
+	s.Containment = t.containment()
+	return s, nil
 }
 
 // statusOf assembles a Status.
@@ -202,6 +210,24 @@ func (t *Team) StatusOf(ctx context.Context, story foreman.ItemID) (StoryStatus,
 		return StoryStatus{}, fmt.Errorf("%w: %s", ErrUnknownStory, story)
 	}
 	return s, nil
+}
+
+// containment is what the agentcmd drivers of the stages and the reviewer
+// say of their sandbox, each distinct answer once.
+func (t *Team) containment() string {
+	var says []string
+	agents := []phases.AgentDriver{t.cfg.Reviewer}
+	for _, st := range t.cfg.Stages {
+		agents = append(agents, st.Agent)
+	}
+	for _, a := range agents {
+		if d, ok := a.(interface{ Containment() string }); ok {
+			if c := d.Containment(); !slices.Contains(says, c) {
+				says = append(says, c)
+			}
+		}
+	}
+	return strings.Join(says, "; ")
 }
 
 // Summary is the team's status in counts: what a metrics scrape or the
@@ -282,6 +308,9 @@ func (s Status) Text() string {
 		b.WriteString(" (" + strings.Join(about, ", ") + ")")
 	}
 	b.WriteString("\n")
+	if s.Containment != "" {
+		b.WriteString("Agents' containment: " + s.Containment + "\n")
+	}
 	// The spending columns appear once an agent reported any, so that a
 	// team of agents that report none is not shown a column of zeros.
 	spent := s.Tokens != 0 || s.CostUSD != 0

@@ -89,7 +89,7 @@ func New(ctx context.Context, cfg Config) (*Team, error) {
 		// The reviewer works in the same worktree as the builder, after it:
 		// a lease of its own (a directory of its own) keeps the two drivers
 		// from taking each other for an orphan.
-		if cfg.Reviewer, err = prepareAgent(cfg.Reviewer, filepath.Join(cfg.StateDir, "review"), "the reviewer", log); err != nil {
+		if cfg.Reviewer, err = prepareAgent(cfg.Reviewer, filepath.Join(cfg.StateDir, "review"), cfg.StateDir, "the reviewer", log); err != nil {
 			return nil, err
 		}
 	}
@@ -122,7 +122,7 @@ func prepareConfig(ctx context.Context, cfg Config) (Config, *slog.Logger, error
 		if st.Agent == nil || cfg.Remote != nil { // a remote stage's agent runs on its host
 			continue
 		}
-		if st.Agent, err = prepareAgent(st.Agent, cfg.StateDir, "the "+st.Role+" stage's agent", log); err != nil {
+		if st.Agent, err = prepareAgent(st.Agent, cfg.StateDir, cfg.StateDir, "the "+st.Role+" stage's agent", log); err != nil {
 			return cfg, nil, err
 		}
 	}
@@ -130,14 +130,16 @@ func prepareConfig(ctx context.Context, cfg Config) (Config, *slog.Logger, error
 }
 
 // prepareAgent turns the orphan reaper on for an *agentcmd.Driver (leases
-// under stateDir/leases, and the git locks a reaped agent left cleared) and
-// checks that the agent can start.
-func prepareAgent(a phases.AgentDriver, stateDir, who string, log *slog.Logger) (phases.AgentDriver, error) {
+// under leaseRoot/leases, and the git locks a reaped agent left cleared),
+// hides the team's state directory from its sandbox (each execution's
+// result directory is bound back in, AgentRequest.Writable) and checks
+// that the agent can start.
+func prepareAgent(a phases.AgentDriver, leaseRoot, stateDir, who string, log *slog.Logger) (phases.AgentDriver, error) {
 	if d, ok := a.(*agentcmd.Driver); ok {
 		if d.LeaseDir() == "" {
-			d = d.WithLeaseDir(filepath.Join(stateDir, "leases"))
+			d = d.WithLeaseDir(filepath.Join(leaseRoot, "leases"))
 		}
-		a = d.WithOnReap(func(r agentcmd.Reaped) { clearReapedLocks(log, r) })
+		a = d.WithHide(stateDir).WithOnReap(func(r agentcmd.Reaped) { clearReapedLocks(log, r) })
 	}
 	if c, ok := a.(interface{ Check() error }); ok {
 		if err := c.Check(); err != nil {

@@ -85,7 +85,7 @@ func triageFixture(t *testing.T) *fixture {
 	require.NoError(t, err)
 	script, err := demo.WriteScript(filepath.Join(filepath.Dir(f.ctl), "bin"), "triage-agent.sh", strings.ReplaceAll(triageAgent, "%CTL%", demo.ShellQuote(f.ctl)))
 	require.NoError(t, err)
-	f.cfg.Agent = agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv()})
+	f.cfg.Agent = agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv(), Sandbox: ctlSandbox(f.ctl)})
 	f.cfg.Workers = 2
 	logLine := `echo "$(basename "$PWD") $(git merge-base --is-ancestor main HEAD && echo on-main || echo behind)" >> ` + demo.ShellQuote(filepath.Join(f.ctl, "gates.log"))
 	f.cfg.Gates = phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L1Tests, Checks: []phases.GateCheck{

@@ -30,7 +30,7 @@ func (f *fixture) withSpendingAgent(t *testing.T) {
 	wrapper, err := demo.WriteScript(bin, "spending.sh", "#!/bin/sh\n"+demo.ShellQuote(filepath.Join(bin, "agent.sh"))+
 		" \"$@\" || exit $?\necho '"+claudeResult+"'\n")
 	require.NoError(t, err)
-	f.cfg.Agent = agentcmd.New(agentcmd.Config{Argv: []string{wrapper, "{prompt}"}, Format: agentcmd.FormatClaude, Env: demo.GitEnv()})
+	f.cfg.Agent = agentcmd.New(agentcmd.Config{Argv: []string{wrapper, "{prompt}"}, Format: agentcmd.FormatClaude, Env: demo.GitEnv(), Sandbox: ctlSandbox(f.ctl)})
 }
 
 func TestTokensAndCostAreAddedUpPerStoryAndInAll(t *testing.T) {

@@ -1,0 +1,112 @@
+package agentcmd
+
+import (
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/agentforeman/foreman/internal/gitexec"
+	"github.com/agentforeman/foreman/phases"
+)
+
+// DefaultPassEnv returns the names of the host's environment variables an
+// agent of format f gets by default (a name ending in "*" is a prefix):
+//
+//   - the basics: PATH, HOME (unsandboxed only; a sandboxed agent gets its
+//     own), USER, LOGNAME, SHELL, TERM, COLORTERM, NO_COLOR, TZ, TMPDIR
+//     (unsandboxed only), LANG, LANGUAGE and LC_*;
+//   - reaching an API through a proxy: HTTP_PROXY, HTTPS_PROXY, NO_PROXY,
+//     ALL_PROXY (and lower case), SSL_CERT_FILE, SSL_CERT_DIR,
+//     NODE_EXTRA_CA_CERTS;
+//   - git's identity and isolation: GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL,
+//     GIT_COMMITTER_NAME, GIT_COMMITTER_EMAIL, GIT_CONFIG_GLOBAL,
+//     GIT_CONFIG_NOSYSTEM;
+//   - Go's module settings: GOTOOLCHAIN, GOPROXY, GOFLAGS, GOPRIVATE,
+//     GONOPROXY, GONOSUMDB, GOSUMDB, GOINSECURE;
+//   - the CLI's own API variables: ANTHROPIC_* and CLAUDE_CODE_* for
+//     FormatClaude; OPENAI_* and CODEX_* for FormatCodex; all of those and
+//     GEMINI_* and GOOGLE_GEMINI_* for FormatText, whose CLI is unknown.
+//
+// The slice is new on every call.
+func DefaultPassEnv(f Format) []string {
+	names := []string{
+		"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM", "NO_COLOR", "TZ", "TMPDIR",
+		"LANG", "LANGUAGE", "LC_*",
+		"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+		"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
+		"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
+		"GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM",
+		"GOTOOLCHAIN", "GOPROXY", "GOFLAGS", "GOPRIVATE", "GONOPROXY", "GONOSUMDB", "GOSUMDB", "GOINSECURE",
+	}
+	claude := []string{"ANTHROPIC_*", "CLAUDE_CODE_*"}
+	codex := []string{"OPENAI_*", "CODEX_*"}
+	switch f {
+	case FormatClaude:
+		return append(names, claude...)
+	case FormatCodex:
+		return append(names, codex...)
+	default:
+		names = append(names, claude...)
+		names = append(names, codex...)
+		return append(names, "GEMINI_*", "GOOGLE_GEMINI_*")
+	}
+}
+
+// DefaultSecretEnv returns the names of the host's environment variables
+// no agent gets from the host's environment, whatever PassEnv says: the
+// team's own secrets and the owner marks of the orphan reapers. (A host
+// that means to hand one to an agent sets it in Config.Env.) The slice is
+// new on every call.
+func DefaultSecretEnv() []string {
+	return []string{"FOREMAN_NOTIFY_SECRET", "DATABASE_URL", "PGPASSWORD", gitexec.OwnerEnv, AgentOwnerEnv}
+}
+
+// envMatch reports whether name is one of patterns (a pattern ending in
+// "*" matches the names it prefixes).
+func envMatch(name string, patterns []string) bool {
+	for _, p := range patterns {
+		if pre, ok := strings.CutSuffix(p, "*"); ok {
+			if strings.HasPrefix(name, pre) {
+				return true
+			}
+		} else if name == p {
+			return true
+		}
+	}
+	return false
+}
+
+// environ is the agent's environment, built: the host's variables that
+// DefaultPassEnv and Config.PassEnv name and no secret list does, the
+// driver's FOREMAN_* and sandbox entries, Config.Env, extra (MCP), then
+// the request's Env, a later entry for a key winning (as exec takes it).
+// home is the sandbox's HOME, "" unsandboxed.
+func (d *Driver) environ(req phases.AgentRequest, extra []string, home string) []string {
+	pass := append(DefaultPassEnv(d.cfg.Format), d.cfg.PassEnv...)
+	secret := append(DefaultSecretEnv(), d.cfg.SecretEnv...)
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || !envMatch(k, pass) || envMatch(k, secret) {
+			continue
+		}
+		if home != "" && (k == "HOME" || k == "TMPDIR") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env,
+		"FOREMAN_WORKSPACE="+req.WorkspacePath,
+		"FOREMAN_ITERATION="+strconv.Itoa(req.Iteration),
+		"FOREMAN_SESSION_ID="+req.SessionID,
+		AgentOwnerEnv+"="+gitexec.OwnerValue(),
+	)
+	if home != "" {
+		// IS_SANDBOX tells Claude Code it runs in a sandbox, where it takes
+		// --dangerously-skip-permissions as root.
+		env = append(env, "HOME="+home, "TMPDIR=/tmp", "IS_SANDBOX=1")
+	}
+	env = append(env, d.cfg.Env...)
+	env = append(env, extra...)
+	return append(env, req.Env...)
+}

@@ -1,0 +1,237 @@
+package agentcmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/agentforeman/foreman/internal/atomicfile"
+)
+
+// gitLayout is where the repository of a workspace keeps what a commit in
+// it writes.
+type gitLayout struct {
+	// commonDir is the repository's git directory (objects, refs, config);
+	// gitDir the workspace's own (a linked worktree's admin directory
+	// .git/worktrees/<name>, or commonDir itself for the main worktree).
+	commonDir, gitDir string
+	// branch is the branch checked out in the workspace (refs/heads/...),
+	// "" for a detached HEAD; before its value then.
+	branch, before string
+	// refsCopy is the private copy of the branch's ref directory the agent
+	// writes; "" without a branch.
+	refsCopy string
+}
+
+// linked reports whether the workspace is a linked worktree.
+func (g *gitLayout) linked() bool { return g.gitDir != g.commonDir }
+
+// hostGit runs git for the driver itself, with none of the host's GIT_*
+// variables that would point it elsewhere.
+func hostGit(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "GIT_") && k != "GIT_CONFIG_GLOBAL" && k != "GIT_CONFIG_NOSYSTEM" && k != "GIT_CONFIG_SYSTEM" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// discoverGit finds the repository of workspace ws; nil when ws is in none.
+func discoverGit(ctx context.Context, ws string) (*gitLayout, error) {
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil, nil
+	}
+	// One git for the common case: the directories, HEAD's commit and
+	// its branch. An unborn branch has no commit: then three.
+	out, err := hostGit(ctx, ws, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir", "HEAD",
+		"--symbolic-full-name", "HEAD")
+	if f := strings.Split(out, "\n"); err == nil && len(f) == 4 {
+		g := &gitLayout{commonDir: filepath.Clean(f[0]), gitDir: filepath.Clean(f[1])}
+		if strings.HasPrefix(f[3], "refs/heads/") && validRefName(f[3]) {
+			g.branch, g.before = f[3], f[2]
+		}
+		return g, nil
+	}
+	if err != nil && strings.Contains(err.Error(), "not a git repository") {
+		return nil, nil
+	}
+	out, err = hostGit(ctx, ws, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir")
+	if err != nil {
+		return nil, nil // not a repository (or none git can read): nothing to bind
+	}
+	dirs := strings.Split(out, "\n")
+	if len(dirs) != 2 {
+		return nil, fmt.Errorf("git rev-parse: unexpected output %q", out)
+	}
+	g := &gitLayout{commonDir: filepath.Clean(dirs[0]), gitDir: filepath.Clean(dirs[1])}
+	if b, err := hostGit(ctx, ws, "symbolic-ref", "-q", "HEAD"); err == nil && strings.HasPrefix(b, "refs/heads/") && validRefName(b) {
+		g.branch = b
+		if v, err := hostGit(ctx, ws, "--git-dir="+g.commonDir, "rev-parse", "-q", "--verify", b); err == nil {
+			g.before = v
+		}
+	}
+	return g, nil
+}
+
+// refNamePattern is what the driver accepts as a branch to carry back.
+var refNamePattern = regexp.MustCompile(`^refs/heads/[A-Za-z0-9._/-]+$`)
+
+func validRefName(ref string) bool {
+	return refNamePattern.MatchString(ref) && !strings.Contains(ref, "..") && !strings.HasSuffix(ref, ".lock") &&
+		!strings.Contains(ref, "//")
+}
+
+// mounts are the binds that let the agent commit on its branch in ws and
+// nothing more: the object store and the workspace's own git directory
+// writable, the rest of the repository read-only, and the branch's ref
+// directory a private copy (cleanup removes it).
+func (g *gitLayout) mounts(ws string) ([]mount, func(), error) {
+	ms := []mount{{kind: mountRO, src: g.commonDir, dst: g.commonDir}}
+	if g.linked() {
+		ms = append(ms,
+			mount{kind: mountRW, src: filepath.Join(g.commonDir, "objects"), dst: filepath.Join(g.commonDir, "objects")},
+			mount{kind: mountRW, src: g.gitDir, dst: g.gitDir},
+			// The files that say which repository this is: the host's gits
+			// read them after the agent.
+			mount{kind: mountROTry, src: filepath.Join(g.gitDir, "commondir"), dst: filepath.Join(g.gitDir, "commondir")},
+			mount{kind: mountROTry, src: filepath.Join(g.gitDir, "gitdir"), dst: filepath.Join(g.gitDir, "gitdir")},
+			mount{kind: mountROTry, src: filepath.Join(ws, ".git"), dst: filepath.Join(ws, ".git")},
+		)
+	} else {
+		// The main worktree: its git directory is inside the workspace,
+		// writable; what makes the host's gits run commands, and the
+		// refs, stay read-only.
+		ms = append(ms, mount{kind: mountRW, src: g.gitDir, dst: g.gitDir})
+		for _, name := range []string{"config", "hooks", "info", "refs", "packed-refs", "commondir"} {
+			p := filepath.Join(g.gitDir, name)
+			ms = append(ms, mount{kind: mountROTry, src: p, dst: p})
+		}
+	}
+	if g.branch == "" {
+		return ms, nil, nil
+	}
+	// The branch's ref: git writes <ref>.lock beside it and renames, so the
+	// agent gets a private copy of its directory; the driver carries the
+	// branch (and only it) back after the run.
+	refDir := filepath.Join(g.commonDir, filepath.Dir(g.branch))
+	logDir := filepath.Join(g.commonDir, "logs", filepath.Dir(g.branch))
+	for _, d := range []string{refDir, logDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, nil, err
+		}
+	}
+	tmp, err := os.MkdirTemp("", "foreman-sandbox-refs-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(tmp) }
+	g.refsCopy = filepath.Join(tmp, "refs")
+	logs := filepath.Join(tmp, "logs")
+	if err := copyRefs(refDir, g.refsCopy); err != nil {
+		return nil, cleanup, err
+	}
+	if err := os.Mkdir(logs, 0o755); err != nil {
+		return nil, cleanup, err
+	}
+	ms = append(ms,
+		mount{kind: mountRW, src: g.refsCopy, dst: refDir},
+		mount{kind: mountRW, src: logs, dst: logDir},
+	)
+	return ms, cleanup, nil
+}
+
+// copyRefs copies the loose refs under src (regular files; no links) to
+// dst.
+func copyRefs(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case e.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case e.Type().IsRegular() && !strings.HasSuffix(p, ".lock"):
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(target, data, 0o644)
+		}
+		return nil
+	})
+}
+
+// objectIDPattern is a full object name (SHA-1 or SHA-256).
+var objectIDPattern = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+
+// carryBack runs once the agent is gone: it puts the workspace's HEAD back
+// on its branch if the agent moved it, and moves the branch to the commit
+// the agent left in its private copy (git checks that it exists and is a
+// commit). It returns what it had to refuse or repair, for the log and the
+// agent's transcript.
+func (g *gitLayout) carryBack(ctx context.Context) []string {
+	var notes []string
+	if g.branch == "" {
+		return nil
+	}
+	head := filepath.Join(g.gitDir, "HEAD")
+	want := "ref: " + g.branch + "\n"
+	if data, err := os.ReadFile(head); err != nil || string(data) != want {
+		if err := atomicfile.WriteFile(head, []byte(want), 0o644); err != nil {
+			notes = append(notes, fmt.Sprintf("could not put HEAD back on %s: %v", g.branch, err))
+		} else {
+			notes = append(notes, fmt.Sprintf("the agent moved HEAD (%q); put back on %s", strings.TrimSpace(string(data)), g.branch))
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(g.refsCopy, filepath.Base(g.branch)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return notes // never written (a packed ref), or removed: the branch stays
+	}
+	if err != nil {
+		return append(notes, fmt.Sprintf("reading the agent's %s: %v", g.branch, err))
+	}
+	after := strings.TrimSpace(string(data))
+	if after == g.before {
+		return notes
+	}
+	if !objectIDPattern.MatchString(after) {
+		return append(notes, fmt.Sprintf("refused the agent's %s: %q is no object name", g.branch, truncate(after, 80)))
+	}
+	if _, err := hostGit(ctx, g.commonDir, "--git-dir="+g.commonDir, "update-ref", "-m", "agentcmd: commits of the sandboxed agent",
+		g.branch, after, g.before); err != nil {
+		return append(notes, fmt.Sprintf("refused the agent's %s: %v", g.branch, err))
+	}
+	return notes
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}

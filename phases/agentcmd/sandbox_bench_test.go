@@ -1,0 +1,73 @@
+package agentcmd
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentforeman/foreman/internal/testrepo"
+	"github.com/agentforeman/foreman/phases"
+)
+
+// BenchmarkSandboxStartup runs the same trivial agent (true) with and
+// without the sandbox, in one run so that the two compare: the difference
+// is what the sandbox costs each execution (bwrap's namespaces and mounts,
+// the git discovery and the ref copy in a worktree). It reports both means
+// and their ratio.
+func BenchmarkSandboxStartup(b *testing.B) {
+	if !New(Config{Sandbox: Sandbox{Mode: SandboxRequired}}).Sandboxed() {
+		b.Skip("no OS sandbox here")
+	}
+	for _, where := range []string{"dir", "worktree"} {
+		b.Run(where, func(b *testing.B) {
+			ws := b.TempDir()
+			if where == "worktree" {
+				ws = benchWorktree(b)
+			}
+			benchSandbox(b, ws)
+		})
+	}
+}
+
+// benchWorktree is a story's worktree in a fresh repository.
+func benchWorktree(b *testing.B) string {
+	repo := b.TempDir()
+	if _, err := testrepo.New(repo, "main", testrepo.Commit{Files: map[string]string{"README": "hello\n"}}); err != nil {
+		b.Fatal(err)
+	}
+	wt := filepath.Join(repo, ".worktrees", "A")
+	cmd := exec.Command("git", "worktree", "add", "-q", "-b", "foreman/A", wt)
+	cmd.Dir, cmd.Env = repo, append(os.Environ(), testrepo.GitEnv()...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%v: %s", err, out)
+	}
+	return wt
+}
+
+func benchSandbox(b *testing.B, ws string) {
+	drivers := map[SandboxMode]*Driver{}
+	for _, m := range []SandboxMode{SandboxOff, SandboxRequired} {
+		drivers[m] = New(Config{Argv: []string{"true"}, PromptVia: PromptStdin, Sandbox: Sandbox{Mode: m}})
+	}
+	run := func(mode SandboxMode) time.Duration {
+		start := time.Now()
+		res, err := drivers[mode].Execute(context.Background(), phases.AgentRequest{WorkspacePath: ws}, nil)
+		if err != nil || !res.Success {
+			b.Fatalf("%s: %v %+v", mode, err, res)
+		}
+		return time.Since(start)
+	}
+	run(SandboxRequired) // the probe, once per driver
+	var off, on time.Duration
+	for b.Loop() {
+		off += run(SandboxOff)
+		on += run(SandboxRequired)
+	}
+	n := time.Duration(b.N)
+	b.ReportMetric(float64((off / n).Microseconds()), "µs-unsandboxed/op")
+	b.ReportMetric(float64((on / n).Microseconds()), "µs-sandboxed/op")
+	b.ReportMetric(float64(on)/float64(off), "ratio")
+}

@@ -1,0 +1,96 @@
+package agentcmd
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"syscall"
+
+	"github.com/agentforeman/foreman/internal/proc"
+	"github.com/agentforeman/foreman/phases"
+)
+
+// sandbox prepares the sandbox of inv and rewrites inv to run in it.
+func (d *Driver) sandbox(ctx context.Context, bwrap string, req phases.AgentRequest, inv *invocation, home string) (*sandboxRun, error) {
+	program, err := resolveProgram(inv.argv[0], req.WorkspacePath)
+	if err != nil {
+		return nil, &StartError{Argv0: inv.argv[0], Dir: req.WorkspacePath, Err: err}
+	}
+	sb, err := d.prepareSandbox(ctx, bwrap, req, program, inv.env, home, inv.readOnly)
+	if err != nil {
+		return nil, err
+	}
+	inv.argv = sb.argv(append([]string{program}, inv.argv[1:]...), statusFD)
+	if err := checkArgSize(inv.argv, inv.env); err != nil {
+		sb.cleanup()
+		return nil, err
+	}
+	return sb, nil
+}
+
+// signalGroup sends sig to the agent's process group.
+func (p *process) signalGroup(sig syscall.Signal) {
+	if p.sandboxed && sig != syscall.SIGKILL {
+		// bwrap, the leader, dies of SIGTERM and takes the sandbox with it
+		// at once (--die-with-parent): the agent's processes get the
+		// signal, bwrap follows them out. One that starts meanwhile gets
+		// the SIGKILL after the grace period.
+		members, err := proc.GroupMembers(p.pgid, 0)
+		if err == nil {
+			for _, pid := range members {
+				if pid != p.pgid {
+					_ = syscall.Kill(pid, sig)
+				}
+			}
+			return
+		}
+	}
+	p.d.signalGroup(p.pgid, sig)
+}
+
+// sandboxSetupFailed reports whether bwrap failed before the agent ran: it
+// exited 1 without the "exit-code" record it writes once the agent is
+// done. It waits for bwrap's status at most KillGrace.
+func (p *process) sandboxSetupFailed(cfg Config) bool {
+	if p.status == nil {
+		return false
+	}
+	var data []byte
+	t := cfg.Clock.NewTimer(cfg.KillGrace)
+	defer t.Stop()
+	select {
+	case data = <-p.status:
+	case <-t.C():
+		return false
+	}
+	if ps := p.cmd.ProcessState; ps == nil || ps.ExitCode() != 1 {
+		return false
+	}
+	return !bytes.Contains(data, []byte(`"exit-code"`))
+}
+
+// bwrapMessage picks bwrap's own lines out of the agent's stderr.
+func bwrapMessage(stderr string) string {
+	var lines []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "bwrap: ") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return "bwrap exited 1 before the agent ran"
+	}
+	return strings.Join(lines, "; ")
+}
+
+// groupRunning reports, once the agent's leader has exited, whether a
+// process of its group still runs. In a sandbox the leader is bwrap, which
+// exits only after the namespace's init has: the kernel then kills every
+// process in the namespace (a child holding the agent's output too), and
+// what is left of the group is dying. Its output's ends are on their way.
+func (p *process) groupRunning() bool {
+	if p.sandboxed {
+		return false
+	}
+	return proc.GroupAlive(p.pgid)
+}
