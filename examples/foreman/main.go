@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -71,6 +72,9 @@ type options struct {
 	// waitForPerson keeps a run whose stories all wait for a person
 	// serving its page until one is decided.
 	waitForPerson bool
+	// sandbox and binds configure the agents' OS sandbox.
+	sandbox agentcmd.SandboxMode
+	binds   []agentcmd.Bind
 }
 
 func main() {
@@ -143,6 +147,30 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.json, "json", false, "with -status: print the status as JSON")
 	fs.StringVar(&o.resolve, "resolve", "", "decide about a paused story: ID=retry|resume|skip|abandon")
 	fs.StringVar(&o.note, "note", "", "with -resolve: a note the story's next agent reads")
+	fs.Func("sandbox", "run each agent in an OS sandbox (bubblewrap): auto (where it works; -status says), required, or off\n(default auto, or $FOREMAN_SANDBOX)", func(s string) error {
+		switch m := agentcmd.SandboxMode(s); m {
+		case agentcmd.SandboxAuto, agentcmd.SandboxOff, agentcmd.SandboxRequired:
+			o.sandbox = m
+			return nil
+		}
+		return fmt.Errorf("want auto, required or off")
+	})
+	fs.Func("bind", "a directory the sandboxed agents may also read and write, e.g. a shared cache (repeatable;\nPATH:ro for read-only)", func(s string) error {
+		b := agentcmd.Bind{Source: s, Writable: true}
+		if p, ok := strings.CutSuffix(s, ":ro"); ok {
+			b = agentcmd.Bind{Source: p}
+		}
+		abs, err := filepath.Abs(b.Source)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return err
+		}
+		b.Source = abs
+		o.binds = append(o.binds, b)
+		return nil
+	})
 	fs.BoolVar(&o.waitForPerson, "wait-for-person", stdinIsTerminal(), "when every story left waits for a person and the status page is served, keep serving it and go on\nas soon as one is decided there (or with -resolve from another terminal); Ctrl-C stops, resumably\n(default: on when standard input is a terminal)")
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -188,7 +188,7 @@ func (f *fixture) git(t *testing.T, args ...string) string {
 
 // runArgs are the flags of a run of the fixture's plan.
 func (f *fixture) runArgs() []string {
-	return []string{"-repo", f.repo, "-plan", f.plan, "-agent", shellQuote(f.agent) + " {prompt}",
+	return []string{"-repo", f.repo, "-plan", f.plan, "-agent", shellQuote(f.agent) + " {prompt}", "-bind", f.ctl,
 		"-gate", `sh -c '! grep -qs BAD *.txt'`}
 }
 

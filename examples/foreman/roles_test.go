@@ -116,7 +116,7 @@ func (c *cluster) start(t *testing.T, name, role string, extra ...string) *proc 
 	args := []string{"-role", role, "-db", c.db, "-remote", c.remote, "-repo", filepath.Join(filepath.Dir(c.remote), name),
 		"-plan", c.plan, "-http", ""}
 	if role == roleWorker { // a coordinator runs no agent and no gate
-		args = append(args, "-agent", shellQuote(c.agent)+" {prompt}", "-gate", `sh -c '! grep -qs BAD *.txt'`)
+		args = append(args, "-agent", shellQuote(c.agent)+" {prompt}", "-bind", c.ctl, "-gate", `sh -c '! grep -qs BAD *.txt'`)
 	}
 	cmd := exec.Command(binary, append(args, extra...)...)
 	cmd.Env = append(os.Environ(), append(gitEnv(), "FOREMAN_TEST_PROC="+name)...)

@@ -250,7 +250,8 @@ func teamConfig(o options, plan team.Plan, stderr io.Writer) (team.Config, error
 	}
 	var agent phases.AgentDriver
 	if len(argv) > 0 || o.format != "" {
-		agent = agentcmd.New(agentcmd.Config{Argv: argv, Format: o.format, Logger: log})
+		agent = agentcmd.New(agentcmd.Config{Argv: argv, Format: o.format, Logger: log,
+			Sandbox: agentcmd.Sandbox{Mode: o.sandbox, Binds: o.binds}})
 	}
 	return team.Config{
 		Repo:       repo,
