@@ -329,13 +329,17 @@ func (s *Server) labelList(is *issue) []any {
 }
 
 func (s *Server) addIssueLabels(r *http.Request, is *issue) reply {
-	var in struct {
-		Labels []string `json:"labels"`
-	}
-	if !decode(r, &in) {
+	// The description's request body is one of: {"labels": [names]},
+	// [names], {"labels": [{"name"}]}, [{"name"}], or a name.
+	var raw json.RawMessage
+	if !decode(r, &raw) {
 		return badJSON()
 	}
-	s.addLabels(is, in.Labels)
+	names, ok := labelNames(raw)
+	if !ok {
+		return reply{status: 422, body: validationError("Label", "labels", "invalid", docs+"/issues/labels#add-labels-to-an-issue")}
+	}
+	s.addLabels(is, names)
 	is.updated = s.clk.Now().UTC()
 	return reply{status: 200, body: s.labelList(is)}
 }
@@ -368,4 +372,32 @@ func (s *Server) createLabel(r *http.Request) reply {
 	}
 	s.labels[in.Name] = &label{id: s.nextID, name: in.Name, color: in.Color, descr: in.Description}
 	return reply{status: http.StatusCreated, body: s.label(in.Name)}
+}
+
+// labelNames reads the label names of an "Add labels to an issue" body.
+func labelNames(raw json.RawMessage) ([]string, bool) {
+	var obj struct {
+		Labels json.RawMessage `json:"labels"`
+	}
+	if json.Unmarshal(raw, &obj) == nil && obj.Labels != nil {
+		raw = obj.Labels
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}, true
+	}
+	var names []string
+	if json.Unmarshal(raw, &names) == nil {
+		return names, true
+	}
+	var named []struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(raw, &named) != nil {
+		return nil, false
+	}
+	for _, n := range named {
+		names = append(names, n.Name)
+	}
+	return names, true
 }

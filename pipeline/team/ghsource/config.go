@@ -46,7 +46,7 @@ type Config struct {
 	StateLabels string
 	// WriteGap is the least time between two writes (comments, labels,
 	// closing), as GitHub asks of integrations to stay clear of its
-	// secondary rate limits. Default 1 s.
+	// secondary rate limits. Default 1 s; negative: none.
 	WriteGap time.Duration
 	// MaxTries bounds the tries of one request that a rate limit
 	// answers; each waits as GitHub says. Default 6.
