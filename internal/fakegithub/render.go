@@ -68,10 +68,10 @@ func (s *Server) issueJSON(is *issue) map[string]any {
 func (s *Server) commentJSON(is *issue, c *comment) map[string]any {
 	return map[string]any{
 		"id": c.id, "node_id": "MDEyOklzc3VlQ29tbWVudDE=", "url": fmt.Sprintf("%s/issues/comments/%d", s.api(), c.id),
-		"html_url":   fmt.Sprintf("%s/issues/%d#issuecomment-%d", s.html(), is.number, c.id),
-		"body":       c.body, "user": s.user(c.author),
+		"html_url": fmt.Sprintf("%s/issues/%d#issuecomment-%d", s.html(), is.number, c.id),
+		"body":     c.body, "user": s.user(c.author),
 		"created_at": stamp(c.created), "updated_at": stamp(c.updated),
-		"issue_url":  fmt.Sprintf("%s/issues/%d", s.api(), is.number), "author_association": "COLLABORATOR",
+		"issue_url": fmt.Sprintf("%s/issues/%d", s.api(), is.number), "author_association": "COLLABORATOR",
 	}
 }
 

@@ -37,7 +37,7 @@ func (s *Source) Report(ctx context.Context, r team.StoryReport) error {
 	switch r.Kind {
 	case team.ReportStarted:
 		text = fmt.Sprintf("Foreman started working on this issue as story `%s`.", r.Story)
-		add, remove = lbl("working"), []string{lbl("paused")}
+		add = lbl("working")
 	case team.ReportPaused:
 		text = fmt.Sprintf("Story `%s` is paused and waits for a person:\n\n%s\n\n"+
 			"Decide with `foreman -resolve %s=retry|resume|skip|abandon` (or on the status page).", r.Story, quote(r.Cause), r.Story)

@@ -114,9 +114,9 @@ func TestWithdrawnStoriesAreDropped(t *testing.T) {
 		gh.CreateIssue("Story", "", "foreman")
 	}
 	src := newSource(t, gh, nil)
-	gh.SetLabels(1, "bug")       // the label removed
+	gh.SetLabels(1, "bug")        // the label removed
 	gh.CloseIssue(2, "completed") // closed
-	gh.DeleteIssue(3)            // gone
+	gh.DeleteIssue(3)             // gone
 	gh.SetLabels(4, "foreman", "bug")
 	lst, err := src.List(ctx, []foreman.ItemID{"issue-1", "issue-2", "issue-3", "issue-4", "US-001", "issue-x"})
 	require.NoError(t, err)
@@ -137,8 +137,12 @@ func TestRateLimitsAreWaitedOutOnTheClock(t *testing.T) {
 		wait  time.Duration
 	}{
 		{"primary", func(gh *fakegithub.Server, clk *foreman.FakeClock) { gh.SetRateLimit(0, clk.Now().Add(10*time.Minute)) }, 10 * time.Minute},
-		{"secondary 403", func(gh *fakegithub.Server, _ *foreman.FakeClock) { gh.Throttle(1, http.StatusForbidden, 30*time.Second) }, 30 * time.Second},
-		{"secondary 429", func(gh *fakegithub.Server, _ *foreman.FakeClock) { gh.Throttle(1, http.StatusTooManyRequests, 45*time.Second) }, 45 * time.Second},
+		{"secondary 403", func(gh *fakegithub.Server, _ *foreman.FakeClock) {
+			gh.Throttle(1, http.StatusForbidden, 30*time.Second)
+		}, 30 * time.Second},
+		{"secondary 429", func(gh *fakegithub.Server, _ *foreman.FakeClock) {
+			gh.Throttle(1, http.StatusTooManyRequests, 45*time.Second)
+		}, 45 * time.Second},
 		{"secondary, no time named", func(gh *fakegithub.Server, _ *foreman.FakeClock) { gh.Throttle(2, http.StatusForbidden, 0) }, 3 * time.Minute},
 	}
 	for _, tc := range tests {
