@@ -48,6 +48,8 @@ const (
 type options struct {
 	repo           string
 	plan           string
+	source         string
+	githubAPI      string
 	agent          string
 	format         agentcmd.Format
 	workers        int
@@ -120,7 +122,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { usage(fs) }
 	fs.StringVar(&o.repo, "repo", ".", "the git repository to work on (its main worktree); stories merge onto its main branch")
-	fs.StringVar(&o.plan, "plan", "", "the stories file (YAML; -h shows one); required to run")
+	fs.StringVar(&o.plan, "plan", "", "the stories file (YAML; -h shows one); required to run, unless -source")
+	fs.StringVar(&o.source, "source", "", "take the stories from an issue tracker instead of -plan: github:OWNER/REPO?label=foreman (the open\nissues with the label; the token in $GITHUB_TOKEN, which no agent or gate gets); needs -gate")
+	fs.StringVar(&o.githubAPI, "github-api", os.Getenv("GITHUB_API_URL"), "with -source github:...: the REST API's base URL (GitHub Enterprise: https://HOST/api/v3/;\ndefault $GITHUB_API_URL, else https://api.github.com/)")
 	fs.StringVar(&o.agent, "agent", "", "the agent command, split like a shell would; {prompt} is replaced by the stage's prompt\n(default for -format claude or codex: that CLI's own non-interactive command); not needed with -role coordinator,\nwhose worker hosts run the agent and the gates")
 	fs.Func("format", "the agent's output format: text, claude or codex (default text)", func(s string) error {
 		f, err := agentcmd.ParseFormat(s)
@@ -187,8 +191,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.json && !o.status {
 		return o, fmt.Errorf("-json goes with -status")
 	}
-	if !o.status && o.resolve == "" && o.plan == "" {
-		return o, fmt.Errorf("-plan is required (a stories file; foreman -h shows one)")
+	if o.source != "" && o.plan != "" {
+		return o, fmt.Errorf("-plan and -source: one at a time")
+	}
+	if !o.status && o.resolve == "" && o.plan == "" && o.source == "" {
+		return o, fmt.Errorf("-plan is required (a stories file; foreman -h shows one), or -source github:OWNER/REPO")
 	}
 	switch o.role {
 	case "":

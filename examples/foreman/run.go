@@ -25,7 +25,7 @@ import (
 // when it has state there), adds the plan's stories and runs until every
 // story is merged or waits for a person, printing what happens.
 func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
-	plan, err := team.LoadPlan(o.plan)
+	plan, err := loadPlan(o)
 	if err != nil {
 		fmt.Fprintln(stderr, "foreman:", err)
 		if errors.Is(err, team.ErrInvalidPlan) || errors.Is(err, os.ErrNotExist) {
@@ -85,7 +85,7 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		}
 		return exitFault
 	}
-	if extra := storiesNotInPlan(tm.Stories(), plan.Stories); len(extra) > 0 {
+	if extra := storiesNotInPlan(tm.Stories(), plan.Stories); len(extra) > 0 && o.plan != "" {
 		fmt.Fprintf(stdout, "note: %d stories from earlier runs are not in %s; the team still works on them: %s\n",
 			len(extra), o.plan, strings.Join(extra, ", "))
 	}
@@ -130,6 +130,13 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		defer stopPage()
 	}
 
+	if o.source != "" {
+		stopSource, code := followSource(ctx, tm, o, out, stderr)
+		if code != 0 {
+			return code
+		}
+		defer stopSource()
+	}
 	res, runErr := tm.Run(ctx)
 	// A person decides on the page: while it is served and the stories
 	// left wait for one, the run goes on as soon as one is decided.

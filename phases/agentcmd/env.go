@@ -54,11 +54,14 @@ func DefaultPassEnv(f Format) []string {
 
 // DefaultSecretEnv returns the names of the host's environment variables
 // no agent gets from the host's environment, whatever PassEnv says: the
-// team's own secrets and the owner marks of the orphan reapers. (A host
-// that means to hand one to an agent sets it in Config.Env.) The slice is
-// new on every call.
+// team's own secrets, the forge tokens a story source or lander uses
+// (GITHUB_TOKEN, GH_TOKEN and their Enterprise forms: they would let an
+// agent act on the repository as the host) and the owner marks of the
+// orphan reapers. (A host that means to hand one to an agent sets it in
+// Config.Env.) The slice is new on every call.
 func DefaultSecretEnv() []string {
-	return []string{"FOREMAN_NOTIFY_SECRET", "DATABASE_URL", "PGPASSWORD", gitexec.OwnerEnv, AgentOwnerEnv}
+	return []string{"FOREMAN_NOTIFY_SECRET", "DATABASE_URL", "PGPASSWORD",
+		"GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN", gitexec.OwnerEnv, AgentOwnerEnv}
 }
 
 // envMatch reports whether name is one of patterns (a pattern ending in

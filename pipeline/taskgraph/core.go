@@ -434,6 +434,9 @@ func (st *step) update(u TaskUpdate) (*Session, Result, error) {
 	}
 	t := s.Graph.task(i)
 	var ev Event
+	if len(u.From) > 0 && !slices.Contains(u.From, t.Status) {
+		return nil, Result{}, &TransitionError{Task: u.Task, From: t.Status, Event: updateEvent(u.To)}
+	}
 	switch u.To {
 	case Completed, Failed:
 		if u.Assignment == "" {
@@ -489,6 +492,21 @@ func (st *step) update(u TaskUpdate) (*Session, Result, error) {
 	st.res.Outcome = StepUpdated
 	st.emit(Effect{Kind: EffectLog, Note: NoteTaskUpdated, Task: u.Task, Role: t.Role, Assignment: t.Assignment, Status: u.To})
 	return st.finish(true)
+}
+
+// updateEvent is the event a TaskUpdate to status to stands for.
+func updateEvent(to Status) Event {
+	switch to {
+	case Completed:
+		return EventComplete
+	case Failed:
+		return EventFail
+	case Cancelled:
+		return EventCancel
+	case Parked:
+		return EventPark
+	}
+	return EventUnpark
 }
 
 // assignmentFor derives the next assignment id of a task: unique in the

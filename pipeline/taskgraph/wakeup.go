@@ -82,7 +82,13 @@ type TaskUpdate struct {
 	// Failed; for Parked it is checked when given (a person may omit it);
 	// it is ignored for Cancelled and Pending.
 	Assignment foreman.AssignmentID
-	At         time.Time
+	// From, when not empty, lists the statuses the task may be in for the
+	// update to apply; from any other it is a *TransitionError and the
+	// session is unchanged. It lets a host cancel a task only if it has
+	// not started (From: Pending) without racing the coordinator that
+	// starts it.
+	From []Status
+	At   time.Time
 }
 
 // Route decides the handler for a wake-up text by priority, through

@@ -61,6 +61,18 @@
 // for (Plan.GatesNeedConsent names them; the reference binary asks for
 // -trust-plan-gates).
 //
+// # Where stories come from
+//
+// Add takes stories from the host. A Source lists them (a Plan is one;
+// pipeline/team/ghsource makes a GitHub repository's labelled issues
+// one), and Follow keeps the team in step with it: Follower.Sync adds the
+// stories it lists and drops, with Drop, the ones it withdraws before
+// they start (EventStoryDropped; skipped or abandoned); Follower.Flush
+// tells a source that is a Reporter when a story starts, pauses (with
+// its cause) and merges, from the event log, remembering in the store how
+// far it got, each report under a key the source writes once; Run does
+// both on the clock.
+//
 // # What an agent gets, and how it reports
 //
 // Every agent runs in the story's worktree with, in its environment,

@@ -49,6 +49,9 @@ type decision struct {
 	Stage  int       `json:"stage"`
 	Note   string    `json:"note,omitempty"`
 	At     time.Time `json:"at"`
+	// Dropped: the story's source withdrew it before it started (Drop),
+	// no person decided.
+	Dropped bool `json:"dropped,omitempty"`
 }
 
 // restarts reports whether the decision sends the story back to work.

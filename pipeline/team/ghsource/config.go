@@ -1,0 +1,145 @@
+package ghsource
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/agentforeman/foreman"
+)
+
+// TokenEnv is the environment variable holding the token.
+const TokenEnv = "GITHUB_TOKEN"
+
+// ErrInvalidConfig is matched by a bad Config or source spec.
+var ErrInvalidConfig = errors.New("ghsource: invalid config")
+
+// Config configures a Source.
+type Config struct {
+	// Owner and Repo name the repository. Required.
+	Owner, Repo string
+	// Label marks the issues that are the team's stories. Default
+	// "foreman".
+	Label string
+	// Token authenticates to GitHub (a personal access token or an app's
+	// installation token, with issues read and write). Required unless
+	// HTTPClient carries the credentials. See TakeToken.
+	Token string
+	// BaseURL is the REST API's URL. Default https://api.github.com/;
+	// GitHub Enterprise Server's is https://HOST/api/v3/.
+	BaseURL string
+	// HTTPClient sends the requests (its Transport under the Source's
+	// own). Default: http.DefaultTransport, with Token as a bearer token.
+	HTTPClient *http.Client
+	// IDPrefix makes a story's id from its issue's number: "issue-" (the
+	// default) makes issue #12 the story issue-12.
+	IDPrefix string
+	// StateLabels prefixes the labels that say a story's state on its
+	// issue: <prefix>working, <prefix>paused, <prefix>merged. Default
+	// Label + ":".
+	StateLabels string
+	// WriteGap is the least time between two writes (comments, labels,
+	// closing), as GitHub asks of integrations to stay clear of its
+	// secondary rate limits. Default 1 s; negative: none.
+	WriteGap time.Duration
+	// MaxTries bounds the tries of one request that a rate limit
+	// answers; each waits as GitHub says. Default 6.
+	MaxTries int
+	// Clock times rate-limit waits and write gaps. Default: the wall clock.
+	Clock foreman.Clock
+	// Logger receives what the Source notices (a story held back for an
+	// open issue it is blocked by). Default: discarded.
+	Logger *slog.Logger
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
+
+func (c Config) withDefaults() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return c, fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+	}
+	if !nameRE.MatchString(c.Owner) || !nameRE.MatchString(c.Repo) {
+		return bad("Owner and Repo must name a repository (got %q/%q)", c.Owner, c.Repo)
+	}
+	if c.Label == "" {
+		c.Label = "foreman"
+	}
+	if c.Token == "" && c.HTTPClient == nil {
+		return bad("Token is required (set %s)", TokenEnv)
+	}
+	if c.BaseURL == "" {
+		c.BaseURL = "https://api.github.com/"
+	}
+	u, err := url.Parse(c.BaseURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return bad("BaseURL %q is not an http(s) URL", c.BaseURL)
+	}
+	if u.Scheme == "http" && c.Token != "" && !loopback(u.Hostname()) {
+		return bad("BaseURL %q is plain http: the token would travel in clear", c.BaseURL)
+	}
+	if !strings.HasSuffix(c.BaseURL, "/") {
+		c.BaseURL += "/"
+	}
+	if c.IDPrefix == "" {
+		c.IDPrefix = "issue-"
+	}
+	if err := foreman.ItemID(c.IDPrefix + "1").Validate(); err != nil {
+		return bad("IDPrefix %q: %v", c.IDPrefix, err)
+	}
+	if c.StateLabels == "" {
+		c.StateLabels = c.Label + ":"
+	}
+	if c.WriteGap == 0 {
+		c.WriteGap = time.Second
+	}
+	if c.MaxTries <= 0 {
+		c.MaxTries = 6
+	}
+	return c, nil
+}
+
+func loopback(host string) bool {
+	return host == "localhost" || strings.HasPrefix(host, "127.") || host == "::1"
+}
+
+// ParseSpec reads a source spec, "github:OWNER/REPO" with optional query
+// parameters label (default foreman) and api (the REST API's base URL),
+// into a Config without a token: "github:acme/app?label=foreman".
+func ParseSpec(spec string) (Config, error) {
+	rest, ok := strings.CutPrefix(spec, "github:")
+	if !ok {
+		return Config{}, fmt.Errorf("%w: source %q: want github:OWNER/REPO[?label=NAME]", ErrInvalidConfig, spec)
+	}
+	path, query, _ := strings.Cut(rest, "?")
+	owner, repo, ok := strings.Cut(path, "/")
+	if !ok || !nameRE.MatchString(owner) || !nameRE.MatchString(repo) {
+		return Config{}, fmt.Errorf("%w: source %q: want github:OWNER/REPO", ErrInvalidConfig, spec)
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: source %q: %v", ErrInvalidConfig, spec, err)
+	}
+	cfg := Config{Owner: owner, Repo: repo, Label: q.Get("label"), BaseURL: q.Get("api")}
+	for k := range q {
+		if k != "label" && k != "api" {
+			return Config{}, fmt.Errorf("%w: source %q: unknown parameter %q (label, api)", ErrInvalidConfig, spec, k)
+		}
+	}
+	return cfg, nil
+}
+
+// TakeToken returns the token in $GITHUB_TOKEN and removes it from the
+// process's environment, which every agent and gate command the team runs
+// inherits: the token stays in the Source, in memory, and reaches no
+// agent (phases/agentcmd also leaves it out of an agent's environment).
+func TakeToken() string {
+	tok := os.Getenv(TokenEnv)
+	_ = os.Unsetenv(TokenEnv)
+	return tok
+}
