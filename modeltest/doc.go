@@ -43,8 +43,9 @@
 //
 // A Script is a conversation: a list of turns. Each agent session (Claude
 // Code's X-Claude-Code-Session-Id, Codex's Session-Id, for Gemini CLI,
-// which sends no session header, its first user message, which a resumed
-// session keeps; a resumed session goes on with its script) gets the first script whose
+// which sends no session header, its first user message without the
+// <session_context> block it rebuilds on resume; a resumed session goes on
+// with its script) gets the first script whose
 // Match is in its prompt, so several agents at once each follow their own.
 // Each request of the session is answered with the first remaining turn
 // whose When is in the request's latest input (the user message or the tool

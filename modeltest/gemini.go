@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,6 +35,9 @@ func geminiMethod(path string) (method, model string) {
 	}
 	return "", ""
 }
+
+// sessionContext is the block Gemini CLI puts before the prompt.
+var sessionContext = regexp.MustCompile(`(?s)<session_context>.*?</session_context>`)
 
 // geminiPath is the Gemini API method a path calls; "" for none.
 func geminiPath(path string) string {
@@ -112,6 +116,10 @@ func parseGemini(model string, stream bool, body []byte) (parsed, error) {
 	p.prompt = strings.Join(prompt, "\n")
 	p.latest = strings.Join(latest, "\n")
 	p.side = len(p.tools) == 0
+	// Gemini CLI sends no session header, and rebuilds the
+	// <session_context> part of the first message (date, directory listing)
+	// when it resumes a session: the session is the prompt without it.
+	p.keyText = sessionContext.ReplaceAllString(p.prompt, "")
 	if strings.EqualFold(req.GenerationConfig.ResponseMimeType, "application/json") {
 		p.schema = req.GenerationConfig.ResponseJSONSchema
 		if len(p.schema) == 0 {

@@ -129,6 +129,13 @@ func TestGeminiAPI(t *testing.T) {
 	assert.False(t, reqs[1].Stream)
 	assert.Equal(t, "made it", reqs[1].Latest)
 	assert.Equal(t, reqs[0].Session, reqs[1].Session, "a session is its first user message")
+	// Resuming, Gemini CLI rebuilds the session context before the prompt.
+	geminiPost(t, srv, "generateContent", geminiRequest(
+		userText("<session_context>\nnew listing: made.txt\n</session_context>please build"),
+		map[string]any{"role": "model", "parts": []any{map[string]any{"text": "x"}}}, userText("again")))
+	geminiPost(t, srv, "generateContent", geminiRequest(userText("<session_context>\nold</session_context>please build")))
+	more := srv.Requests()
+	assert.Equal(t, more[6].Session, more[7].Session)
 	assert.True(t, reqs[4].Side)
-	assert.Empty(t, srv.Unmatched())
+	assert.Len(t, srv.Unmatched(), 2, "the session's turns were all served")
 }

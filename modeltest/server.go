@@ -86,6 +86,10 @@ type parsed struct {
 	// schema is the JSON schema a Gemini API request wants its answer to
 	// follow (responseMimeType application/json); nil for a text answer.
 	schema json.RawMessage
+	// keyText, when set, is what the session key is derived from in place
+	// of the prompt (Gemini: the prompt without the session context Gemini
+	// CLI rebuilds on resume).
+	keyText string
 }
 
 // answer is what the server will serve to one request.
@@ -361,6 +365,10 @@ func sessionKey(h http.Header, p parsed) string {
 			return v
 		}
 	}
-	sum := sha256.Sum256([]byte(p.prompt))
+	text := p.prompt
+	if p.keyText != "" {
+		text = p.keyText
+	}
+	sum := sha256.Sum256([]byte(text))
 	return "prompt-" + hex.EncodeToString(sum[:8])
 }
