@@ -18,6 +18,9 @@ func (s *Server) choose(p parsed, h http.Header, i int) *answer {
 	rec.Prompt, rec.Latest, rec.Session, rec.Side = p.prompt, p.latest, key, p.side
 	if p.side {
 		s.mu.Unlock()
+		if p.schema != nil {
+			return s.answer(p, Turn{Text: schemaExample(p.schema)})
+		}
 		return s.answer(p, Turn{Text: s.cfg.SideText})
 	}
 	sess := s.sessions[key]
@@ -101,6 +104,13 @@ func (s *Server) answer(p parsed, t Turn) *answer {
 				raw = []byte(`{}`)
 			}
 			sc = servedCall{ServedCall: ServedCall{ID: s.nextID("toolu"), Name: name, Input: raw}}
+		case Gemini:
+			name, input := geminiCall(p, c)
+			raw, err := json.Marshal(input)
+			if err != nil {
+				raw = []byte(`{}`)
+			}
+			sc = servedCall{ServedCall: ServedCall{ID: s.nextID("call"), Name: name, Input: raw}}
 		default:
 			kind, name, input := responsesCall(p, c)
 			raw := json.RawMessage(input)
@@ -158,6 +168,18 @@ func (e *sseWriter) event(name string, data any) {
 		return
 	}
 	_, _ = fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", name, b)
+	if e.f != nil {
+		e.f.Flush()
+	}
+}
+
+// data writes an event with no name, only data (the Gemini API's stream).
+func (e *sseWriter) data(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	_, _ = fmt.Fprintf(e.w, "data: %s\r\n\r\n", b)
 	if e.f != nil {
 		e.f.Flush()
 	}

@@ -19,15 +19,20 @@ func TestMeasureStartup(t *testing.T) {
 		t.Skip("set FOREMAN_MEASURE=1 to measure")
 	}
 	const n = 7
-	for _, cli := range []string{"claude", "codex"} {
+	for _, cli := range []string{"claude", "codex", "gemini", "gemini-model"} {
 		var walls, firsts, tails []time.Duration
 		for range n {
 			srv := modeltest.Start(t, modeltest.Script{Turns: []modeltest.Turn{modeltest.Say("ok")}})
 			var r cliRun
-			if cli == "claude" {
+			switch cli {
+			case "claude":
 				r = claude(t, srv, t.TempDir(), nil, streamJSON("hello")...)
-			} else {
+			case "codex":
 				r = codex(t, srv, t.TempDir(), execJSON("hello")...)
+			case "gemini": // the default model, auto: a router request first
+				r = gemini(t, srv, t.TempDir(), nil, geminiJSON("hello")...)
+			default: // a model named: no router
+				r = gemini(t, srv, t.TempDir(), nil, geminiJSON("hello", "-m", "gemini-2.5-pro")...)
 			}
 			require.NoError(t, r.err)
 			walls = append(walls, r.wall)

@@ -17,6 +17,9 @@ const (
 	// OpenAI is the OpenAI Responses API (POST /v1/responses), as Codex
 	// calls it.
 	OpenAI API = "openai"
+	// Gemini is the Gemini API (POST /v1beta/models/<model>:generateContent
+	// and :streamGenerateContent?alt=sse), as Gemini CLI calls it.
+	Gemini API = "gemini"
 )
 
 // Request is the record of one request the server received and what it

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -64,6 +65,9 @@ func recordCases() []recordCase {
 	codex := func(prompt string, more ...string) []string {
 		return append(append([]string{"exec", "--json", "--skip-git-repo-check"}, more...), prompt)
 	}
+	gemini := func(prompt string, more ...string) []string {
+		return append([]string{"-p", prompt, "--output-format", "stream-json"}, more...)
+	}
 	codexFail := []string{"-c", "model_providers.modeltest.stream_max_retries=2", "-c", "model_providers.modeltest.request_max_retries=0"}
 	return []recordCase{
 		{name: "claude_success", cli: realagent.Claude, turns: say("Hello from the scripted model."), runs: [][]string{claude("Say hello.")}},
@@ -92,6 +96,15 @@ func recordCases() []recordCase {
 		{name: "codex_529", cli: realagent.Codex, turns: then(modeltest.Overloaded(), 5), runs: [][]string{codex("Say hello.", codexFail...)}},
 		{name: "codex_resume", cli: realagent.Codex, turns: resume,
 			runs: [][]string{codex("Start."), {"exec", "resume", "--json", "--skip-git-repo-check", "{session}", "Go on."}}},
+
+		{name: "gemini_success", cli: realagent.Gemini, turns: say("Hello from the scripted model."), runs: [][]string{gemini("Say hello.")}},
+		{name: "gemini_tool_use", cli: realagent.Gemini, turns: toolUse, runs: [][]string{gemini("Make two files.", "--approval-mode", "yolo")}},
+		{name: "gemini_refused", cli: realagent.Gemini, turns: refused, runs: [][]string{gemini("Write a file.")}},
+		{name: "gemini_retry_429", cli: realagent.Gemini, turns: then(modeltest.RateLimited(0), 1), runs: [][]string{gemini("Say hello.")}},
+		{name: "gemini_401", cli: realagent.Gemini, turns: then(modeltest.Unauthorized(), 5), runs: [][]string{gemini("Say hello.")}},
+		{name: "gemini_429_terminal", cli: realagent.Gemini, turns: then(modeltest.RateLimited(time.Hour), 5), runs: [][]string{gemini("Say hello.")}},
+		{name: "gemini_resume", cli: realagent.Gemini, turns: resume,
+			runs: [][]string{gemini("Start."), gemini("Go on.", "--resume", "{session}")}},
 	}
 }
 
@@ -136,9 +149,13 @@ func TestRecord(t *testing.T) {
 			srv := modeltest.Start(t, modeltest.Script{Turns: c.turns(dir)})
 			var env []string
 			home := t.TempDir()
-			if c.cli == realagent.Claude {
+			switch c.cli {
+			case realagent.Claude:
 				env = append(realagent.ClaudeEnv(srv.URL(), home), c.env...)
-			} else {
+			case realagent.Gemini:
+				env, err = realagent.GeminiEnv(srv.URL(), home, nil)
+				require.NoError(t, err)
+			default:
 				home = realagent.CodexHome(t)
 				env, err = realagent.CodexEnv(srv.URL(), home)
 				require.NoError(t, err)

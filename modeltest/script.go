@@ -88,7 +88,8 @@ type Call struct {
 }
 
 // Shell is a tool call running a shell command, served in each API's own
-// shape: the Bash tool ({"command": cmd}) on the Anthropic Messages API; on
+// shape: the Bash tool ({"command": cmd}) on the Anthropic Messages API;
+// run_shell_command ({"command": cmd}) on the Gemini API; on
 // the Responses API (Codex) the exec_command function ({"cmd": cmd}) when the
 // request offers it, else the exec custom tool with JavaScript calling
 // tools.exec_command, else a shell function ({"command": ["bash","-lc",cmd]}).
@@ -98,8 +99,9 @@ func Shell(cmd string) Call {
 
 // WriteFile is a tool call writing content to path: Claude Code's Write
 // tool ({"file_path": path, "content": content}; Claude Code wants an
-// absolute path) on the Anthropic Messages API, a shell command (printf into
-// the file) on the Responses API.
+// absolute path) on the Anthropic Messages API, write_file (the same input;
+// Gemini CLI refuses a path outside its workspace directories) on the Gemini
+// API, a shell command (printf into the file) on the Responses API.
 func WriteFile(path, content string) Call {
 	return Call{Name: "Write", Input: map[string]any{"file_path": path, "content": content}, file: path, body: content}
 }
@@ -144,10 +146,11 @@ func Times(n int, t Turn) []Turn {
 // Usage is token usage, as served in a response.
 type Usage struct {
 	// InputTokens is the input (prompt) tokens. The Anthropic API counts
-	// them without the cached ones; the Responses API counts cached ones in
-	// (input_tokens there is served as InputTokens, and cached_tokens as
+	// them without the cached ones; the Responses API and the Gemini API
+	// count cached ones in (input_tokens, promptTokenCount there is served
+	// as InputTokens, and cached_tokens, cachedContentTokenCount as
 	// CacheReadInputTokens, so keep CacheReadInputTokens <= InputTokens for
-	// Codex).
+	// Codex and Gemini CLI).
 	InputTokens int64 `json:"input_tokens"`
 	// OutputTokens is the generated tokens.
 	OutputTokens int64 `json:"output_tokens"`
@@ -169,8 +172,11 @@ func (u Usage) Add(v Usage) Usage {
 }
 
 // APIError is an error response of the API. The body has each API's error
-// shape: {"type":"error","error":{"type":Type,"message":Message}} (Anthropic)
-// or {"error":{"type":Type,"code":Code,"message":Message}} (OpenAI).
+// shape: {"type":"error","error":{"type":Type,"message":Message}}
+// (Anthropic), {"error":{"type":Type,"code":Code,"message":Message}}
+// (OpenAI) or {"error":{"code":Status,"message":Message,"status":Type}}
+// (Gemini, Type defaulting to the RPC status: UNAUTHENTICATED,
+// RESOURCE_EXHAUSTED, UNAVAILABLE, INTERNAL, ...).
 type APIError struct {
 	// Status is the HTTP status code. Required.
 	Status int
@@ -216,7 +222,7 @@ func Overloaded() Turn {
 
 // Unauthorized is a 401 turn: authentication_error "invalid x-api-key" on
 // the Anthropic API, invalid_api_key "Incorrect API key provided" on the
-// Responses API.
+// Responses API, UNAUTHENTICATED "API key not valid" on the Gemini API.
 func Unauthorized() Turn {
 	return Turn{Error: &APIError{Status: http.StatusUnauthorized}}
 }
@@ -278,6 +284,9 @@ func (e *APIError) message(api API) string {
 		return e.Message
 	}
 	if e.Status == http.StatusUnauthorized {
+		if api == Gemini {
+			return "API key not valid. Please pass a valid API key."
+		}
 		if api == OpenAI {
 			return "Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys."
 		}

@@ -45,8 +45,10 @@ type Config struct {
 }
 
 // Server is a scripted model server on 127.0.0.1. It answers the Anthropic
-// Messages API (POST /v1/messages, and /v1/messages/count_tokens) and the
-// OpenAI Responses API (POST /v1/responses) from its scripts, records every
+// Messages API (POST /v1/messages, and /v1/messages/count_tokens), the
+// OpenAI Responses API (POST /v1/responses) and the Gemini API (POST
+// /v1beta/models/<model>:generateContent, :streamGenerateContent) from its
+// scripts, records every
 // request with what it served, and answers any other path with a 404 it
 // logs. Its methods are safe for concurrent use.
 type Server struct {
@@ -81,6 +83,13 @@ type parsed struct {
 	kinds          map[string]string // Responses API: the tool's type (function, custom)
 	prompt, latest string
 	side           bool
+	// schema is the JSON schema a Gemini API request wants its answer to
+	// follow (responseMimeType application/json); nil for a text answer.
+	schema json.RawMessage
+	// keyText, when set, is what the session key is derived from in place
+	// of the prompt (Gemini: the prompt without the session context Gemini
+	// CLI rebuilds on resume).
+	keyText string
 }
 
 // answer is what the server will serve to one request.
@@ -158,7 +167,8 @@ func Start(tb testing.TB, scripts ...Script) *Server {
 }
 
 // URL is the server's base URL, http://127.0.0.1:PORT: Claude Code's
-// ANTHROPIC_BASE_URL; Codex's provider base_url is URL()+"/v1".
+// ANTHROPIC_BASE_URL and Gemini CLI's GOOGLE_GEMINI_BASE_URL; Codex's
+// provider base_url is URL()+"/v1".
 func (s *Server) URL() string { return s.url }
 
 // Close stops the server: requests held by a Delay or Wait end unanswered,
@@ -266,6 +276,15 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.serveAPI(w, r, i, body, parseAnthropic, s.serveAnthropic)
 	case r.Method == http.MethodPost && strings.HasSuffix(path, "/responses"):
 		s.serveAPI(w, r, i, body, parseResponses, s.serveResponses)
+	case r.Method == http.MethodPost && geminiPath(path) == "countTokens":
+		s.update(i, func(rec *Request) { rec.API, rec.Side, rec.Served.Status = Gemini, true, http.StatusOK })
+		w.Header().Set("content-type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"totalTokens": max(1, len(body)/4)})
+	case r.Method == http.MethodPost && geminiPath(path) != "":
+		method, model := geminiMethod(path)
+		s.serveAPI(w, r, i, body, func(b []byte) (parsed, error) {
+			return parseGemini(model, method == "streamGenerateContent", b)
+		}, s.serveGemini)
 	case r.Method == http.MethodHead || (r.Method == http.MethodGet && (path == "/" || path == "/v1")):
 		s.update(i, func(rec *Request) { rec.Served.Status = http.StatusOK })
 		w.WriteHeader(http.StatusOK)
@@ -288,9 +307,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, i int, body []
 		s.logf("%v", err)
 		e := &APIError{Status: http.StatusBadRequest, Message: err.Error()}
 		s.update(i, func(rec *Request) { rec.Served = Served{Status: e.Status, Error: e} })
-		if strings.HasSuffix(r.URL.Path, "/responses") {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/responses"):
 			writeOpenAIError(w, e)
-		} else {
+		case geminiPath(r.URL.Path) != "":
+			writeGeminiError(w, e)
+		default:
 			writeAnthropicError(w, e, s.nextID("req"))
 		}
 		return
@@ -343,6 +365,10 @@ func sessionKey(h http.Header, p parsed) string {
 			return v
 		}
 	}
-	sum := sha256.Sum256([]byte(p.prompt))
+	text := p.prompt
+	if p.keyText != "" {
+		text = p.keyText
+	}
+	sum := sha256.Sum256([]byte(text))
 	return "prompt-" + hex.EncodeToString(sum[:8])
 }

@@ -1,6 +1,7 @@
 package realagent
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -93,4 +94,48 @@ func CodexHome(tb testing.TB) string {
 	}
 	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
 	return dir
+}
+
+// GeminiSettings is the user settings file GeminiEnv writes:
+// ~/.gemini/settings.json selecting API-key authentication (without it
+// Gemini CLI 0.61 asks how to sign in and exits in headless mode), with
+// automatic updates and usage statistics off (nothing leaves the machine).
+const GeminiSettings = `{
+  "security": {"auth": {"selectedType": "gemini-api-key"}},
+  "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+  "privacy": {"usageStatisticsEnabled": false}
+}
+`
+
+// GeminiEnv writes home/.gemini/settings.json (GeminiSettings, merged with
+// extra: top-level keys of extra replace the file's, such as "mcpServers")
+// and returns the environment for Gemini CLI talking to the model server at
+// baseURL (its URL, no path): GOOGLE_GEMINI_BASE_URL, GEMINI_API_KEY,
+// GEMINI_CLI_TRUST_WORKSPACE=true (headless runs in an untrusted folder
+// refuse to start), HOME=home, and the caller's PATH, locale and TMPDIR.
+func GeminiEnv(baseURL, home string, extra map[string]any) ([]string, error) {
+	var settings map[string]any
+	if err := json.Unmarshal([]byte(GeminiSettings), &settings); err != nil {
+		return nil, fmt.Errorf("realagent: %w", err)
+	}
+	for k, v := range extra {
+		settings[k] = v
+	}
+	data, err := json.MarshalIndent(settings, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("realagent: gemini settings: %w", err)
+	}
+	dir := filepath.Join(home, ".gemini")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("realagent: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "settings.json"), append(data, '\n'), 0o600); err != nil {
+		return nil, fmt.Errorf("realagent: write gemini settings: %w", err)
+	}
+	return append(baseEnv(),
+		"HOME="+home,
+		"GOOGLE_GEMINI_BASE_URL="+strings.TrimSuffix(baseURL, "/"),
+		"GEMINI_API_KEY="+APIKey,
+		"GEMINI_CLI_TRUST_WORKSPACE=true",
+	), nil
 }

@@ -21,6 +21,7 @@ type CLI string
 const (
 	Claude CLI = "claude" // @anthropic-ai/claude-code
 	Codex  CLI = "codex"  // @openai/codex
+	Gemini CLI = "gemini" // @google/gemini-cli
 )
 
 // BinEnv overrides the directory the binaries are found in.

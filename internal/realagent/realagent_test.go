@@ -1,6 +1,7 @@
 package realagent_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -92,4 +93,29 @@ func TestCodexEnv(t *testing.T) {
 	assert.Contains(t, string(toml), `model_provider = "modeltest"`)
 	assert.Contains(t, string(toml), `base_url = "http://127.0.0.1:1234/v1"`)
 	assert.Contains(t, string(toml), `wire_api = "responses"`)
+}
+
+func TestGeminiEnv(t *testing.T) {
+	t.Setenv("GEMINI_API_KEY", "the-callers-real-key")
+	home := t.TempDir()
+	env, err := realagent.GeminiEnv("http://127.0.0.1:1234/", home, map[string]any{"mcpServers": map[string]any{"x": map[string]any{"httpUrl": "u"}}})
+	require.NoError(t, err)
+	assert.Contains(t, env, "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:1234")
+	assert.Contains(t, env, "GEMINI_API_KEY="+realagent.APIKey)
+	assert.Contains(t, env, "GEMINI_CLI_TRUST_WORKSPACE=true")
+	assert.Contains(t, env, "HOME="+home)
+	assert.NotContains(t, env, "GEMINI_API_KEY=the-callers-real-key")
+	data, err := os.ReadFile(filepath.Join(home, ".gemini", "settings.json"))
+	require.NoError(t, err)
+	var settings struct {
+		Security struct {
+			Auth struct {
+				SelectedType string `json:"selectedType"`
+			} `json:"auth"`
+		} `json:"security"`
+		MCPServers map[string]any `json:"mcpServers"`
+	}
+	require.NoError(t, json.Unmarshal(data, &settings))
+	assert.Equal(t, "gemini-api-key", settings.Security.Auth.SelectedType)
+	assert.Contains(t, settings.MCPServers, "x")
 }

@@ -268,7 +268,7 @@ var (
 func checkSessionID(f Format, id string) error {
 	ok := false
 	switch f {
-	case FormatClaude, FormatCodex:
+	case FormatClaude, FormatCodex, FormatGemini:
 		ok = uuidPattern.MatchString(id)
 	default:
 		ok = sessionIDPattern.MatchString(id)

@@ -61,8 +61,8 @@ type invocation struct {
 
 // stdinFormat reports whether format f's CLI reads its prompt from stdin
 // when none is given as an argument (Claude Code's -p; Codex's exec, told
-// so by a "-" prompt).
-func stdinFormat(f Format) bool { return f == FormatClaude || f == FormatCodex }
+// so by a "-" prompt; Gemini CLI whenever stdin is not a terminal).
+func stdinFormat(f Format) bool { return f == FormatClaude || f == FormatCodex || f == FormatGemini }
 
 // invocation builds the command line for req; home is the sandbox's HOME
 // ("" unsandboxed).
@@ -147,7 +147,22 @@ func (d *Driver) invocation(req phases.AgentRequest, home string) (invocation, e
 			var args []string
 			args, mcpEnv = codexMCPArgs(req.MCPServers)
 			argv = append(argv, args...)
+		case FormatGemini:
+			dir, err := geminiSettingsDir()
+			if err != nil {
+				return invocation{}, err
+			}
+			inv.cleanup = func() { _ = os.RemoveAll(dir) }
+			inv.readOnly = append(inv.readOnly, dir)
+			if mcpEnv, err = geminiMCPSettings(req.MCPServers, dir); err != nil {
+				inv.cleanup()
+				return invocation{}, err
+			}
 		}
+	}
+	if d.cfg.Format == FormatGemini {
+		// Gemini CLI's tools refuse paths outside its workspace directories.
+		argv = append(argv, geminiIncludeArgs(req.Writable)...)
 	}
 	inv.env = d.environ(req, mcpEnv, home)
 	if req.SessionID != "" {

@@ -177,6 +177,9 @@ var (
 	// Older Codex: "try again in 3 days 6 hours 57 minutes".
 	codexTryIn = regexp.MustCompile(`(?i)try again in ((?:\d+ (?:days?|hours?|minutes?|seconds?),? ?(?:and )?)+)`)
 	durPart    = regexp.MustCompile(`(\d+) (day|hour|minute|second)`)
+	// Gemini CLI (a quota's google.rpc.RetryInfo): "Suggested retry after
+	// 3600s.".
+	geminiRetryAfter = regexp.MustCompile(`(?i)suggested retry after (\d+(?:\.\d+)?)(ms|s)\b`)
 )
 
 // resolveReset reads the reset time a rate-limit message names in words,
@@ -197,6 +200,11 @@ func resolveReset(msg string, now time.Time) (time.Time, bool) {
 	}
 	if m := codexTryAt.FindStringSubmatch(msg); m != nil {
 		return wallClock(now, m[1], m[2], m[3], m[4], m[5], m[6])
+	}
+	if m := geminiRetryAfter.FindStringSubmatch(msg); m != nil {
+		if d, err := time.ParseDuration(m[1] + m[2]); err == nil && d > 0 {
+			return now.Add(d), true
+		}
 	}
 	if m := codexTryIn.FindStringSubmatch(msg); m != nil {
 		var d time.Duration

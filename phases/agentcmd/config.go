@@ -31,6 +31,12 @@ const (
 	// command: codex exec --json. Resume: resume <id> (after the options,
 	// before the prompt). Constraints: --model.
 	FormatCodex Format = "codex-json"
+	// FormatGemini parses Gemini CLI's `--output-format stream-json`
+	// output. Default command: gemini --output-format stream-json
+	// --skip-trust --approval-mode yolo, the prompt on stdin (see
+	// NewGeminiParser and GeminiArgs). Resume: --resume <id>. Constraints:
+	// --model.
+	FormatGemini Format = "gemini-stream-json"
 )
 
 // PromptVia says how the prompt reaches the agent.
@@ -40,7 +46,7 @@ type PromptVia string
 const (
 	// PromptArg puts the prompt in argv: wherever an argument contains
 	// {prompt}, {task} or {feedback}, or, when none does, as one extra final
-	// argument (then, for FormatClaude and FormatCodex, on stdin instead
+	// argument (then, for FormatClaude, FormatCodex and FormatGemini, on stdin instead
 	// when it is too long for argv). Linux limits one argument to
 	// MaxArgLen bytes; a longer one is a *PromptTooLongError. A prompt in
 	// argv is visible to every user of the machine (ps).
@@ -188,6 +194,14 @@ func adapterFor(f Format) (adapter, bool) {
 			endOfOptions: true,
 			newParser:    NewCodexParser,
 		}, true
+	case FormatGemini:
+		return adapter{
+			defaultArgv:  GeminiArgs(),
+			resumeArgs:   []string{"--resume", "{session}"},
+			constraints:  codexConstraintArgs, // --model
+			endOfOptions: true,
+			newParser:    NewGeminiParser,
+		}, true
 	}
 	return adapter{}, false
 }
@@ -253,18 +267,20 @@ func (cfg Config) withDefaults() Config {
 }
 
 // ParseFormat reads a format name as a person would type it: the Format
-// values themselves, or the short names "claude" and "codex". An unknown
-// name is an error matching ErrUnknownFormat.
+// values themselves, or the short names "claude", "codex" and "gemini". An
+// unknown name is an error matching ErrUnknownFormat.
 func ParseFormat(name string) (Format, error) {
 	switch f := Format(name); f {
 	case "claude":
 		return FormatClaude, nil
 	case "codex":
 		return FormatCodex, nil
+	case "gemini":
+		return FormatGemini, nil
 	default:
 		if _, ok := adapterFor(f); ok {
 			return f, nil
 		}
-		return "", fmt.Errorf("%w: %q (want text, claude or codex)", ErrUnknownFormat, name)
+		return "", fmt.Errorf("%w: %q (want text, claude, codex or gemini)", ErrUnknownFormat, name)
 	}
 }

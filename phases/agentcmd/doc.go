@@ -240,8 +240,15 @@
 // counts subagents and matches total_cost_usd (its usage field counts the
 // main conversation only). FormatCodex parses `codex exec --json`, both the
 // ThreadEvent stream (thread.started, turn.completed, item.completed, ...)
-// and the {"id","msg"} stream of versions before it. FormatText (the
-// default) passes lines through. Unparseable lines are reported as text and
+// and the {"id","msg"} stream of versions before it. FormatGemini parses
+// `gemini --output-format stream-json` (Gemini CLI 0.61): tokens are the
+// result's stats, the run's own (its model router's request included, and
+// a resumed run's only); its default command (GeminiArgs) runs in yolo
+// approval mode with the prompt on stdin, the request's Writable paths as
+// --include-directories (its file tools refuse anything outside its
+// workspace directories) and the MCP servers in a settings file of its own
+// (GeminiSettingsEnv). Gemini CLI prints its retries of a 429 or 5xx on
+// stderr only. FormatText (the default) passes lines through. Unparseable lines are reported as text and
 // never fail a run. Config.NewParser plugs in a parser for another format.
 // testdata/README.md names the published output each parser is tested on.
 package agentcmd

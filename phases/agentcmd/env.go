@@ -24,8 +24,10 @@ import (
 //   - Go's module settings: GOTOOLCHAIN, GOPROXY, GOFLAGS, GOPRIVATE,
 //     GONOPROXY, GONOSUMDB, GOSUMDB, GOINSECURE;
 //   - the CLI's own API variables: ANTHROPIC_* and CLAUDE_CODE_* for
-//     FormatClaude; OPENAI_* and CODEX_* for FormatCodex; all of those and
-//     GEMINI_* and GOOGLE_GEMINI_* for FormatText, whose CLI is unknown.
+//     FormatClaude; OPENAI_* and CODEX_* for FormatCodex; GEMINI_*,
+//     GOOGLE_GEMINI_*, GOOGLE_GENAI_*, GOOGLE_API_KEY, GOOGLE_CLOUD_PROJECT
+//     and GOOGLE_CLOUD_LOCATION for FormatGemini; all of those for
+//     FormatText, whose CLI is unknown.
 //
 // The slice is new on every call.
 func DefaultPassEnv(f Format) []string {
@@ -40,15 +42,18 @@ func DefaultPassEnv(f Format) []string {
 	}
 	claude := []string{"ANTHROPIC_*", "CLAUDE_CODE_*"}
 	codex := []string{"OPENAI_*", "CODEX_*"}
+	gemini := []string{"GEMINI_*", "GOOGLE_GEMINI_*", "GOOGLE_GENAI_*", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"}
 	switch f {
 	case FormatClaude:
 		return append(names, claude...)
 	case FormatCodex:
 		return append(names, codex...)
+	case FormatGemini:
+		return append(names, gemini...)
 	default:
 		names = append(names, claude...)
 		names = append(names, codex...)
-		return append(names, "GEMINI_*", "GOOGLE_GEMINI_*")
+		return append(names, gemini...)
 	}
 }
 

@@ -18,7 +18,9 @@ func TestParseFormat(t *testing.T) {
 		{"claude-stream-json", FormatClaude, true},
 		{"codex", FormatCodex, true},
 		{"codex-json", FormatCodex, true},
-		{"gemini", "", false},
+		{"gemini", FormatGemini, true},
+		{"gemini-stream-json", FormatGemini, true},
+		{"opencode", "", false},
 		{"Claude", "", false},
 	}
 	for _, tt := range tests {

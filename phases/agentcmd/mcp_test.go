@@ -103,3 +103,33 @@ func readFile(t *testing.T, dir, name string) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+func TestGeminiGetsTheServersThroughASettingsFile(t *testing.T) {
+	bin := t.TempDir()
+	writeScript(t, bin, "gemini", `
+ws=$FOREMAN_WORKSPACE
+for a in "$@"; do printf '%s\n' "$a" >> "$ws/args.txt"; done
+cat "$`+GeminiSettingsEnv+`" > "$ws/settings.json"
+ls -l "$`+GeminiSettingsEnv+`" | cut -c1-10 > "$ws/mode"
+printf '%s' "$`+GeminiSettingsEnv+`" > "$ws/path"
+cat > "$ws/stdin"
+`)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	ws, results := t.TempDir(), t.TempDir()
+	const session = "8d2cae7b-b3d6-4410-8f5c-2400b43cf484"
+	req := phases.AgentRequest{WorkspacePath: ws, TaskPrompt: "build it", SessionID: session, Writable: []string{results},
+		MCPServers: []phases.MCPServer{reportServer}, Constraints: phases.AgentConstraints{Model: "gemini-2.5-pro"}}
+	_, err := New(Config{Format: FormatGemini, Sandbox: Sandbox{Mode: SandboxOff}}).Execute(context.Background(), req, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"--output-format", "stream-json", "--skip-trust", "--approval-mode", "yolo",
+		"--model", "gemini-2.5-pro", "--include-directories=" + results, "--resume", session}, readArgs(t, ws))
+	assert.Equal(t, "build it", readFile(t, ws, "stdin"), "the prompt on stdin")
+	var cfg map[string]any
+	require.NoError(t, json.Unmarshal([]byte(readFile(t, ws, "settings.json")), &cfg))
+	assert.Equal(t, map[string]any{"mcpServers": map[string]any{"foreman": map[string]any{
+		"httpUrl": "http://127.0.0.1:4321/mcp", "headers": map[string]any{"Authorization": "Bearer s3cret"}, "trust": true}}}, cfg)
+	assert.Equal(t, "-rw-------", strings.TrimSpace(readFile(t, ws, "mode")))
+	path := readFile(t, ws, "path")
+	assert.False(t, strings.HasPrefix(path, os.TempDir()), "Gemini CLI skips a system settings file under a world-writable directory: %s", path)
+	assert.NoFileExists(t, path, "the file goes with the run")
+}
