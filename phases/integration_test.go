@@ -106,7 +106,12 @@ func TestIntegration_HangingAgentAndChildKilledAtTimeout(t *testing.T) {
 	// driver's own timeout (the time left) cannot fire first.
 	const limit = time.Hour
 	clk := foreman.NewFakeClock(startTime())
+	// Unsandboxed: the PIDs the agent writes must be the host's (a sandbox
+	// has a PID namespace of its own; agentcmd's sandbox tests check that a
+	// sandboxed agent's processes go with it).
 	services := realServices(t, []string{script})
+	services.AgentDriver = agentcmd.New(agentcmd.Config{Argv: []string{script}, Env: demo.GitEnv(), KillGrace: 500 * time.Millisecond,
+		Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxOff}})
 	services.Clock = clk
 	loop := phases.NewRunLoop(phases.Config{Services: services, Limits: phases.Limits{MaxWallClock: limit}})
 	type outcome struct {

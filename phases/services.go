@@ -83,6 +83,13 @@ type AgentConstraints struct {
 	MaxTurns     int
 	AllowedTools []string
 	Model        string
+	// Commands are the commands the agent must be able to run as they are
+	// written here (a team passes its gate plan's, so that the agent can
+	// check its own work): a driver whose CLI allows shell commands one by
+	// one (agentcmd: Claude Code's Bash rules, outside an OS sandbox)
+	// allows each, with any further arguments. Nil means none beyond the
+	// driver's own.
+	Commands []string
 }
 
 // AgentResult is the outcome of one agent execution.

@@ -14,14 +14,15 @@ import (
 var (
 	resultPathRE = regexp.MustCompile(`Write your report as JSON to the file (\S+) `)
 	reportKeyRE  = regexp.MustCompile(`Your report key: (\S+) `)
+	workspaceRE  = regexp.MustCompile(`## Your workspace\n\n(\S+), a git worktree`)
 )
 
 // Assignment is what a stage's prompt says about the agent's assignment.
 type Assignment struct {
 	pipeline.AgentAssignment
 	// ResultPath is the result file; ReportKey the key a printed line
-	// carries.
-	ResultPath, ReportKey string
+	// carries; Workspace the story's worktree.
+	ResultPath, ReportKey, Workspace string
 }
 
 // ReadAssignment reads the assignment block, the result file's path and the
@@ -37,6 +38,9 @@ func ReadAssignment(prompt string) (Assignment, error) {
 	}
 	if m := reportKeyRE.FindStringSubmatch(prompt); m != nil {
 		out.ReportKey = m[1]
+	}
+	if m := workspaceRE.FindStringSubmatch(prompt); m != nil {
+		out.Workspace = m[1]
 	}
 	return out, nil
 }

@@ -104,7 +104,7 @@ func TestAnInvalidSessionIDIsNeverResumed(t *testing.T) {
 func TestLongPrompts(t *testing.T) {
 	long := strings.Repeat("x", 200<<10)
 	ws := fakeAgent(t, "claude", "claude_success.jsonl", 0)
-	res, err := New(Config{Format: FormatClaude, PromptVia: PromptArg}).Execute(context.Background(),
+	res, err := New(Config{Format: FormatClaude, PromptVia: PromptArg, Permissions: PermissionsNone}).Execute(context.Background(),
 		phases.AgentRequest{WorkspacePath: ws, TaskPrompt: long}, nil)
 	require.NoError(t, err)
 	assert.True(t, res.Success)

@@ -47,6 +47,8 @@ type claudeParser struct {
 	// "code: text".
 	apiError string
 	cond     conditions
+	// fatal says why the agent should be stopped at once (stopper).
+	fatal string
 }
 
 type claudeUsage struct {
@@ -182,6 +184,7 @@ func (p *claudeParser) ParseLine(line string) (phases.StreamKind, string) {
 		case "init":
 			return phases.StreamSystem, fmt.Sprintf("session %s started (model %s)", l.SessionID, l.Model)
 		case "api_retry":
+			p.apiRetry(l)
 			return phases.StreamRetry, apiRetryText(l)
 		}
 		return phases.StreamSystem, l.Subtype

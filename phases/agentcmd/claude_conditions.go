@@ -151,3 +151,28 @@ func apiRetryText(l claudeLine) string {
 	}
 	return text
 }
+
+// fatalAPIStatus reports whether a model API status is one no retry can
+// get past: the key is wrong (401) or not allowed (403). The CLIs retry
+// them anyway (Claude Code ten times, for minutes).
+func fatalAPIStatus(status int) bool { return status == 401 || status == 403 }
+
+// stopper is a parser that can tell, from a line, that the agent should be
+// stopped at once: it is only retrying what cannot succeed.
+type stopper interface {
+	// stopNow is the reason, once a line showed one; "" until then.
+	stopNow() string
+}
+
+func (p *claudeParser) stopNow() string { return p.fatal }
+
+// apiRetry records an api_retry line; a retry of a refused key is fatal.
+func (p *claudeParser) apiRetry(l claudeLine) {
+	if !fatalAPIStatus(l.ErrorStatus) || p.fatal != "" {
+		return
+	}
+	var kind string
+	_ = json.Unmarshal(l.Error, &kind)
+	p.cond.apiError = &phases.AgentAPIError{Code: kind, Status: l.ErrorStatus, Message: "the model API refused the key"}
+	p.fatal = "the model API answered " + apiRetryText(l) + ": retrying cannot help"
+}

@@ -3,6 +3,7 @@ package agentcmd
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/agentforeman/foreman/phases"
@@ -32,7 +33,9 @@ import (
 func NewCodexParser() OutputParser { return &codexParser{} }
 
 type codexParser struct {
-	sum        Summary
+	sum Summary
+	// fatal says why the agent should be stopped at once (stopper).
+	fatal      string
 	turnFailed string
 	// streamError is the last top-level error not yet followed by a
 	// completed turn.
@@ -136,6 +139,16 @@ func (p *codexParser) ParseLine(line string) (phases.StreamKind, string) {
 		if p.streamError == "" {
 			p.streamError = "error"
 		}
+		if strings.HasPrefix(l.Message, "Reconnecting...") {
+			// "Reconnecting... 1/5 (unexpected status 401 Unauthorized: ...)":
+			// Codex retries by itself; a refused key it retries in vain.
+			if m := codexStatus.FindStringSubmatch(l.Message); m != nil && p.fatal == "" {
+				if status, _ := strconv.Atoi(m[1]); fatalAPIStatus(status) {
+					p.fatal = "the model API answered " + l.Message + ": retrying cannot help"
+				}
+			}
+			return phases.StreamRetry, l.Message
+		}
 		return phases.StreamSystem, "error: " + l.Message
 	case "item.started", "item.updated", "item.completed":
 		if l.Item == nil {
@@ -212,6 +225,8 @@ func (p *codexParser) item(completed bool, it codexItem) (phases.StreamKind, str
 	}
 	return phases.StreamSystem, it.Type
 }
+
+func (p *codexParser) stopNow() string { return p.fatal }
 
 func (p *codexParser) Summary() Summary {
 	s := p.sum

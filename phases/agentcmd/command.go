@@ -117,9 +117,17 @@ func (d *Driver) invocation(req phases.AgentRequest, home string) (invocation, e
 		return invocation{}, err
 	}
 	constraints := req.Constraints
+	profile := d.profileApplies()
+	if d.cfg.Format == FormatClaude && profile && home == "" {
+		// One --allowedTools: the profile's, the host's and the servers'.
+		constraints.AllowedTools = append(slices.Clip(constraints.AllowedTools), claudeProfileTools(constraints)...)
+	}
 	if d.cfg.Format == FormatClaude && len(req.MCPServers) > 0 {
-		// One --allowedTools: the host's tools and the servers' together.
 		constraints.AllowedTools = append(slices.Clip(constraints.AllowedTools), claudeMCPTools(req.MCPServers)...)
+	}
+	if profile {
+		// Data, never templates, like the constraints.
+		argv = append(argv, d.profileArgs(req, home != "")...)
 	}
 	if ad.constraints != nil {
 		// Constraint values are data, never templates.

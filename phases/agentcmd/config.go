@@ -84,6 +84,12 @@ type Config struct {
 	// Argv. Nil means the Format's own resume arguments; an empty non-nil
 	// slice disables resuming.
 	ResumeArgs []string
+	// Permissions says whether the driver grants the agent CLI what a
+	// stage's work needs through the CLI's own permission flags (the
+	// format's profile: permissions.go; Claude Code and Codex have one).
+	// Empty means PermissionsAuto: the profile with the format's default
+	// command, nothing with a command of Argv's.
+	Permissions Permissions
 	// PromptVia says how the prompt is delivered. Empty means PromptArg
 	// when an argument places the prompt ({prompt}, {task}, {feedback}) or
 	// the format is FormatText, else (Claude Code, Codex) PromptStdin.

@@ -329,6 +329,7 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, parser O
 		eofs              int
 		exited            bool
 		timedOut, stopped bool
+		stopReason        string
 		ctxErr            error
 		ctxDone           = ctx.Done()
 	)
@@ -346,6 +347,12 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, parser O
 			} else {
 				out.addLine(l.text)
 				ev.Kind, ev.Text = parser.ParseLine(l.text)
+				if st, ok := parser.(stopper); ok && stage == stageRunning && !exited && stopReason == "" {
+					if why := st.stopNow(); why != "" {
+						stopReason, stopped = why, true
+						escalate(why)
+					}
+				}
 			}
 			if onEvent != nil {
 				onEvent(ev)
@@ -406,6 +413,9 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, parser O
 	res.TimedOut = timedOut
 	if stopped {
 		res.Success = false
+	}
+	if stopReason != "" {
+		res.Error = "stopped at once: " + stopReason
 	}
 	cfg.Logger.Debug("agent finished", "pid", p.pgid, "exit_code", res.ExitCode, "signal", res.Signal,
 		"timed_out", res.TimedOut, "success", res.Success, "duration", res.Duration)

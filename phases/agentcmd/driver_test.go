@@ -142,7 +142,7 @@ func TestExecuteClaudeCode(t *testing.T) {
 			ws := fakeAgent(t, "claude", tt.fixture, tt.exit)
 			tt.req.WorkspacePath = ws
 			rec := &recorder{}
-			res, err := New(Config{Format: FormatClaude}).Execute(context.Background(), tt.req, rec.callback)
+			res, err := New(Config{Format: FormatClaude, Permissions: PermissionsNone}).Execute(context.Background(), tt.req, rec.callback)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantArgs, readArgs(t, ws))
 			assert.Equal(t, tt.wantStdin, readStdin(t, ws), "the prompt goes on stdin")
@@ -208,7 +208,7 @@ func TestExecuteCodex(t *testing.T) {
 			ws := fakeAgent(t, "codex", tt.fixture, tt.exit)
 			tt.req.WorkspacePath = ws
 			rec := &recorder{}
-			res, err := New(Config{Format: FormatCodex}).Execute(context.Background(), tt.req, rec.callback)
+			res, err := New(Config{Format: FormatCodex, Permissions: PermissionsNone}).Execute(context.Background(), tt.req, rec.callback)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantArgs, readArgs(t, ws))
 			assert.Equal(t, tt.wantStdin, readStdin(t, ws), "the prompt goes on stdin")

@@ -94,6 +94,13 @@ func claudeMCPConfig(servers []phases.MCPServer, dir string) ([]string, error) {
 func codexMCPArgs(servers []phases.MCPServer) (args, env []string) {
 	for _, s := range servers {
 		args = append(args, "-c", "mcp_servers."+s.Name+".url="+tomlString(s.URL))
+		// codex exec refuses an MCP tool call that needs approval ("MCP tool
+		// call requires approval, but approval policy is never"): the host
+		// gave the agent this server to call, so its tools are approved.
+		args = append(args, "-c", "mcp_servers."+s.Name+`.default_tools_approval_mode="approve"`)
+		if len(s.Tools) > 0 {
+			args = append(args, "-c", "mcp_servers."+s.Name+".enabled_tools="+tomlStrings(s.Tools))
+		}
 		if s.BearerToken == "" {
 			continue
 		}
@@ -111,5 +118,11 @@ func codexMCPArgs(servers []phases.MCPServer) (args, env []string) {
 // all valid in one (\", \\, \n, \uXXXX, ...).
 func tomlString(s string) string {
 	b, _ := json.Marshal(s) // a string always marshals
+	return string(b)
+}
+
+// tomlStrings is a TOML array of basic strings.
+func tomlStrings(ss []string) string {
+	b, _ := json.Marshal(ss) // strings always marshal; a JSON array of strings is a TOML one
 	return string(b)
 }

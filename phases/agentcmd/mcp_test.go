@@ -40,7 +40,7 @@ func TestClaudeCodeGetsTheServersThroughMCPConfig(t *testing.T) {
 	req := phases.AgentRequest{WorkspacePath: ws, TaskPrompt: "build it", MCPServers: []phases.MCPServer{reportServer},
 		Constraints: phases.AgentConstraints{AllowedTools: []string{"Edit"}}}
 	// The prompt in argv: the case where a multi-value flag could take it.
-	_, err := New(Config{Format: FormatClaude, PromptVia: PromptArg}).Execute(context.Background(), req, nil)
+	_, err := New(Config{Format: FormatClaude, PromptVia: PromptArg, Permissions: PermissionsNone}).Execute(context.Background(), req, nil)
 	require.NoError(t, err)
 
 	args := readArgs(t, ws)
@@ -66,10 +66,12 @@ func TestCodexGetsTheServersThroughConfigOverrides(t *testing.T) {
 	ws := mcpAgent(t, "codex")
 	const session = "0199a213-81c0-7800-8aa1-bbab2a035a53"
 	req := phases.AgentRequest{WorkspacePath: ws, TaskPrompt: "build it", SessionID: session, MCPServers: []phases.MCPServer{reportServer}}
-	_, err := New(Config{Format: FormatCodex}).Execute(context.Background(), req, nil)
+	_, err := New(Config{Format: FormatCodex, Permissions: PermissionsNone}).Execute(context.Background(), req, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"exec", "--json",
 		"-c", `mcp_servers.foreman.url="http://127.0.0.1:4321/mcp"`,
+		"-c", `mcp_servers.foreman.default_tools_approval_mode="approve"`,
+		"-c", `mcp_servers.foreman.enabled_tools=["report","status"]`,
 		"-c", `mcp_servers.foreman.bearer_token_env_var="FOREMAN_MCP_TOKEN"`,
 		"resume", session, "-"}, readArgs(t, ws))
 	assert.Equal(t, "s3cret", readFile(t, ws, "token"))

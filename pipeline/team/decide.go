@@ -242,6 +242,9 @@ func foreignFile(named, current foreman.AssignmentID) string {
 func agentFailure(res phases.AgentResult, fileProblem string) string {
 	var b strings.Builder
 	switch {
+	case res.Error != "" && res.APIError != nil:
+		// Stopped by the driver, or failed, on the model API's word.
+		b.WriteString("the agent's model API failed")
 	case res.TimedOut:
 		b.WriteString("the agent timed out")
 	case res.Signal != "":

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/agentforeman/foreman"
@@ -31,6 +32,9 @@ func (r stageRunner) Execute(ctx context.Context, req phases.AgentRequest, onEve
 	}
 	st := t.cfg.Stages[a.Stage]
 	onEvent = t.watchRetries(a, onEvent)
+	// The agent may run the project's own checks (a CLI that allows
+	// commands one by one is told which).
+	req.Constraints.Commands = append(slices.Clip(req.Constraints.Commands), t.gateCommands()...)
 	defer t.retries.clear(a.Item)
 	// The agent writes its result file in a directory of its assignment's
 	// own, made empty for this execution (what an earlier, interrupted run
@@ -382,4 +386,19 @@ func (g gateEvents) Verify(ctx context.Context, snap phases.Snapshot, plan phase
 	}
 	g.t.events.add(ev)
 	return rep, nil
+}
+
+// gateCommands are the gate plans' commands, each as one line.
+func (t *Team) gateCommands() []string {
+	var out []string
+	for _, plan := range []phases.GatePlan{t.cfg.Gates, t.cfg.QualityGates} {
+		for _, l := range plan.Levels {
+			for _, c := range l.Checks {
+				if cmd := strings.Join(c.Argv, " "); !slices.Contains(out, cmd) {
+					out = append(out, cmd)
+				}
+			}
+		}
+	}
+	return out
 }
