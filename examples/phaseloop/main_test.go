@@ -51,10 +51,10 @@ func TestClaudeFormatOnOwnRepo(t *testing.T) {
 	require.NoError(t, newRepo(ctx, repo))
 	bin := t.TempDir()
 	err := os.WriteFile(filepath.Join(bin, "claude"), []byte(`#!/bin/sh
-echo '{"type":"system","subtype":"init","session_id":"sess-42","model":"claude-test"}'
+echo '{"type":"system","subtype":"init","session_id":"5d8c3a2e-9f1b-4c6d-8e7a-1b2c3d4e5f60","model":"claude-test"}'
 echo 'package calc' > extra.go
 git add extra.go && git commit -qm "add extra.go"
-echo '{"type":"result","subtype":"success","is_error":false,"session_id":"sess-42","total_cost_usd":0.0125,"result":"done","usage":{"input_tokens":100,"output_tokens":20}}'
+echo '{"type":"result","subtype":"success","is_error":false,"session_id":"5d8c3a2e-9f1b-4c6d-8e7a-1b2c3d4e5f60","total_cost_usd":0.0125,"result":"done","usage":{"input_tokens":100,"output_tokens":20}}'
 `), 0o755)
 	require.NoError(t, err)
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -69,7 +69,7 @@ echo '{"type":"result","subtype":"success","is_error":false,"session_id":"sess-4
 	ok, err := run(ctx, options{dir: repo, prompt: "add extra.go", promptSet: true, format: format, maxIterations: 1, quiet: true}, &out)
 	require.NoError(t, err, out.String())
 	assert.True(t, ok, out.String())
-	assert.Contains(t, out.String(), "session sess-42")
+	assert.Contains(t, out.String(), "session 5d8c3a2e-9f1b-4c6d-8e7a-1b2c3d4e5f60")
 	assert.Contains(t, out.String(), "120 tokens")
 	assert.Contains(t, out.String(), "$0.0125")
 }

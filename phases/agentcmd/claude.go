@@ -305,6 +305,10 @@ func (p *claudeParser) result(l claudeLine) (phases.StreamKind, string) {
 	p.sum.Result = l.Result
 	p.sum.CostUSD = l.TotalCostUSD
 	p.sum.NumTurns = l.NumTurns
+	// total_cost_usd and modelUsage are the session's running totals: a
+	// resumed session's result counts its earlier runs too (Claude Code
+	// 2.1.328; its usage field counts this run's main conversation only).
+	p.sum.CumulativeTokens, p.sum.CumulativeCost = true, true
 	byModel, top := modelUsage(l.ModelUsage)
 	switch {
 	case len(byModel) > 0:

@@ -451,8 +451,14 @@ func (p *process) result(sum Summary) phases.AgentResult {
 		// output did not name another.
 		res.SessionID = p.session
 	}
-	if sum.CumulativeTokens {
-		res.Tokens = p.d.totals.charge(p.session, res.SessionID, sum.Tokens)
+	if sum.CumulativeTokens || sum.CumulativeCost {
+		tokens, cost := p.d.totals.charge(p.session, res.SessionID, sessionSpend{sum.Tokens, sum.CostUSD})
+		if sum.CumulativeTokens {
+			res.Tokens = tokens
+		}
+		if sum.CumulativeCost {
+			res.CostUSD = cost
+		}
 	}
 	if res.SessionID != "" && checkSessionID(p.d.cfg.Format, res.SessionID) != nil {
 		// Never handed to a --resume: the next run starts afresh.

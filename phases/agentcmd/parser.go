@@ -34,6 +34,9 @@ type Summary struct {
 	// reports the difference from the total it last saw for the session.
 	CumulativeTokens bool
 	CostUSD          float64
+	// CumulativeCost says the same of CostUSD (Claude Code's
+	// total_cost_usd after a resume).
+	CumulativeCost bool
 	NumTurns         int
 	// AgentError is the failure the agent reported itself, even if it then
 	// exited zero; empty when it reported none.

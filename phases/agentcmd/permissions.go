@@ -48,9 +48,11 @@ const (
 
 // ClaudeGitTools are the Bash rules Claude Code's unsandboxed profile
 // allows for committing work: git's commands that read, stage and commit.
-var ClaudeGitTools = []string{
-	"Bash(git status:*)", "Bash(git diff:*)", "Bash(git log:*)", "Bash(git show:*)",
-	"Bash(git add:*)", "Bash(git rm:*)", "Bash(git mv:*)", "Bash(git restore:*)", "Bash(git commit:*)",
+func ClaudeGitTools() []string {
+	return []string{
+		"Bash(git status:*)", "Bash(git diff:*)", "Bash(git log:*)", "Bash(git show:*)",
+		"Bash(git add:*)", "Bash(git rm:*)", "Bash(git mv:*)", "Bash(git restore:*)", "Bash(git commit:*)",
+	}
 }
 
 // profileApplies reports whether the format's profile is granted.
@@ -67,7 +69,7 @@ func (d *Driver) profileApplies() bool {
 // claudeProfileTools are the tools the unsandboxed Claude Code profile
 // adds to the request's own.
 func claudeProfileTools(c phases.AgentConstraints) []string {
-	tools := slices.Clone(ClaudeGitTools)
+	tools := ClaudeGitTools()
 	for _, cmd := range c.Commands {
 		words := strings.Fields(cmd)
 		// A shell or an interpreter with arguments of the agent's choosing

@@ -3,6 +3,8 @@ package agentcmd
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -127,7 +129,11 @@ func TestParsersOnPublishedOutput(t *testing.T) {
 				require.Less(t, i, len(got))
 				assert.Equal(t, want, got[i].text, "line %d", i)
 			}
-			assert.Equal(t, tt.want, p.Summary())
+			want := tt.want
+			if _, claude := p.(*claudeParser); claude && strings.Contains(strings.Join(fixtureLines(t, tt.fixture), "\n"), `"type":"result"`) {
+				want.CumulativeTokens, want.CumulativeCost = true, true // a result's totals are the session's
+			}
+			assert.Equal(t, want, p.Summary())
 		})
 	}
 }
@@ -253,13 +259,17 @@ func TestExecuteCodexResumedChargesOnlyItsOwnTokens(t *testing.T) {
 
 func TestSessionTotalsForgetTheOldestPastTheBound(t *testing.T) {
 	s := newSessionTotals()
-	total := phases.TokenUsage{Input: 100, Output: 10}
+	total := sessionSpend{phases.TokenUsage{Input: 100, Output: 10}, 0.5}
 	for i := range maxRememberedSessions + 1 {
 		s.charge("", fmt.Sprint("s", i), total)
 	}
-	more := phases.TokenUsage{Input: 150, Output: 15}
-	assert.Equal(t, phases.TokenUsage{Input: 50, Output: 5}, s.charge("s1", "s1", more))
-	assert.Equal(t, more, s.charge("s0", "s0", more), "s0 was forgotten")
+	more := sessionSpend{phases.TokenUsage{Input: 150, Output: 15}, 0.75}
+	tokens, cost := s.charge("s1", "s1", more)
+	assert.Equal(t, phases.TokenUsage{Input: 50, Output: 5}, tokens)
+	assert.InDelta(t, 0.25, cost, 1e-9)
+	tokens, cost = s.charge("s0", "s0", more)
+	assert.Equal(t, more.tokens, tokens, "s0 was forgotten")
+	assert.InDelta(t, 0.75, cost, 1e-9)
 	assert.Len(t, s.totals, maxRememberedSessions)
 	assert.Len(t, s.order, maxRememberedSessions)
 }
@@ -307,4 +317,26 @@ func TestClaudeParserErrorFieldOfAnotherType(t *testing.T) {
 	assert.Equal(t, "hi", text)
 	assert.Empty(t, p.Summary().AgentError)
 	assert.Equal(t, "claude-opus-4-6", p.Summary().Model)
+}
+
+// Claude Code's result after --resume counts the whole session in its
+// modelUsage and total_cost_usd (recorded from the real CLI, 2.1.328): a
+// resumed run is charged what it used itself, as its usage field says.
+func TestExecuteClaudeResumedChargesOnlyItsOwnRun(t *testing.T) {
+	const session = "2be55098-e27b-47eb-a489-35a9e42a5a6d"
+	run := func(d *Driver, fixture, resume string) phases.AgentResult {
+		t.Helper()
+		ws := fakeAgent(t, "claude", filepath.Join("recorded", fixture), 0)
+		res, err := d.Execute(context.Background(), phases.AgentRequest{WorkspacePath: ws, TaskPrompt: "x", SessionID: resume}, nil)
+		require.NoError(t, err)
+		require.True(t, res.Success)
+		return res
+	}
+	d := New(Config{Format: FormatClaude})
+	first := run(d, "claude_resume_run1.jsonl", "")
+	assert.Equal(t, phases.TokenUsage{Input: 100, Output: 20}, first.Tokens)
+	assert.InDelta(t, 0.0008, first.CostUSD, 1e-12)
+	second := run(d, "claude_resume_run2.jsonl", session)
+	assert.Equal(t, phases.TokenUsage{Input: 100, Output: 20}, second.Tokens, "200/40 in the session, 100/20 of them this run's")
+	assert.InDelta(t, 0.0008, second.CostUSD, 1e-12)
 }

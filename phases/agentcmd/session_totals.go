@@ -17,12 +17,18 @@ const maxRememberedSessions = 1024
 // itself.
 type sessionTotals struct {
 	mu     sync.Mutex
-	totals map[string]phases.TokenUsage
+	totals map[string]sessionSpend
 	order  []string // sessions in the order first remembered
 }
 
+// sessionSpend is a session's running total: tokens and cost.
+type sessionSpend struct {
+	tokens phases.TokenUsage
+	cost   float64
+}
+
 func newSessionTotals() *sessionTotals {
-	return &sessionTotals{totals: map[string]phases.TokenUsage{}}
+	return &sessionTotals{totals: map[string]sessionSpend{}}
 }
 
 // charge returns what a run used, given the running total it reported for
@@ -31,17 +37,18 @@ func newSessionTotals() *sessionTotals {
 // remembered one cannot have grown from it (an agent version that restarts
 // its count on resume, say), so it is taken whole. The total is remembered
 // for session.
-func (s *sessionTotals) charge(resumed, session string, total phases.TokenUsage) phases.TokenUsage {
+func (s *sessionTotals) charge(resumed, session string, total sessionSpend) (phases.TokenUsage, float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	used := total
-	if base, ok := s.totals[resumed]; ok && resumed != "" && covers(total, base) {
+	used, cost := total.tokens, total.cost
+	if base, ok := s.totals[resumed]; ok && resumed != "" && covers(total.tokens, base.tokens) && total.cost >= base.cost {
 		used = phases.TokenUsage{
-			Input:      total.Input - base.Input,
-			Output:     total.Output - base.Output,
-			CacheRead:  total.CacheRead - base.CacheRead,
-			CacheWrite: total.CacheWrite - base.CacheWrite,
+			Input:      total.tokens.Input - base.tokens.Input,
+			Output:     total.tokens.Output - base.tokens.Output,
+			CacheRead:  total.tokens.CacheRead - base.tokens.CacheRead,
+			CacheWrite: total.tokens.CacheWrite - base.tokens.CacheWrite,
 		}
+		cost = total.cost - base.cost
 	}
 	if session != "" {
 		if _, known := s.totals[session]; !known {
@@ -53,7 +60,7 @@ func (s *sessionTotals) charge(resumed, session string, total phases.TokenUsage)
 		}
 		s.totals[session] = total
 	}
-	return used
+	return used, cost
 }
 
 // covers reports whether every count of t is at least that of base.
