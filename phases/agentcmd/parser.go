@@ -37,7 +37,7 @@ type Summary struct {
 	// CumulativeCost says the same of CostUSD (Claude Code's
 	// total_cost_usd after a resume).
 	CumulativeCost bool
-	NumTurns         int
+	NumTurns       int
 	// AgentError is the failure the agent reported itself, even if it then
 	// exited zero; empty when it reported none.
 	AgentError string
