@@ -105,7 +105,10 @@ func gitRepo(t *testing.T) string {
 }
 
 func scriptAgent(script string) *agentcmd.Driver {
-	return agentcmd.New(agentcmd.Config{Argv: []string{"sh", "-c", script}, KillGrace: 200 * time.Millisecond})
+	return agentcmd.New(agentcmd.Config{Argv: []string{"sh", "-c", script}, KillGrace: 200 * time.Millisecond,
+		// The pids these tests read and signal must be the host's: no
+		// sandbox, whose PID namespace is its own.
+		Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxOff}})
 }
 
 func readPID(t *testing.T, path string) int {

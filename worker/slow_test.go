@@ -26,7 +26,7 @@ func realAgentDispatcher(t *testing.T, script string, format agentcmd.Format, cf
 	events := make(chan worker.Event, 1024)
 	var escs []worker.Escalation
 	cfg.MaxWorkers, cfg.Clock, cfg.Commits = 1, clk, worker.NoCommits
-	cfg.Agent = agentcmd.New(agentcmd.Config{Format: format, Argv: []string{"sh", "-c", script}, Clock: clk})
+	cfg.Agent = agentcmd.New(agentcmd.Config{Format: format, Argv: []string{"sh", "-c", script}, Clock: clk, Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxOff}})
 	cfg.OnEvent = func(e worker.Event) {
 		if e.Escalation != nil {
 			escs = append(escs, *e.Escalation)

@@ -252,7 +252,7 @@ exit 0`
 		return nil
 	})
 	s := newStress(t, items)
-	agent := agentcmd.New(agentcmd.Config{Argv: []string{"sh", "-c", script}})
+	agent := agentcmd.New(agentcmd.Config{Argv: []string{"sh", "-c", script}, Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxOff}})
 	d := s.run(worker.Config{MaxWorkers: workers, Agent: agent, Commits: worker.NoCommits, Escalator: esc}, its)
 	assert.Len(t, s.parked, broken)
 	assert.Len(t, s.completed, items-broken)
