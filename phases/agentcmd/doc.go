@@ -111,6 +111,40 @@
 // login (Target "~/.claude") on purpose. Starting the sandbox costs about
 // 10 ms per execution (BenchmarkSandboxStartup).
 //
+// # Permissions
+//
+// An agent CLI in a non-interactive run refuses what its own permission
+// rules do not grant (Claude Code in -p mode refuses every edit and
+// command and still ends "success"; codex exec runs read-only). With the
+// format's default command (Config.Argv empty; Config.Permissions changes
+// it) the driver grants each CLI what a stage needs, its permission
+// profile:
+//   - in the OS sandbox, the sandbox is the boundary and the CLI's own
+//     prompts are off: Claude Code --permission-mode bypassPermissions
+//     (IS_SANDBOX=1 lets it as root), Codex
+//     --dangerously-bypass-approvals-and-sandbox (Gemini CLI's default
+//     command runs --approval-mode yolo, its only mode offering a shell,
+//     sandboxed or not: run it in the sandbox);
+//   - unsandboxed, Claude Code gets --permission-mode acceptEdits (edits
+//     in the workspace), --add-dir for the request's Writable paths (a
+//     team's result directory) and --allowedTools for git's everyday
+//     commands (ClaudeGitTools), the request's Constraints.Commands (a
+//     team's gate commands; never a shell or an interpreter) and its MCP
+//     servers' tools; Codex gets --sandbox workspace-write, approval
+//     policy never, and --add-dir for the worktree's own git directory,
+//     the object store, its branch's ref directories and the Writable
+//     paths (Codex keeps a workspace's .git read-only).
+//
+// A host widens a profile with Constraints.AllowedTools and Commands (or
+// Config.Env, Sandbox.Binds), narrows it with its own Argv and
+// PermissionsNone, or keeps it with its own Argv and PermissionsProfile.
+// What the CLI refused anyway is in AgentResult.PermissionDenials; a team
+// pauses a build that was refused and changed nothing at once, naming the
+// tools. A CLI retrying a refused key (a 401 or 403: Claude Code's api_retry,
+// Codex's "Reconnecting...") is stopped at its first retry, the cause in
+// AgentResult.Error and APIError; other retries (a 429, a 529) are
+// phases.StreamRetry events, and the CLI goes on.
+//
 // # Stopping it
 //
 // The agent runs in a process group of its own (in a sandbox, with bwrap
