@@ -47,8 +47,13 @@ func workerFunctions() string {
 	CREATE OR REPLACE FUNCTION @.team_worker_may(p_kind text, p_id text) RETURNS bool
 	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
 	BEGIN
+		-- First, and on its own: a host reads the secret before the
+		-- transport's tables need to exist (PL/pgSQL plans a statement when
+		-- it first runs it).
+		IF p_kind = 'team.secret' THEN
+			RETURN p_id = 'assignments';
+		END IF;
 		RETURN CASE
-			WHEN p_kind = 'team.secret' THEN p_id = 'assignments'
 			WHEN p_kind IN ('team.board', 'team.memory', 'team.refused') THEN EXISTS (` + claimed + `(a.body ->> 'Item') = p_id)
 			WHEN p_kind = 'team.base' THEN EXISTS (` + claimed + `a.slot = p_id)
 			WHEN p_kind = 'team.stage-result' THEN EXISTS (` + claimed + `a.id = p_id)

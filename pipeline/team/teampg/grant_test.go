@@ -150,6 +150,8 @@ func TestAWorkerStoreNeedsTheCoordinatorsGrant(t *testing.T) {
 	own, err := teampg.OpenWorkerStore(ctx, teampg.WorkerStoreConfig{Pool: c.pool, Schema: c.schema})
 	require.NoError(t, err, "the owner installs the functions")
 	assert.Equal(t, c.schema, own.Schema())
+	_, err = own.Get(ctx, "team.secret", "assignments")
+	assert.ErrorIs(t, err, store.ErrNotFound, "the secret is read before the transport's tables exist")
 	_, err = teampg.OpenWorkerStore(ctx, teampg.WorkerStoreConfig{Pool: pool, Schema: c.schema})
 	assert.ErrorIs(t, err, teampg.ErrNotGranted, "installed, but not granted")
 	require.NoError(t, teampg.GrantWorker(ctx, c.pool, c.schema, role))
