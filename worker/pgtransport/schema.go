@@ -96,6 +96,8 @@ func migrations(fenceLock, fenceTerm, schema string) []string {
 // role takes only its own. The functions run as their owner, with a
 // search_path of pg_catalog only (every name in them is qualified), and
 // nobody but the owner may call them until GrantWorker grants a role.
+// PL/pgSQL, not SQL: PostgreSQL 15 plans a SQL function's statements on
+// every call, PL/pgSQL keeps its plans for the session.
 func hostFunctions(schema string) string {
 	prefix := "'" + strings.ReplaceAll(schema+"/", "'", "''") + "'"
 	return `ALTER TABLE @.wt_assignments ADD COLUMN owner text;
@@ -122,19 +124,22 @@ func hostFunctions(schema string) string {
 		$fn$;
 		CREATE FUNCTION @.wt_claim(p_host text, p_queue text, p_limit int)
 		RETURNS TABLE (o_seq bigint, o_body jsonb)
-		LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
-			UPDATE @.wt_assignments a
+		LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+		BEGIN
+			RETURN QUERY UPDATE @.wt_assignments a
 			SET state = 1, host = p_host, owner = session_user, claimed_at = clock_timestamp(), hb_at = clock_timestamp()
 			FROM (SELECT w.id FROM @.wt_assignments w
 				WHERE w.queue = p_queue AND w.state = 0 ORDER BY w.seq LIMIT p_limit FOR UPDATE SKIP LOCKED) c
 			WHERE a.id = c.id
-			RETURNING a.seq, a.body
+			RETURNING a.seq, a.body;
+		END
 		$fn$;
 		CREATE FUNCTION @.wt_host_write(p_host text, p_ids text[], p_bodies text[], p_finals bool[])
 		RETURNS TABLE (o_written bigint, o_finished bigint, o_notified bigint)
-		LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
-			SELECT @.wt_refuse_foreign(p_ids, p_bodies);
-			WITH m AS (
+		LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+		BEGIN
+			PERFORM @.wt_refuse_foreign(p_ids, p_bodies);
+			RETURN QUERY WITH m AS (
 				SELECT u.assignment, u.body, u.final, u.ord
 				FROM unnest(p_ids, p_bodies, p_finals) WITH ORDINALITY u(assignment, body, final, ord)),
 			ok AS (SELECT m.*, a.queue FROM m JOIN @.wt_assignments a
@@ -147,24 +152,29 @@ func hostFunctions(schema string) string {
 				RETURNING a.id)
 			SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM fin),
 				(SELECT count(pg_notify('fm_m_' || left(encode(sha256(convert_to(` + prefix + ` || q.queue, 'UTF8')), 'hex'), 20), '')::text)
-					FROM (SELECT DISTINCT queue FROM ins) q)
+					FROM (SELECT DISTINCT ins.queue FROM ins) q);
+		END
 		$fn$;
 		CREATE FUNCTION @.wt_heartbeats(p_host text, p_ids text[], p_commits text[], p_outs bigint[])
 		RETURNS TABLE (o_id text)
-		LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
-			SELECT @.wt_refuse_foreign(p_ids, NULL);
-			UPDATE @.wt_assignments a
+		LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+		BEGIN
+			PERFORM @.wt_refuse_foreign(p_ids, NULL);
+			RETURN QUERY UPDATE @.wt_assignments a
 			SET hb_n = a.hb_n + 1, hb_at = clock_timestamp(), hb_commit = h.commit,
 				hb_output = CASE WHEN h.out = 0 THEN a.hb_output ELSE to_timestamp(h.out / 1e6) END
 			FROM unnest(p_ids, p_commits, p_outs) h(id, commit, out)
 			WHERE a.id = h.id AND a.host = p_host AND a.owner = session_user AND a.state = 1
-			RETURNING a.id
+			RETURNING a.id;
+		END
 		$fn$;
 		CREATE FUNCTION @.wt_take_commands(p_host text)
 		RETURNS TABLE (o_seq bigint, o_assignment text, o_kind smallint, o_reason text)
-		LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
-			DELETE FROM @.wt_commands WHERE host = p_host AND owner = session_user
-			RETURNING seq, assignment, kind, reason
+		LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+		BEGIN
+			RETURN QUERY DELETE FROM @.wt_commands c WHERE c.host = p_host AND c.owner = session_user
+			RETURNING c.seq, c.assignment, c.kind, c.reason;
+		END
 		$fn$;
 		REVOKE ALL ON FUNCTION @.wt_refuse_foreign(text[], text[]), @.wt_claim(text, text, int),
 			@.wt_host_write(text, text[], text[], bool[]), @.wt_heartbeats(text, text[], text[], bigint[]),
