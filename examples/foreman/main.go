@@ -61,11 +61,12 @@ type options struct {
 	http           string
 	notify         string
 
-	role     string
-	db       string
-	remote   string
-	leaseTTL time.Duration
-	silence  time.Duration
+	role       string
+	db         string
+	remote     string
+	leaseTTL   time.Duration
+	silence    time.Duration
+	workerRole string
 
 	status  bool
 	json    bool
@@ -147,6 +148,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.remote, "remote", "", "with -role: the shared git repository every host fetches from and pushes to (URL or path)")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", 10*time.Second, "with -role coordinator: how long the leader's lease lasts without renewal (failover time)")
 	fs.DurationVar(&o.silence, "host-silence", 30*time.Second, "with -role coordinator: how long a stage may go without a word from its worker host")
+	fs.StringVar(&o.workerRole, "worker-role", "", "with -role coordinator: the database role worker hosts log in with (the user in their -db); the\ncoordinator grants it what a worker host needs and nothing more, and refuses a role that can do more\n(see docs/multihost.md); default: none granted (hosts with the coordinators' role can write anything)")
 	fs.BoolVar(&o.status, "status", false, "print how the plan stands and exit (works while another foreman runs the team; with -db, a team\nspread over hosts, and which coordinator leads it)")
 	fs.BoolVar(&o.json, "json", false, "with -status: print the status as JSON")
 	fs.StringVar(&o.resolve, "resolve", "", "decide about a paused story: ID=retry|resume|skip|abandon")
@@ -214,6 +216,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 	default:
 		return o, fmt.Errorf("-role %q: coordinator or worker", o.role)
+	}
+	if o.workerRole != "" && o.role != roleCoordinator {
+		return o, fmt.Errorf("-worker-role goes with -role coordinator (a worker host gives its role in -db)")
 	}
 	if o.workers < 0 {
 		return o, fmt.Errorf("-workers %d: at least 1", o.workers)

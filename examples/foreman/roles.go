@@ -7,10 +7,12 @@ import (
 	"io"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentforeman/foreman/merge"
 	"github.com/agentforeman/foreman/merge/gitremote"
+	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/pipeline/pgstore"
 	"github.com/agentforeman/foreman/pipeline/team"
 	"github.com/agentforeman/foreman/pipeline/team/teampg"
@@ -70,9 +72,13 @@ func becomeLeader(ctx context.Context, o options, cfg *team.Config, out *printer
 		return nil, nil, err
 	}
 	out.printf("coordinator: campaigning for the lease (ttl %v)\n", o.leaseTTL)
+	var workerRoles []string
+	if o.workerRole != "" {
+		workerRoles = []string{o.workerRole}
+	}
 	lead, err := teampg.Lead(ctx, teampg.LeadConfig{Pool: d.pool, Store: d.store, Clone: d.clone,
 		Lease: pgstore.LeaseOptions{TTL: o.leaseTTL}, Silence: o.silence,
-		Merge: merge.Request{Check: cfg.MergeCheck}, Logger: cfg.Logger})
+		Merge: merge.Request{Check: cfg.MergeCheck}, WorkerRoles: workerRoles, Logger: cfg.Logger})
 	if err != nil {
 		d.close()
 		return nil, nil, err
@@ -83,6 +89,9 @@ func becomeLeader(ctx context.Context, o options, cfg *team.Config, out *printer
 		_ = lead.Close(cctx)
 	})
 	out.printf("coordinator: leading, term %d; the shared repository is fenced with it\n", lead.Leader.Term())
+	if o.workerRole != "" {
+		out.printf("coordinator: worker role %q may claim, report and record its own stages, and nothing else\n", o.workerRole)
+	}
 	lead.Configure(cfg)
 	lctx := lead.Context()
 	go func() {
@@ -106,31 +115,28 @@ func runWorkerHost(ctx context.Context, o options, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "foreman:", err)
 		return exitUsage
 	}
-	d, err := openDistributed(ctx, o, cfg.Merge)
+	out := &printer{w: stdout}
+	d, ws, stages, err := openWorkerHost(ctx, o, cfg, out)
 	if err != nil {
+		if ctx.Err() != nil {
+			return exitInterrupted
+		}
 		fmt.Fprintln(stderr, "foreman:", err)
 		return exitFault
 	}
 	defer d.close()
-	cfg.Repo, cfg.Store = d.clone.Dir(), d.store
-	stages, err := team.NewStageAgent(ctx, cfg)
-	if err != nil {
-		fmt.Fprintln(stderr, "foreman:", err)
-		return exitFault
-	}
 	capacity := cfg.Workers
 	if capacity == 0 {
 		capacity = 1
 	}
 	host, err := teampg.NewHost(ctx, teampg.HostConfig{
 		Transport: pgtransport.HostConfig{Pool: d.pool, Capacity: capacity, Logger: cfg.Logger},
-		Clone:     d.clone, Stages: stages, Store: d.store,
+		Clone:     d.clone, Stages: stages, Store: ws,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "foreman:", err)
 		return exitFault
 	}
-	out := &printer{w: stdout}
 	out.printf("worker: host %s serving up to %d stages from %s\n", host.Name(), capacity, d.clone.Dir())
 	err = host.Run(ctx)
 	st := host.Stats()
@@ -140,6 +146,57 @@ func runWorkerHost(ctx context.Context, o options, stdout, stderr io.Writer) int
 		return exitFault
 	}
 	return exitInterrupted
+}
+
+// setupPoll is how often a worker host whose role the database does not
+// let in yet (no coordinator has set the team up or granted the role)
+// tries again.
+const setupPoll = 2 * time.Second
+
+// openWorkerHost opens the database, this host's clone, the team's store as
+// a worker host sees it (teampg.WorkerStore: only its claimed stories'
+// stage records) and the stage agent. A role that may not do this yet (the
+// coordinators have not set the database up, or not granted it with
+// -worker-role) waits for them, saying so once; a role that can do more
+// than a worker host needs (the coordinators') gets a warning.
+func openWorkerHost(ctx context.Context, o options, cfg team.Config, out *printer) (*distributed, *teampg.WorkerStore, phases.AgentDriver, error) {
+	for said := false; ; said = true {
+		d, err := openDistributed(ctx, o, cfg.Merge)
+		var ws *teampg.WorkerStore
+		if err == nil {
+			ws, err = teampg.OpenWorkerStore(ctx, teampg.WorkerStoreConfig{Pool: d.pool, Schema: d.store.Schema()})
+		}
+		var stages phases.AgentDriver
+		if err == nil {
+			cfg.Repo, cfg.Store = d.clone.Dir(), ws
+			stages, err = team.NewStageAgent(ctx, cfg)
+		}
+		if err == nil {
+			if perr := pgtransport.CheckWorker(ctx, d.pool, d.store.Schema(), ""); errors.Is(perr, pgstore.ErrPrivileged) {
+				out.printf("worker: warning: this host's database role can write the team's state and the leader's lease, and the agents run here: "+
+					"give worker hosts a role of their own (-worker-role on the coordinators; docs/multihost.md): %v\n", perr)
+			}
+			return d, ws, stages, nil
+		}
+		if d != nil {
+			d.close()
+		}
+		var pe *pgconn.PgError
+		if !errors.Is(err, teampg.ErrNotGranted) && !errors.Is(err, pgtransport.ErrNotMigrated) &&
+			!(errors.As(err, &pe) && pe.Code == "42501") {
+			return nil, nil, nil, err
+		}
+		if !said {
+			out.printf("worker: waiting for a coordinator to set the database up for this role (-worker-role): %v\n", err)
+		}
+		t := time.NewTimer(setupPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil, nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // showClusterStatus is -status -db: how a team spread over hosts stands,

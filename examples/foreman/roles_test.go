@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -242,8 +243,93 @@ func TestRolesRunThePlanAcrossProcesses(t *testing.T) {
 	c.stopAll(t)
 	for _, w := range []*proc{w1, w2} {
 		assert.Contains(t, w.out.String(), "worker: stopped after")
+		assert.Contains(t, w.out.String(), "worker: warning: this host's database role can write the team's state",
+			"a host with the coordinators' role says what that means")
 	}
 	assert.Empty(t, processesWith(t, "FOREMAN_TEST_PROC=worker-1"))
+}
+
+// workerRole creates a login role of its own for worker hosts (before
+// newCluster, so that it is dropped after the test's database) and returns
+// it with its password.
+func workerRole(t *testing.T) (role, password string) {
+	t.Helper()
+	base := os.Getenv(envPostgres)
+	if base == "" {
+		testDatabase(t) // skips, or fails in CI
+	}
+	ctx := context.Background()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	role, password = "foreman_worker_"+hex.EncodeToString(b[:]), hex.EncodeToString(b[:])+"-pw"
+	conn, err := pgx.Connect(ctx, base)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CREATE ROLE "+role+" LOGIN PASSWORD '"+password+"'")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), base)
+		if err == nil {
+			_, _ = c.Exec(context.Background(), "DROP ROLE IF EXISTS "+role)
+			_ = c.Close(context.Background())
+		}
+	})
+	return role, password
+}
+
+// asRole is the connection string db with another user.
+func asRole(t *testing.T, db, role, password string) string {
+	t.Helper()
+	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
+		u, err := url.Parse(db)
+		require.NoError(t, err)
+		u.User = url.UserPassword(role, password)
+		return u.String()
+	}
+	return db + " user=" + role + " password=" + password
+}
+
+// Worker hosts that log in with a role of their own, which the coordinator
+// grants (-worker-role) what a worker host needs and nothing more, run the
+// plan as the coordinators' role does: the hosts started first wait for
+// the grant, and then every story lands once. With that role, the team's
+// records and the leader's lease are out of reach.
+func TestWorkerHostsWithARoleOfTheirOwn(t *testing.T) {
+	role, password := workerRole(t)
+	c := newCluster(t)
+	workerDB := asRole(t, c.db, role, password)
+	w1 := c.start(t, "worker-1", roleWorker, "-db", workerDB)
+	w2 := c.start(t, "worker-2", roleWorker, "-db", workerDB)
+	lead := c.start(t, "coord-1", roleCoordinator, "-worker-role", role)
+	code := lead.wait(t, 3*time.Minute)
+	require.Equal(t, exitMerged, code, "coordinator output:\n%s\nworker-1:\n%s\nworker-2:\n%s", lead.out, w1.out, w2.out)
+	assert.Contains(t, lead.out.String(), fmt.Sprintf("worker role %q may claim", role))
+	got := c.remoteMerged(t)
+	assert.ElementsMatch(t, []string{"US-001", "US-002", "US-003"}, got, "each story once on the shared main")
+	assert.Less(t, indexOf(got, "US-001"), indexOf(got, "US-002"))
+
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, workerDB)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	for _, sql := range []string{
+		`UPDATE foreman.leases SET term = term + 1`,
+		`UPDATE foreman.records SET data = ''`,
+		`SELECT count(*) FROM foreman.records`,
+		`DELETE FROM foreman.wt_assignments`,
+		`CREATE TABLE foreman.evil (x int)`,
+	} {
+		_, err := conn.Exec(ctx, sql)
+		var pe *pgconn.PgError
+		require.ErrorAs(t, err, &pe, "%s was not refused", sql)
+		assert.Equal(t, "42501", pe.Code, "%s: %v", sql, err)
+	}
+
+	c.stopAll(t)
+	for _, w := range []*proc{w1, w2} {
+		assert.Contains(t, w.out.String(), "worker: stopped after")
+		assert.NotContains(t, w.out.String(), "worker: warning", "a role of its own is no cause for a warning")
+	}
 }
 
 func TestRoleFlagsAreChecked(t *testing.T) {
@@ -257,6 +343,7 @@ func TestRoleFlagsAreChecked(t *testing.T) {
 		{[]string{"-db", "postgres://x", "-plan", f.plan}, "-db and -remote go with -role"},
 		{[]string{"-db", "postgres://x", "-resolve", "US-001=retry"}, "leading coordinator's page"},
 		{[]string{"-role", "coordinator", "-db", "postgres://x", "-remote", "r", "-status"}, "give -status -db alone"},
+		{[]string{"-role", "worker", "-db", "postgres://x", "-remote", "r", "-worker-role", "w", "-plan", f.plan}, "-worker-role goes with -role coordinator"},
 	} {
 		code, _, stderr := f.foreman(t, tc.args...)
 		assert.Equal(t, exitUsage, code, "%v", tc.args)

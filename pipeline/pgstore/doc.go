@@ -98,6 +98,16 @@
 // still. UpdatedAt comes from Options.Clock (this host's wall clock), as in
 // every store.
 //
+// # Restricted roles
+//
+// A process that must not be trusted with the store (a worker host, which
+// runs agents) connects with a role of its own: GrantOpen lets a role open
+// the store (USAGE on the schema, SELECT on the version table) and no
+// more, the packages built on the store grant it the SECURITY DEFINER
+// functions it calls (worker/pgtransport.GrantWorker,
+// pipeline/team/teampg.GrantWorker), and CheckRestricted reports, as a
+// *PrivilegeError, whatever else a role can do with the schema's tables.
+//
 // # Running the tests
 //
 // The tests need a PostgreSQL server. As root on Debian,

@@ -41,8 +41,8 @@
 // # Fencing
 //
 // The assignment id fences every message across processes: a host writes
-// a message only while the assignment's row is claimed by that host, in
-// the same statement, and a final message (DONE, READY_FOR_REVIEW, FAILED,
+// a message only while the assignment's row is claimed by that host (its
+// name and its database role), in the same statement, and a final message (DONE, READY_FOR_REVIEW, FAILED,
 // RATE_LIMITED, NEEDS_PERSON) deletes the row, as a KILL does. So a late
 // DONE of a withdrawn assignment, or a message from a host that does not
 // hold it, is never written (HostStats.Dropped counts them), and the
@@ -76,12 +76,37 @@
 // branch first). Config.Queue separates pools of hosts (one queue per kind
 // of worker, or per team).
 //
+// # Worker hosts' database role
+//
+// A worker host runs agents, which may be hostile, so it should not log
+// in with the coordinators' role, which can write everything (the store's
+// records, the leader's lease). A host does all its work through four
+// SECURITY DEFINER functions (wt_claim, wt_host_write, wt_heartbeats,
+// wt_take_commands), and GrantWorker gives a role of its own exactly that:
+// EXECUTE on them, USAGE on the schema and SELECT on the version tables,
+// no privilege on any table. Each claim records the role the host logged
+// in with (session_user) beside the host's name; a host's every later
+// write is joined to claims of its own role, and naming another role's
+// claim, or writing a message that names another assignment than the one
+// it is written for, is refused with SQLSTATE 42501. So a worker role
+// cannot write the coordinators' records, the lease, another role's
+// claims, messages or commands, or create anything; CheckWorker tells a
+// host whether its role can do more. Hosts that share a role can act for
+// each other's claims: give each machine a login role of its own when
+// that matters (members of one group role that GrantWorker granted).
+// What a worker role can still do is deny service: claim work and sit on
+// it (the coordinator's silence deadline ends that), or take advisory
+// locks and send notifications, which PostgreSQL allows every role.
+//
 // # Tables
 //
 // The transport keeps three tables (wt_assignments, wt_commands,
-// wt_messages) and a version table (transport_schema) in the store's
-// PostgreSQL schema; NewCoordinator and NewHost create or migrate them
-// (and the store's own schema) under an advisory lock.
+// wt_messages), the host functions and a version table (transport_schema,
+// version 2) in the store's PostgreSQL schema; NewCoordinator and NewHost
+// create or migrate them (and the store's own schema) under an advisory
+// lock. Tables at this build's version are only read, so a worker role
+// opens them; one that finds them older fails with ErrNotMigrated until a
+// coordinator of this build has migrated them.
 //
 // # Running the tests
 //

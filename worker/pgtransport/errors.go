@@ -14,6 +14,10 @@ var (
 	ErrInvalidConfig = errors.New("pgtransport: invalid configuration")
 	// ErrClosed: the coordinator or host was closed.
 	ErrClosed = errors.New("pgtransport: closed")
+	// ErrNotMigrated: the transport's tables are older than this build's
+	// and the role (a worker host's, see GrantWorker) may not migrate
+	// them; a coordinator of this build does.
+	ErrNotMigrated = errors.New("pgtransport: the transport's tables need migrating")
 	// ErrSchemaVersion matches a *SchemaVersionError.
 	ErrSchemaVersion = errors.New("pgtransport: unsupported schema version")
 )

@@ -68,3 +68,23 @@ func ExampleNewHost() {
 		log.Println("host stopped:", err)
 	}
 }
+
+// A worker host's database role of its own: run once by the coordinators'
+// role (the schema's owner), it lets the role claim, beat and report for
+// its own claims and nothing else. The hosts then log in with it.
+func ExampleGrantWorker() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL")) // the coordinators' role
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `CREATE ROLE foreman_worker LOGIN PASSWORD 'change me'`); err != nil {
+		log.Fatal(err)
+	}
+	if err := pgtransport.GrantWorker(ctx, pool, "foreman", "foreman_worker"); err != nil {
+		log.Fatal(err) // pgstore.ErrPrivileged: the role can do more (a superuser, the owner's member)
+	}
+	// On a worker host: pgxpool.New(ctx, "postgres://foreman_worker@db/foreman"),
+	// then NewHost as in ExampleNewHost.
+}

@@ -132,7 +132,9 @@ func (e *env) coordinator(t testing.TB, cfg pgtransport.Config, inbox worker.Inb
 // host starts a worker host in this process; it stops when the test ends.
 func (e *env) host(t testing.TB, cfg pgtransport.HostConfig) *pgtransport.Host {
 	t.Helper()
-	cfg.Pool = e.pool
+	if cfg.Pool == nil {
+		cfg.Pool = e.pool
+	}
 	cfg.Schema = e.schema
 	if cfg.Runtime.Commits == nil {
 		cfg.Runtime.Commits = worker.NoCommits
@@ -149,4 +151,32 @@ func (e *env) host(t testing.TB, cfg pgtransport.HostConfig) *pgtransport.Host {
 		}
 	})
 	return h
+}
+
+// workerRole creates a login role of its own (dropped when the test ends),
+// grants it a worker host's functions (GrantWorker) and returns a pool
+// that logs in as it.
+func (e *env) workerRole(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	ctx := context.Background()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	role, password := "pgtransport_w_"+hex.EncodeToString(b[:]), hex.EncodeToString(b[:])+"-pw"
+	_, err := e.pool.Exec(ctx, "CREATE ROLE "+pgx.Identifier{role}.Sanitize()+" LOGIN PASSWORD '"+password+"'")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for _, q := range []string{"DROP OWNED BY ", "DROP ROLE "} {
+			if _, err := e.pool.Exec(context.Background(), q+pgx.Identifier{role}.Sanitize()); err != nil {
+				t.Errorf("%s%s: %v", q, role, err)
+			}
+		}
+	})
+	require.NoError(t, pgtransport.GrantWorker(ctx, e.pool, e.schema, role))
+	cfg, err := pgxpool.ParseConfig(e.url)
+	require.NoError(t, err)
+	cfg.ConnConfig.User, cfg.ConnConfig.Password, cfg.MaxConns = role, password, 8
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool, role
 }

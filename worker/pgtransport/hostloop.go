@@ -106,7 +106,7 @@ func (h *Host) round(ctx context.Context) error {
 		for i, m := range out {
 			ids[i], bodies[i], finals[i] = string(m.assignment), string(m.body), m.final
 		}
-		b.Queue(h.sql.hostWrite, h.cfg.Name, ids, bodies, finals, h.schema+"/").QueryRow(func(row pgx.Row) error {
+		b.Queue(h.sql.hostWrite, h.cfg.Name, ids, bodies, finals).QueryRow(func(row pgx.Row) error {
 			var written, finished, notified int64
 			if err := row.Scan(&written, &finished, &notified); err != nil {
 				return err

@@ -76,14 +76,16 @@ func (c *Coordinator) readOnce(delivered *[]int64, since **time.Time, beats bool
 	}
 	var seqs []int64
 	var bodies [][]byte
+	var written []foreman.AssignmentID
 	b.Queue(c.sql.readMessages, c.cfg.Queue, messagePage).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var seq int64
+			var assignment string
 			var body []byte
-			if err := rows.Scan(&seq, &body); err != nil {
+			if err := rows.Scan(&seq, &assignment, &body); err != nil {
 				return err
 			}
-			seqs, bodies = append(seqs, seq), append(bodies, body)
+			seqs, bodies, written = append(seqs, seq), append(bodies, body), append(written, foreman.AssignmentID(assignment))
 		}
 		return rows.Err()
 	})
@@ -145,6 +147,12 @@ func (c *Coordinator) readOnce(delivered *[]int64, since **time.Time, beats bool
 		var m worker.Message
 		if err := json.Unmarshal(body, &m); err != nil {
 			c.log.Error("pgtransport: unreadable message dropped", "seq", seqs[i], "err", err)
+		} else if m.Assignment != written[i] {
+			// Written for one claim, naming another assignment: a host
+			// speaks only for what it claimed (the host functions refuse
+			// this; a role with table access could still write it).
+			c.log.Error("pgtransport: message naming another assignment than the one it was written for dropped",
+				"seq", seqs[i], "written for", written[i], "names", m.Assignment)
 		} else {
 			if final(m.Kind) {
 				delete(c.seen, m.Assignment)

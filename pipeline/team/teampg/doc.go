@@ -19,6 +19,17 @@
 // stage agent (team.NewStageAgent), pushes the story's branch and records
 // the stage's result in the team's store, then reports DONE.
 //
+// Worker hosts run agents, so they should log in with a database role of
+// their own: GrantWorker (or LeadConfig.WorkerRoles) gives a role what a
+// host needs and nothing more, and a host's stage agent reads and writes
+// the team's store through a WorkerStore, which reaches only the stage
+// records (board, memory, refusals, build bases, stage results) of the
+// stories its role has claimed, and the team's secret. Such a role cannot
+// touch the stories, decisions, the pipeline's records, events, the
+// leader's lease or another role's claims, nor create anything: every
+// attempt is refused with SQLSTATE 42501 (docs/multihost.md, "Database
+// roles").
+//
 // Example_coordinator and Example_worker (in example_test.go, shown on
 // pkg.go.dev) wire each side in about 30 lines; examples/foreman runs both
 // roles from one binary. The coordinator needs no agent program and no gate

@@ -2,6 +2,7 @@ package teampg_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -17,9 +18,11 @@ import (
 )
 
 // A coordinator process: campaign for the lease, fence the shared
-// repository with its term, then run the team with its stages on the
-// worker hosts and its merges on the shared repository. (examples/foreman
-// -role coordinator does this, with printing.)
+// repository with its term, grant the worker hosts' database role what a
+// worker host needs and nothing more, then run the team with its stages on
+// the worker hosts and its merges on the shared repository.
+// (examples/foreman -role coordinator -worker-role foreman_worker does
+// this, with printing.)
 func Example_coordinator() {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
@@ -37,7 +40,12 @@ func Example_coordinator() {
 		fmt.Println(err)
 		return
 	}
-	lead, err := teampg.Lead(ctx, teampg.LeadConfig{Pool: pool, Store: db, Clone: clone}) // blocks until this process leads
+	lead, err := teampg.Lead(ctx, teampg.LeadConfig{Pool: pool, Store: db, Clone: clone, // blocks until this process leads
+		WorkerRoles: []string{"foreman_worker"}}) // CREATE ROLE foreman_worker LOGIN PASSWORD '...', once
+	if errors.Is(err, pgstore.ErrPrivileged) {
+		fmt.Println("the worker role can do more than a worker host may:", err)
+		return
+	}
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -55,16 +63,20 @@ func Example_coordinator() {
 	fmt.Println(res, err)
 }
 
-// A worker host process: its own clone, the team's stage agent, and a
+// A worker host process: it logs in with the worker role the coordinators
+// granted (not theirs: the agents run here), and has its own clone, the
+// team's stage agent over the worker's view of the team's store, and a
 // pgtransport host that claims stages from the queue.
 func Example_worker() {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	pool, err := pgxpool.New(ctx, "postgres://foreman_worker@db.example.com/foreman") // the password in ~/.pgpass
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	db, err := pgstore.OpenPool(ctx, pool, pgstore.Options{})
+	// Only its claimed stories' stage records; ErrNotGranted until a
+	// coordinator granted the role.
+	db, err := teampg.OpenWorkerStore(ctx, teampg.WorkerStoreConfig{Pool: pool})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -18,6 +18,7 @@ import (
 	"github.com/agentforeman/foreman/internal/teamtest"
 	"github.com/agentforeman/foreman/merge/gitremote"
 	"github.com/agentforeman/foreman/pipeline/pgstore"
+	"github.com/agentforeman/foreman/pipeline/team/teampg"
 )
 
 // envURL names the database the tests use; each test works in a schema of
@@ -93,6 +94,36 @@ func (c *cluster) merged(t *testing.T) []string {
 	t.Helper()
 	out := teamtest.Git(t, c.remote, c.Env, "log", "--reverse", "--format=%(trailers:key=Foreman-Item,valueonly,separator=%x2C)", "main")
 	return strings.Fields(out)
+}
+
+// newRole creates a login role of its own, dropped when the test ends, and
+// returns a pool that logs in as it. grant makes it a worker host's role
+// (GrantWorker) first.
+func (c *cluster) newRole(t *testing.T, grant bool) (*pgxpool.Pool, string) {
+	t.Helper()
+	ctx := context.Background()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	role, password := "teampg_w_"+hex.EncodeToString(b[:]), hex.EncodeToString(b[:])+"-pw"
+	_, err := c.pool.Exec(ctx, "CREATE ROLE "+pgx.Identifier{role}.Sanitize()+" LOGIN PASSWORD '"+password+"'")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for _, q := range []string{"DROP OWNED BY ", "DROP ROLE "} {
+			if _, err := c.pool.Exec(context.Background(), q+pgx.Identifier{role}.Sanitize()); err != nil {
+				t.Errorf("%s%s: %v", q, role, err)
+			}
+		}
+	})
+	if grant {
+		require.NoError(t, teampg.GrantWorker(ctx, c.pool, c.schema, role))
+	}
+	cfg, err := pgxpool.ParseConfig(os.Getenv(envURL))
+	require.NoError(t, err)
+	cfg.ConnConfig.User, cfg.ConnConfig.Password, cfg.MaxConns = role, password, 8
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool, role
 }
 
 func writeFile(t *testing.T, dir, name, content string) {

@@ -41,8 +41,15 @@ type LeadConfig struct {
 	Silence time.Duration
 	// Merge is every merge's template (Check, Body); team.Config.MergeCheck
 	// is not read, set Merge.Check.
-	Merge  merge.Request
-	Logger *slog.Logger
+	Merge merge.Request
+	// WorkerRoles are the database roles the worker hosts log in with:
+	// once leading, Lead grants each what a worker host needs and nothing
+	// more (GrantWorker), and fails if one can already do more (the
+	// coordinators' own role, a superuser). Default none: the hosts' roles
+	// are granted elsewhere, or they log in as the coordinators' role,
+	// which lets a host that runs agents write anything.
+	WorkerRoles []string
+	Logger      *slog.Logger
 }
 
 // Leadership is a coordinator process's lead over the team: the lease
@@ -63,8 +70,9 @@ type Leadership struct {
 // Lead blocks until this process leads the team (pgstore's lease), then
 // fences the shared repository with the lease's term (gitremote's
 // Clone.Fence: from then on no older leader's merge can land, however
-// long it was paused), starts the transport coordinator and returns the
-// Leadership. Run the team with a Config passed through Configure and
+// long it was paused), starts the transport coordinator, installs the
+// team's worker functions (WorkerStore) and grants the WorkerRoles, and
+// returns the Leadership. Run the team with a Config passed through Configure and
 // the Leadership's Context; Close gives the lead up.
 //
 // Errors: ErrInvalidConfig, the campaign's (a cancelled ctx), and
@@ -92,6 +100,15 @@ func Lead(ctx context.Context, cfg LeadConfig) (*Leadership, error) {
 	}
 	if l.Coordinator, err = pgtransport.NewCoordinator(ctx, tc); err != nil {
 		return fail(err)
+	}
+	// The hosts' side of the team's records (WorkerStore), for this build.
+	if err := installWorkerFunctions(ctx, cfg.Pool, cfg.Store.Schema()); err != nil {
+		return fail(err)
+	}
+	for _, role := range cfg.WorkerRoles {
+		if err := GrantWorker(ctx, cfg.Pool, cfg.Store.Schema(), role); err != nil {
+			return fail(fmt.Errorf("teampg: granting worker role %q: %w", role, err))
+		}
 	}
 	if l.Remote, err = NewRemote(RemoteConfig{Coordinator: l.Coordinator, Store: leader.Store(), Silence: cfg.Silence}); err != nil {
 		return fail(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/pgstore"
+	"github.com/agentforeman/foreman/pipeline/store"
 	"github.com/agentforeman/foreman/pipeline/team"
 	"github.com/agentforeman/foreman/pipeline/team/teampg"
 	"github.com/agentforeman/foreman/worker/pgtransport"
@@ -25,20 +26,41 @@ func TestLeadRefusesAnIncompleteConfig(t *testing.T) {
 
 // The whole system in one process: a coordinator leads, a worker host
 // performs every stage in its own clone and pushes, and the leader lands
-// each story once on the shared main.
+// each story once on the shared main; whether the host logs in as the
+// coordinators' role or as a worker role of its own that can do nothing
+// but its own claims (GrantWorker, WorkerStore).
 func TestStagesRunOnAHostAndLandOnTheSharedMain(t *testing.T) {
+	for _, restricted := range []bool{false, true} {
+		name := "coordinators' role"
+		if restricted {
+			name = "worker role"
+		}
+		t.Run(name, func(t *testing.T) { stagesRunOnAHost(t, restricted) })
+	}
+}
+
+func stagesRunOnAHost(t *testing.T, restricted bool) {
 	c := newCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
+	hostPool, hostStore := c.pool, store.Store(c.store)
+	if restricted {
+		var role string
+		hostPool, role = c.newRole(t, true)
+		require.NoError(t, pgtransport.CheckWorker(ctx, hostPool, c.schema, ""), "%s can do nothing else", role)
+		ws, err := teampg.OpenWorkerStore(ctx, teampg.WorkerStoreConfig{Pool: hostPool, Schema: c.schema})
+		require.NoError(t, err)
+		hostStore = ws
+	}
 	hostCfg := c.Config
 	hostClone := c.clone(t, "host")
-	hostCfg.Repo, hostCfg.Store = hostClone.Dir(), c.store
+	hostCfg.Repo, hostCfg.Store = hostClone.Dir(), hostStore
 	stages, err := team.NewStageAgent(ctx, hostCfg)
 	require.NoError(t, err)
 	host, err := teampg.NewHost(ctx, teampg.HostConfig{
-		Transport: pgtransport.HostConfig{Pool: c.pool, Schema: c.schema, Capacity: 2, PollInterval: 100 * time.Millisecond},
-		Clone:     hostClone, Stages: stages, Store: c.store,
+		Transport: pgtransport.HostConfig{Pool: hostPool, Schema: c.schema, Capacity: 2, PollInterval: 100 * time.Millisecond},
+		Clone:     hostClone, Stages: stages, Store: hostStore,
 	})
 	require.NoError(t, err)
 	hostCtx, stopHost := context.WithCancel(ctx)
@@ -69,6 +91,13 @@ func TestStagesRunOnAHostAndLandOnTheSharedMain(t *testing.T) {
 	recs, err := c.store.List(ctx, "team.stage-result")
 	require.NoError(t, err)
 	assert.Empty(t, recs)
+	// The host recorded what the flow checks (the board) and each build's
+	// starting point, through whichever store it had.
+	for _, kind := range []string{"team.board", "team.base"} {
+		recs, err := c.store.List(ctx, kind)
+		require.NoError(t, err)
+		assert.NotEmpty(t, recs, kind)
+	}
 }
 
 // A leader paused after its last check of the lease and before its push

@@ -113,7 +113,13 @@ func (r *Remote) Execute(ctx context.Context, req phases.AgentRequest, _ phases.
 		delete(r.waiting, id)
 		r.mu.Unlock()
 	}()
-	wid := foreman.WorkerID("host-" + hex.EncodeToString(b[:]))
+	// The transport's worker slot is the pipeline's assignment id: the
+	// team's worker functions let the host that claimed this execution
+	// write that assignment's build base (team.base), and no other's.
+	wid := foreman.WorkerID(a.Assignment)
+	if wid.Validate() != nil {
+		wid = foreman.WorkerID("host-" + hex.EncodeToString(b[:]))
+	}
 	co := r.cfg.Coordinator
 	err := co.Send(ctx, worker.Command{Kind: worker.CommandAssign, Worker: wid, Assignment: id, Assign: &worker.Assignment{
 		ID: id, Worker: wid, Item: a.Item, Stage: a.Stage, Prompt: req.TaskPrompt, Worktree: req.WorkspacePath,
