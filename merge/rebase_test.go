@@ -255,14 +255,7 @@ exec sleep 600
 		_, err := m.Rebase(ctx, "k", RebaseOptions{})
 		done <- err
 	}()
-	started := make(chan struct{})
-	go func() {
-		if f, err := os.Open(fifo); err == nil {
-			_, _ = io.Copy(io.Discard, f)
-			f.Close()
-			close(started)
-		}
-	}()
+	started := written(fifo)
 	select {
 	case <-started:
 	case err := <-done:
@@ -316,14 +309,7 @@ case " $* " in *" rebase -q "*) [ -e "$0.ran" ] || { touch "$0.ran"; echo finish
 		h, err := m.Rebase(ctx, "f", RebaseOptions{})
 		done <- result{h, err}
 	}()
-	finished := make(chan struct{})
-	go func() {
-		if f, err := os.Open(fifo); err == nil {
-			_, _ = io.Copy(io.Discard, f)
-			f.Close()
-			close(finished)
-		}
-	}()
+	finished := written(fifo)
 	select {
 	case <-finished:
 	case r := <-done:
@@ -336,6 +322,20 @@ case " $* " in *" rebase -q "*) [ -e "$0.ran" ] || { touch "$0.ran"; echo finish
 	assert.Equal(t, revParse(t, repo, "foreman/f"), r.head)
 	assert.Equal(t, tip, revParse(t, repo, r.head+"^"))
 	assertNothingInProgress(t, wt.Path)
+}
+
+// written returns a channel closed once something has written to the FIFO
+// at path and closed it.
+func written(path string) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		if f, err := os.Open(path); err == nil {
+			_, _ = io.Copy(io.Discard, f)
+			f.Close()
+			close(ch)
+		}
+	}()
+	return ch
 }
 
 func readFile(t *testing.T, dir, name string) string {
