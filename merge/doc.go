@@ -61,6 +61,27 @@
 // of one repository are queued on the repository lock (first come, first
 // served within a Manager), so concurrent calls are safe.
 //
+// # Rebasing
+//
+// Manager.Rebase rebases an item's branch onto the target in its worktree,
+// under the repository lock, and gives what a host needs to hand a conflict
+// to the item's agent or to a person: *ConflictError with Stage "rebase",
+// whose Conflicts hold, per file, the regions git marked with both sides
+// (the target's and the item's, and the common ancestor's where git wrote
+// it), bounded by RebaseOptions. A rebase that stops is always aborted, so
+// the branch and the worktree are left as they were; *RebaseError is one
+// git stopped without a conflicting file, *DirtyError a worktree with
+// uncommitted changes (not touched). Request.Sync's rebase is the same
+// code. A rebase or sync stopped by its context half way is put back at
+// once: git gets SIGTERM, and what it may leave behind (a lock file made
+// an instant before the signal, which git does not remove, and the rebase
+// in progress) is removed and aborted before the context's error returns,
+// so that the next operation on the worktree meets neither.
+//
+// Manager.Exclude keeps a directory of the host's inside the working tree
+// out of `git status` through the repository's info/exclude, as Create
+// does for the worktree root.
+//
 // # Protected directories
 //
 // A host that keeps its own state in the repository's working tree (a
@@ -87,8 +108,8 @@
 // tell them apart with errors.Is and errors.As: ErrNothingToMerge, *ConflictError (pause the item and escalate with
 // its Files), *DirtyError, *CheckError, *ProtectedPathError, *PushError
 // (the returned Result is valid: the local merge stands and a retry pushes
-// again), *LockedError, *InProgressError, *VerifyError. Any other error is
-// a system fault.
+// again), *LockedError, *InProgressError, *VerifyError, and from Rebase
+// *RebaseError and ErrNoWorktree. Any other error is a system fault.
 //
 // New first waits for the git commands that a process now gone (a host
 // SIGKILLed in the middle of `git worktree add` or a merge) left running in

@@ -17,6 +17,8 @@ var (
 	ErrUncommittedChanges = errors.New("merge: uncommitted changes")
 	// ErrNoBranch: the item has no branch (never created, or removed with its branch).
 	ErrNoBranch = errors.New("merge: item has no branch")
+	// ErrNoWorktree: the item has no worktree, or a broken one (Rebase).
+	ErrNoWorktree = errors.New("merge: item has no worktree")
 	// ErrLocked is matched by *LockedError.
 	ErrLocked = errors.New("merge: a git lock file is held")
 	// ErrUnknownBranch: Config.BaseBranch or TargetBranch does not exist
@@ -89,21 +91,46 @@ func (e *UnsafeDirError) Error() string {
 // Is makes an UnsafeDirError match ErrUnsafeDir.
 func (e *UnsafeDirError) Is(target error) bool { return target == ErrUnsafeDir }
 
-// ConflictError is a merge that could not be done without a person: nothing
-// was changed (the target, its checkout and the item's worktree are exactly as
-// they were). Stage says which step conflicted: "squash" (the item against
-// the target) or "sync" (bringing the item's branch up to date).
+// ConflictError is a merge or rebase that could not be done without a
+// person: nothing was changed (the target, its checkout and the item's
+// worktree are exactly as they were). Stage says which step conflicted:
+// "squash" (the item against the target), "sync" (bringing the item's
+// branch up to date) or "rebase" (Rebase).
 type ConflictError struct {
 	Item   foreman.ItemID
 	Target string
 	Stage  string
 	Files  []string
+	// Conflicts are both sides of each conflict, for Stage "rebase": the
+	// first files of Files, within Rebase's bounds.
+	Conflicts []ConflictFile
 }
 
 func (e *ConflictError) Error() string {
 	return fmt.Sprintf("merge: %s conflicts with %s (%s) in %d file(s): %s",
 		e.Item, e.Target, e.Stage, len(e.Files), strings.Join(e.Files, ", "))
 }
+
+// RebaseError is a rebase of an item's branch that git stopped with no
+// conflicting file (Err, git's error, says why), or that could not start
+// because the item's worktree does not have its branch checked out. The
+// rebase was aborted: the branch and the worktree are as they were.
+type RebaseError struct {
+	Item   foreman.ItemID
+	Target string
+	Reason string
+	Err    error
+}
+
+func (e *RebaseError) Error() string {
+	s := fmt.Sprintf("merge: rebasing %s onto %s: %s", e.Item, e.Target, e.Reason)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *RebaseError) Unwrap() error { return e.Err }
 
 // DirtyError reports uncommitted changes where a merge needs a clean tree:
 // the item's worktree (Target false), or a checkout of the target branch whose

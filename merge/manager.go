@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -325,42 +324,3 @@ func (m *Manager) withLock(ctx context.Context, fn func() error) error {
 }
 
 func exitCode(err error) int { return gitexec.ExitCode(err) }
-
-// ensureExcluded keeps Root out of `git status` of the main worktree: a
-// linked worktree inside it would otherwise show as an untracked directory.
-func (m *Manager) ensureExcluded() error {
-	rel, err := filepath.Rel(m.mainDir, m.root)
-	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-		return nil // outside the repository
-	}
-	pattern := "/" + filepath.ToSlash(rel) + "/"
-	path := filepath.Join(m.commonDir, "info", "exclude")
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("merge: %w", err)
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if strings.TrimSpace(line) == pattern {
-			return nil
-		}
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("merge: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("merge: %w", err)
-	}
-	prefix := ""
-	if len(data) > 0 && !strings.HasSuffix(string(data), "\n") {
-		prefix = "\n"
-	}
-	_, err = fmt.Fprintf(f, "%s# Foreman item worktrees\n%s\n", prefix, pattern)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("merge: %w", err)
-	}
-	return nil
-}

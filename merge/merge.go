@@ -196,7 +196,7 @@ func (m *Manager) mergeLocked(ctx context.Context, id foreman.ItemID, path strin
 		return res, ErrNothingToMerge
 	}
 	if req.Sync && onBranch {
-		if head, err = m.sync(ctx, id, path, tip); err != nil {
+		if head, err = m.sync(ctx, id, path, admin, tip); err != nil {
 			return res, err
 		}
 		res.Synced = true
@@ -410,23 +410,22 @@ func (m *Manager) squashTree(ctx context.Context, id foreman.ItemID, tip, head s
 	return "", &ConflictError{Item: id, Target: m.cfg.TargetBranch, Stage: "squash", Files: files}
 }
 
-// sync rebases the item's branch onto tip, falling back to merging tip in,
-// and returns the branch's new head.
-func (m *Manager) sync(ctx context.Context, id foreman.ItemID, path, tip string) (string, error) {
-	if _, err := m.git.Run(ctx, path, "rebase", "-q", tip); err != nil {
-		if ctx.Err() != nil {
-			return "", err
-		}
-		if _, err := m.git.Run(ctx, path, "rebase", "--abort"); err != nil {
-			return "", err
-		}
-		if _, err := m.git.Run(ctx, path, "merge", "-q", "--no-edit", "--no-verify", tip); err != nil {
+// sync rebases the item's branch onto tip in its worktree at path (admin:
+// its git directory), falling back to merging tip in, and returns the
+// branch's new head.
+func (m *Manager) sync(ctx context.Context, id foreman.ItemID, path, admin, tip string) (string, error) {
+	stop, err := m.rebaseIn(ctx, id, path, admin, tip, nil)
+	if err != nil {
+		return "", err
+	}
+	if stop != nil {
+		if _, err := m.runStoppable(ctx, id, path, admin, "merge", "-q", "--no-edit", "--no-verify", tip); err != nil {
 			if ctx.Err() != nil {
 				return "", err
 			}
-			files, _ := m.git.Lines(ctx, path, "diff", "--name-only", "--diff-filter=U")
-			if _, aerr := m.git.Run(ctx, path, "merge", "--abort"); aerr != nil {
-				return "", aerr
+			files, _ := m.conflictedFiles(ctx, path)
+			if err := m.settled(ctx, func(ctx context.Context) error { return m.abortOp(ctx, path, admin) }); err != nil {
+				return "", err
 			}
 			return "", &ConflictError{Item: id, Target: m.cfg.TargetBranch, Stage: "sync", Files: files}
 		}

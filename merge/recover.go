@@ -65,24 +65,10 @@ func (m *Manager) recoverItemWorktree(ctx context.Context, path, admin string) e
 	if err := m.clearLockFile(filepath.Join(admin, "index.lock")); err != nil {
 		return err
 	}
-	switch op := inProgress(admin); op {
-	case "":
-		return nil
-	case "merge", "cherry-pick", "revert":
-		m.log.Warn("merge: aborting leftover operation in item worktree", "path", path, "op", op)
-		if _, err := m.git.Run(ctx, path, op, "--abort"); err != nil {
-			return err
-		}
-	case "rebase":
-		m.log.Warn("merge: aborting leftover rebase in item worktree", "path", path)
-		if _, err := m.git.Run(ctx, path, "rebase", "--abort"); err != nil {
-			return err
-		}
-	}
 	if op := inProgress(admin); op != "" {
-		return &InProgressError{Path: path, Operation: op}
+		m.log.Warn("merge: aborting leftover operation in item worktree", "path", path, "op", op)
 	}
-	return nil
+	return m.abortOp(ctx, path, admin)
 }
 
 // checkTargetCheckout refuses to touch a checkout of the target that someone

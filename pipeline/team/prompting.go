@@ -2,10 +2,8 @@ package team
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/agentforeman/foreman/internal/gitexec"
@@ -42,44 +40,6 @@ func (t *Team) prompt(r pipeline.SpawnRequest) string {
 		}
 	}
 	return t.cfg.Prompt(d)
-}
-
-// excludeFromGit keeps the state directory out of `git status` when it is
-// inside the repository, through the repository's info/exclude.
-func excludeFromGit(ctx context.Context, repo, dir, gitBin string, env []string) error {
-	rel, err := filepath.Rel(repo, dir)
-	if err != nil || rel == "." || strings.HasPrefix(rel, "..") || filepath.IsAbs(rel) {
-		return nil
-	}
-	common, err := commonDir(ctx, repo, gitBin, env)
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(common, "info", "exclude")
-	line := "/" + filepath.ToSlash(rel) + "/"
-	data, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	if slices.Contains(strings.Split(string(data), "\n"), line) {
-		return nil
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	prefix := ""
-	if len(data) > 0 && !strings.HasSuffix(string(data), "\n") {
-		prefix = "\n"
-	}
-	if _, err := fmt.Fprintf(f, "%s%s\n", prefix, line); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // mainWorktree returns the main worktree of the repository holding path

@@ -54,7 +54,7 @@ func NewStageAgent(ctx context.Context, cfg Config) (phases.AgentDriver, error) 
 	if t.secret, err = loadSecret(ctx, cfg.Store); err != nil {
 		return nil, err
 	}
-	if err := excludeFromGit(ctx, cfg.Repo, cfg.StateDir, mc.Git, mc.GitEnv); err != nil {
+	if err := t.mgr.Exclude(cfg.StateDir); err != nil {
 		return nil, err
 	}
 	// Events of this host are its own (OnEvent sees them); the

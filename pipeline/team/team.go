@@ -175,7 +175,7 @@ func (t *Team) open(ctx context.Context) error {
 	if err := makeResultsDir(cfg.StateDir); err != nil {
 		return err
 	}
-	if err := excludeFromGit(ctx, cfg.Repo, cfg.StateDir, mc.Git, mc.GitEnv); err != nil {
+	if err := t.mgr.Exclude(cfg.StateDir); err != nil {
 		return err
 	}
 	t.db, t.ownsDB = cfg.Store, false

@@ -123,13 +123,15 @@ func (t *Team) triage(ctx context.Context, git pipeline.Git, r pipeline.MergeReq
 		case stepRebase:
 			t.triageEvent(EventConflict, a, "SQUASH", files, fmt.Sprintf("the squash onto %s conflicts in %s; rebasing the branch onto %s", target, strings.Join(files, ", "), target))
 			in.Rebases++
-			rb, err := t.rebaseOnto(ctx, item, dir)
+			rb, err := t.rebaseOnto(ctx, item)
 			if err != nil {
 				return pipeline.MergeOutcome{}, err
 			}
 			if rb.clean {
 				in.Fact = factRebaseClean
-				if err := updateTriage(ctx, t, item, func(rec *triageRecord) bool { rec.Ungated = rb.head; return true }); err != nil {
+				// Recorded even as the Run stops (a rebase git finished as
+				// ctx ended stands): a rebased branch never merges ungated.
+				if err := updateTriage(context.WithoutCancel(ctx), t, item, func(rec *triageRecord) bool { rec.Ungated = rb.head; return true }); err != nil {
 					return pipeline.MergeOutcome{}, err
 				}
 				t.triageEvent(EventRebased, a, "CLEAN", nil, fmt.Sprintf("rebased onto %s (now %s); running the gates on the rebased change", target, short(rb.head)))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/agentforeman/foreman/merge"
 	"github.com/agentforeman/foreman/pipeline"
 )
 
@@ -73,20 +74,32 @@ func TestReworkStage(t *testing.T) {
 	assert.Equal(t, -1, reworkStage([]Stage{{Kind: StageAgent}, {Kind: StageGate}}, 1), "no build stage")
 }
 
-func TestConflictHunks(t *testing.T) {
+func TestConflictContextShowsBothSidesOfEachFile(t *testing.T) {
 	t.Parallel()
-	file := strings.Join([]string{"1", "2", "3", "4", "5", "<<<<<<< HEAD", "two-A", "=======", "two-B",
-		">>>>>>> 1234abc (B: two)", "6", "7", "8", "9", "10"}, "\n")
-	got := conflictHunks(file, "main", 2, 1000)
-	assert.Equal(t, strings.Join([]string{"4", "5", "<<<<<<< main", "two-A", "=======", "two-B",
-		">>>>>>> yours 1234abc (B: two)", "6", "7"}, "\n"), got)
+	c := &merge.ConflictError{Files: []string{"a.txt", "gone.txt", "mode.sh", "more.txt"}, Conflicts: []merge.ConflictFile{
+		{Path: "a.txt", Hunks: []merge.Hunk{
+			{Line: 4, Before: []string{"4", "5"}, Target: []string{"two-A"}, Item: []string{"two-B"}, Label: "1234abc (B: two)", After: []string{"6", "7"}},
+			{Line: 14, Before: []string{"14"}, Target: []string{"x"}, Base: []string{"w"}, Item: []string{"y"}, Label: "1234abc (B: two)"},
+		}},
+		{Path: "gone.txt", Missing: true},
+		{Path: "mode.sh"},
+	}}
+	got := conflictContext("main", c)
+	assert.Contains(t, got, "conflicts in a.txt, gone.txt, mode.sh, more.txt")
+	assert.Contains(t, got, "\n--- a.txt\n4\n5\n<<<<<<< main\ntwo-A\n=======\ntwo-B\n>>>>>>> yours 1234abc (B: two)\n6\n7\n...\n14\n<<<<<<< main\nx\n||||||| base\nw\n=======\ny\n>>>>>>> yours 1234abc (B: two)\n")
+	assert.Contains(t, got, "--- gone.txt\n(no file in the worktree: deleted on one side and changed on the other)")
+	assert.Contains(t, got, "--- mode.sh\n(no conflict markers")
+	assert.Contains(t, got, "(and 1 more files)")
 
-	two := file + "\n11\n12\n13\n14\n<<<<<<< HEAD\nx\n=======\ny\n>>>>>>> 1234abc (B: two)\n15"
-	assert.Contains(t, conflictHunks(two, "main", 1, 1000), "6\n...\n14\n<<<<<<< main", "separate hunks are marked apart")
-	assert.Empty(t, conflictHunks("no markers\n", "main", 3, 1000))
+	// Hunks that follow each other directly are not marked apart; a
+	// clipped file says so.
+	next := merge.Hunk{Line: 13, Target: []string{"p"}, Item: []string{"q"}}
+	c.Conflicts = []merge.ConflictFile{{Path: "a.txt", Hunks: []merge.Hunk{c.Conflicts[0].Hunks[0], next}, Clipped: true}}
+	got = conflictContext("main", c)
+	assert.Contains(t, got, "6\n7\n<<<<<<< main\np\n=======\nq\n>>>>>>> yours\n[... cut]")
+	assert.NotContains(t, got, "...\n")
 
-	big := "<<<<<<< HEAD\n" + strings.Repeat("a line of main\n", 500) + "=======\nmine\n>>>>>>> c\n"
-	clipped := conflictHunks(big, "main", 3, 300)
-	assert.LessOrEqual(t, len(clipped), 300)
-	assert.True(t, strings.HasSuffix(clipped, "[... cut]"))
+	big := &merge.ConflictError{Files: []string{"big"}, Conflicts: []merge.ConflictFile{{Path: "big",
+		Hunks: []merge.Hunk{{Line: 1, Target: []string{strings.Repeat("x", 3*maxContextTotal)}, Item: []string{"mine"}}}}}}
+	assert.LessOrEqual(t, len(conflictContext("main", big)), maxContextTotal, "bounded whatever merge returns")
 }
