@@ -295,7 +295,9 @@ func (f *fixture) holdInBuild(t *testing.T, extra ...string) (cmd *exec.Cmd, std
 	started, release := filepath.Join(f.ctl, "US-002.started"), filepath.Join(f.ctl, "US-002.release")
 	require.NoError(t, syscall.Mkfifo(started, 0o644))
 	require.NoError(t, syscall.Mkfifo(release, 0o644))
-	cmd, stdout, stderr = f.command(t, append(f.runArgs(), extra...)...)
+	// Unsandboxed: the pid the agent logs must be the host's, to check it
+	// and to clean it up (a sandbox's pids are its own).
+	cmd, stdout, stderr = f.command(t, append(append(f.runArgs(), "-sandbox", "off"), extra...)...)
 	require.NoError(t, cmd.Start())
 	data, err := os.ReadFile(started) // blocks until the agent writes
 	require.NoError(t, err)

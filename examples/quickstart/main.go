@@ -163,7 +163,7 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 	p := &printer{w: out, start: began}
 	tm, err := team.New(ctx, team.Config{
 		Repo:     res.Repo,
-		Agent:    agentcmd.New(agentcmd.Config{Argv: argv, Format: o.format, Env: gitEnv()}),
+		Agent:    agentcmd.New(agentcmd.Config{Argv: argv, Format: o.format, Env: gitEnv(), Sandbox: agentSandbox(o.agent)}),
 		Gates:    gatePlan(),
 		Workers:  o.parallel,
 		Merge:    mergeConfig(),
@@ -224,4 +224,22 @@ func shellArgv(cmdline string) ([]string, error) {
 	// "$@" carries the arguments agentcmd adds after the command (a resume).
 	argv[2] = vars + "; shift " + fmt.Sprint(len(names)) + "; " + line + ` "$@"`
 	return argv, nil
+}
+
+// agentSandbox lets the agents' OS sandbox see the program an -agent
+// command line names (sh runs the line, so the driver cannot tell which
+// program it is): its directory, read-only, when it is a file's path.
+func agentSandbox(cmdline string) agentcmd.Sandbox {
+	words, err := agentcmd.SplitCommand(cmdline)
+	if err != nil || len(words) == 0 || !strings.ContainsRune(words[0], filepath.Separator) {
+		return agentcmd.Sandbox{}
+	}
+	abs, err := filepath.Abs(words[0])
+	if err != nil {
+		return agentcmd.Sandbox{}
+	}
+	if fi, err := os.Stat(abs); err != nil || fi.IsDir() {
+		return agentcmd.Sandbox{}
+	}
+	return agentcmd.Sandbox{Binds: []agentcmd.Bind{{Source: filepath.Dir(abs)}}}
 }

@@ -46,10 +46,12 @@ type Lease struct {
 type Reaped struct {
 	// Lease is the orphan's lease, as its driver wrote it.
 	Lease Lease
-	// PIDs are the processes of the orphaned group found running.
+	// PIDs are the processes of the orphaned group found running; none
+	// when the agent had already ended with its host (a sandboxed agent
+	// dies with it) and only its lease was left.
 	PIDs []int
 	// Signal is the last signal the group needed: SIGTERM, or SIGKILL when
-	// something outlived the grace period.
+	// something outlived the grace period; "" when none was running.
 	Signal string
 }
 
@@ -204,8 +206,14 @@ func (l *workspaceLease) reapOrphan(ctx context.Context) error {
 		return err
 	}
 	if len(running) == 0 {
-		cfg.Logger.Debug("removing stale agent lease", "lease", l.path, "pid", lease.PID)
+		// Its host died before the agent's end was recorded, and the agent
+		// is gone too (a sandboxed agent dies with its host): what it was
+		// doing may have been cut off, its git lock files left behind.
+		cfg.Logger.Info("removing the lease of an agent that ended with its host", "lease", l.path, "pid", lease.PID)
 		l.remove()
+		if cfg.OnReap != nil {
+			cfg.OnReap(Reaped{Lease: lease})
+		}
 		return nil
 	}
 	cfg.Logger.Warn("reaping orphaned agent process group", "workspace", l.workspace, "pgid", lease.PGID,
@@ -361,4 +369,44 @@ func secretName(k string) bool {
 		}
 	}
 	return false
+}
+
+// ReapStale deals, before any agent starts, with the leases in LeaseDir
+// that a host which died left behind: a lease whose agent still runs is
+// reaped (its group stopped) and one whose agent ended with its host is
+// removed, each reported to Config.OnReap, so that the host clears what
+// the agent may have left half done in its workspace (git's lock files)
+// even where no agent will run again. A workspace whose lease another
+// holder has (ErrLeaseHeld) is left alone. Nothing to do without LeaseDir.
+func (d *Driver) ReapStale(ctx context.Context) error {
+	if d.cfg.LeaseDir == "" {
+		return nil
+	}
+	names, err := filepath.Glob(filepath.Join(d.cfg.LeaseDir, "*.lease"))
+	if err != nil {
+		return fmt.Errorf("agentcmd: lease: %w", err)
+	}
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		var lease Lease
+		if json.Unmarshal(data, &lease) != nil || lease.Workspace == "" {
+			continue // Execute's reaper removes it when the workspace is used
+		}
+		l, err := d.acquireLease(ctx, lease.Workspace)
+		if errors.Is(err, ErrLeaseHeld) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		err = l.reapOrphan(ctx)
+		l.release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

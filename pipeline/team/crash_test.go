@@ -65,7 +65,12 @@ func host(repo, agent string) int {
 	out := json.NewEncoder(os.Stdout)
 	cfg := team.Config{
 		Repo: repo, Workers: 2, Gates: gatePlan(),
-		Agent: agentcmd.New(agentcmd.Config{Argv: []string{agent, "{prompt}"}, Env: demo.GitEnv()}),
+		// Unsandboxed: the test reads the agents' pids and checks none
+		// outlives the plan, which needs the host's pids, not a sandbox's.
+		// (A sandboxed agent dies with its host: examples/foreman's chaos
+		// test kills sandboxed hosts.)
+		Agent: agentcmd.New(agentcmd.Config{Argv: []string{agent, "{prompt}"}, Env: demo.GitEnv(),
+			Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxOff}}),
 		Merge: merge.Config{GitEnv: demo.IsolatedGitConfig(), Author: merge.Identity{Name: demo.Identity().Name, Email: demo.Identity().Email}},
 		OnEvent: func(e team.Event) {
 			mu.Lock()

@@ -1,12 +1,14 @@
 package team
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/phases/agentcmd"
 )
 
@@ -59,4 +61,26 @@ func worktreeGitDirs(workspace string) (gitdir, common string, ok bool) {
 		common = cd
 	}
 	return filepath.Clean(dir), filepath.Clean(common), true
+}
+
+// reapStale lets each of the team's agent drivers deal with the leases a
+// host that died left (agentcmd.Driver.ReapStale): the git locks of an
+// agent cut off with its host are cleared before any stage, a merge
+// included, finds them, also in a worktree where no agent runs again.
+func (t *Team) reapStale(ctx context.Context) {
+	seen := map[*agentcmd.Driver]bool{}
+	agents := []phases.AgentDriver{t.cfg.Reviewer}
+	for _, st := range t.cfg.Stages {
+		agents = append(agents, st.Agent)
+	}
+	for _, a := range agents {
+		d, ok := a.(*agentcmd.Driver)
+		if !ok || seen[d] {
+			continue
+		}
+		seen[d] = true
+		if err := d.ReapStale(ctx); err != nil {
+			t.log.Warn("team: reaping what a dead host's agents left", "err", err)
+		}
+	}
 }

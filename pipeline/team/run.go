@@ -118,6 +118,7 @@ func (t *Team) Run(ctx context.Context) (Result, error) {
 	defer cancel(nil)
 
 	t.events.add(Event{Kind: EventRunStarted, At: t.clk.Now()})
+	t.reapStale(runCtx)
 	err = t.runUntilDone(runCtx, rs)
 	t.mu.Lock()
 	t.run = nil
