@@ -122,6 +122,7 @@ func chaosRun(t *testing.T, seed uint64) {
 		}()
 		err := cmd.Wait()
 		close(exited)
+		assert.Empty(t, raceReports(runErr.String()), "seed %d: a data race in a run killed at execution %d", seed, target)
 		if !struck.Load() {
 			// The run ended before its kill: the plan is as far as it goes.
 			require.Equal(t, exitNeedsPerson, exitCode(t, err), "seed %d: a run that was not killed ends waiting for a person\nstdout:\n%s\nstderr:\n%s", seed, runOut, runErr)
@@ -134,6 +135,7 @@ func chaosRun(t *testing.T, seed uint64) {
 	cmd.Env = append(cmd.Env, "FOREMAN_CHAOS_TOKEN="+token)
 	err := cmd.Run()
 	t.Logf("seed %d: %d kills, after %s; then a run to the end", seed, kills, strings.Join(delays, ", "))
+	assert.Empty(t, raceReports(stderr.String()), "seed %d: a data race in the last run", seed)
 	require.Positive(t, kills, "seed %d: the plan finished before the first kill\nstdout:\n%s\nstderr:\n%s", seed, stdout, stderr)
 	require.Equal(t, exitNeedsPerson, exitCode(t, err), "seed %d\nstdout:\n%s\nstderr:\n%s", seed, stdout, stderr)
 
@@ -146,7 +148,8 @@ func chaosRun(t *testing.T, seed uint64) {
 		assert.NotEqual(t, "US-006", strings.Fields(story)[0], "seed %d: the paused story's dependent never starts (%s ran %d times)", seed, story, n)
 	}
 
-	_, status, _ := f.foreman(t, "-repo", f.repo, "-status")
+	_, status, statusErr := f.foreman(t, "-repo", f.repo, "-status")
+	assert.Empty(t, raceReports(statusErr), "seed %d: a data race in -status", seed)
 	if t.Failed() {
 		t.Logf("seed %d: the status after the last run:\n%s\nits stdout:\n%s\nstderr:\n%s", seed, status, stdout, stderr)
 	}

@@ -65,6 +65,8 @@ type options struct {
 	db         string
 	remote     string
 	leaseTTL   time.Duration
+	leaseRenew time.Duration
+	leaseRetry time.Duration
 	silence    time.Duration
 	workerRole string
 
@@ -147,6 +149,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.db, "db", "", "with -role or -status: the team's PostgreSQL database, postgres://...")
 	fs.StringVar(&o.remote, "remote", "", "with -role: the shared git repository every host fetches from and pushes to (URL or path)")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", 10*time.Second, "with -role coordinator: how long the leader's lease lasts without renewal (failover time)")
+	fs.DurationVar(&o.leaseRenew, "lease-renew", 0, "with -role coordinator: how often the leader renews its lease (default: a third of -lease-ttl)")
+	fs.DurationVar(&o.leaseRetry, "lease-retry", 0, "with -role coordinator: how often a coordinator that does not lead checks whether the lease is free;\nit also checks when the lease runs out (default: half of -lease-ttl)")
 	fs.DurationVar(&o.silence, "host-silence", 30*time.Second, "with -role coordinator: how long a stage may go without a word from its worker host")
 	fs.StringVar(&o.workerRole, "worker-role", "", "with -role coordinator: the database role worker hosts log in with (the user in their -db); the\ncoordinator grants it what a worker host needs and nothing more, and refuses a role that can do more\n(see docs/multihost.md); default: none granted (hosts with the coordinators' role can write anything)")
 	fs.BoolVar(&o.status, "status", false, "print how the plan stands and exit (works while another foreman runs the team; with -db, a team\nspread over hosts, and which coordinator leads it)")

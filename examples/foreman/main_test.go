@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,66 +22,6 @@ import (
 
 	"github.com/agentforeman/foreman/pipeline/team/teamnotify"
 )
-
-// binary is the foreman command the tests run as a user does (signals
-// need a real process): a link named foreman to this test binary, which
-// TestMain runs as the reference binary when it is started by that name.
-// Linking the real command took a 33 MB link (about 4 s) per go test run.
-// Under the race detector the command is built as before, without it: a
-// race-instrumented foreman in every chaos run would be several times
-// slower in CI.
-var binary string
-
-const binaryName = "foreman"
-
-func TestMain(m *testing.M) {
-	if filepath.Base(os.Args[0]) == binaryName {
-		main() // exits
-	}
-	dir, err := os.MkdirTemp("", "foreman-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, binaryName)
-	if err := makeBinary(binary); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// makeBinary puts the reference binary at path: a link to this test binary,
-// or under the race detector a real build.
-func makeBinary(path string) error {
-	if !raceDetector() {
-		self, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		return os.Symlink(self, path)
-	}
-	if out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput(); err != nil {
-		return fmt.Errorf("building foreman: %v\n%s", err, out)
-	}
-	return nil
-}
-
-// raceDetector reports whether this test binary was built with -race.
-func raceDetector() bool {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range info.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
-}
 
 // gitEnv keeps the machine's git configuration out (a global hook or
 // commit.gpgsign would break the commits) and gives the scripted agent an

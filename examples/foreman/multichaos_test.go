@@ -138,7 +138,7 @@ func clusterChaosRun(t *testing.T, seed uint64) {
 	token := fmt.Sprintf("cluster-%d-%d", os.Getpid(), seed)
 	t.Setenv("FOREMAN_CHAOS_TOKEN", token) // the processes and their agents inherit it
 	rng := rand.New(rand.NewPCG(seed, 0xc1a5))
-	coordArgs := []string{"-lease-ttl", "2s", "-host-silence", "20s"}
+	coordArgs := leaseArgs("-host-silence", "20s")
 	for i := 1; i <= 3; i++ {
 		c.start(t, fmt.Sprintf("worker-%d", i), roleWorker, "-v")
 	}
@@ -173,9 +173,13 @@ func clusterChaosRun(t *testing.T, seed uint64) {
 	// that they land all through the run however fast the machine is: the
 	// seed picks 1-3 SIGKILLs and one SIGSTOP, each at a number of stories
 	// on the shared main and a moment after that (up to 1 s, so that
-	// strikes also fall inside stages and merges).
+	// strikes also fall inside stages and merges). Each strike ends the
+	// struck leader's lease (failOver) and waits for another coordinator to
+	// lead before the next.
 	strikes := clusterStrikes(rng)
 	deadline := time.Now().Add(5 * time.Minute)
+	poll := time.NewTicker(100 * time.Millisecond)
+	defer poll.Stop()
 	for _, s := range strikes {
 		var l *proc
 		merged := 0
@@ -185,25 +189,37 @@ func clusterChaosRun(t *testing.T, seed uint64) {
 					break
 				}
 			}
-			time.Sleep(100 * time.Millisecond) // polling the shared main, not a timing assertion
+			<-poll.C // the shared main's history is read again: a condition, not a timing assertion
 		}
-		time.Sleep(s.jitter)
+		if l != nil {
+			select { // the strike's moment: chaos, not a wait for something
+			case <-time.After(s.jitter):
+			case <-l.done:
+			}
+		}
 		if l == nil || l.exited() || finished() != nil {
 			break
 		}
+		term := l.term()
+		replaced := func() bool { n := leader(); return n != nil && n != l && n.term() > term }
 		if s.stop {
 			require.NoError(t, l.cmd.Process.Signal(syscall.SIGSTOP))
-			time.Sleep(3 * time.Second) // past the 2 s lease
+			c.failOver(t, term, replaced, time.Minute)
 			pushesAtResume = len(c.pushesToMain(t))
 			require.NoError(t, l.cmd.Process.Signal(syscall.SIGCONT))
 			resumed = l
-			actions = append(actions, fmt.Sprintf("SIGSTOP %s (term %d) at %d merged +%v, for 3s", l.name, l.term(), merged, s.jitter))
+			by := "another"
+			if n := leader(); n != nil {
+				by = n.name
+			}
+			actions = append(actions, fmt.Sprintf("SIGSTOP %s (term %d) at %d merged +%v, until %s led", l.name, term, merged, s.jitter, by))
 			continue
 		}
 		require.NoError(t, l.cmd.Process.Signal(syscall.SIGKILL))
 		<-l.done
 		coords = append(coords, c.start(t, fmt.Sprintf("coord-%d", len(coords)+1), roleCoordinator, coordArgs...))
-		actions = append(actions, fmt.Sprintf("SIGKILL %s (term %d) at %d merged +%v", l.name, l.term(), merged, s.jitter))
+		c.failOver(t, term, replaced, time.Minute)
+		actions = append(actions, fmt.Sprintf("SIGKILL %s (term %d) at %d merged +%v", l.name, term, merged, s.jitter))
 	}
 	require.GreaterOrEqual(t, len(actions), requiredStrikes, "seed %d: the plan ended before the strikes that must land; done: %v", seed, actions)
 	if len(actions) < len(strikes) {
@@ -211,12 +227,20 @@ func clusterChaosRun(t *testing.T, seed uint64) {
 	}
 	t.Logf("seed %d: %s", seed, strings.Join(actions, "; "))
 
+	limit := time.NewTimer(time.Until(deadline))
+	defer limit.Stop()
 	var done *proc
-	for done == nil && time.Now().Before(deadline) {
-		done = finished()
-		time.Sleep(200 * time.Millisecond)
+	for done == nil {
+		exit := c.nextExit() // before the check: an exit after it wakes us
+		if done = finished(); done != nil {
+			break
+		}
+		select {
+		case <-exit:
+		case <-limit.C:
+			require.FailNowf(t, "no coordinator finished the plan", "seed %d; outputs:\n%s", seed, c.outputs())
+		}
 	}
-	require.NotNil(t, done, "seed %d: no coordinator finished the plan; outputs:\n%s", seed, c.outputs())
 	assert.Equal(t, exitNeedsPerson, done.wait(t, time.Second), "seed %d: %s:\n%s", seed, done.name, done.out)
 	c.stopAll(t)
 

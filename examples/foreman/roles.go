@@ -77,7 +77,7 @@ func becomeLeader(ctx context.Context, o options, cfg *team.Config, out *printer
 		workerRoles = []string{o.workerRole}
 	}
 	lead, err := teampg.Lead(ctx, teampg.LeadConfig{Pool: d.pool, Store: d.store, Clone: d.clone,
-		Lease: pgstore.LeaseOptions{TTL: o.leaseTTL}, Silence: o.silence,
+		Lease: pgstore.LeaseOptions{TTL: o.leaseTTL, RenewEvery: o.leaseRenew, RetryEvery: o.leaseRetry}, Silence: o.silence,
 		Merge: merge.Request{Check: cfg.MergeCheck}, WorkerRoles: workerRoles, Logger: cfg.Logger})
 	if err != nil {
 		d.close()

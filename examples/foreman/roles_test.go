@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -71,6 +70,7 @@ type cluster struct {
 	remote, db, pushLog string
 	mu                  sync.Mutex
 	procs               []*proc
+	exitWake            chan struct{} // closed and replaced when a process exits
 }
 
 type proc struct {
@@ -79,23 +79,6 @@ type proc struct {
 	out  *syncBuffer
 	done chan struct{}
 	err  error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -107,7 +90,14 @@ func newCluster(t *testing.T) *cluster {
 	c.git(t, "clone", "-q", "--bare", c.repo, c.remote)
 	hook := fmt.Sprintf("#!/bin/sh\nwhile read old new ref; do echo \"${FOREMAN_TEST_PROC:-?} $ref $old $new\" >> %s; done\n", shellQuote(c.pushLog))
 	require.NoError(t, os.WriteFile(filepath.Join(c.remote, "hooks", "post-receive"), []byte(hook), 0o755))
-	t.Cleanup(func() { c.stopAll(t) })
+	t.Cleanup(func() {
+		c.stopAll(t)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, p := range c.procs {
+			assert.Empty(t, raceReports(p.out.String()), "a data race in %s", p.name)
+		}
+	})
 	return c
 }
 
@@ -124,7 +114,16 @@ func (c *cluster) start(t *testing.T, name, role string, extra ...string) *proc 
 	p := &proc{name: name, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	require.NoError(t, cmd.Start())
-	go func() { p.err = cmd.Wait(); close(p.done) }()
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+		c.mu.Lock()
+		if c.exitWake != nil {
+			close(c.exitWake)
+			c.exitWake = nil
+		}
+		c.mu.Unlock()
+	}()
 	c.mu.Lock()
 	c.procs = append(c.procs, p)
 	c.mu.Unlock()
@@ -151,14 +150,21 @@ func (p *proc) wait(t *testing.T, limit time.Duration) int {
 // waitFor waits until p's output contains s.
 func (p *proc) waitFor(t *testing.T, s string, limit time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !strings.Contains(p.out.String(), s) {
-		select {
-		case <-p.done:
-			t.Fatalf("%s exited before printing %q:\n%s", p.name, s, p.out)
-		case <-time.After(50 * time.Millisecond):
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for {
+		more := p.out.changed() // before the check: a write after it wakes us
+		if strings.Contains(p.out.String(), s) {
+			return
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-more:
+		case <-p.done:
+			if strings.Contains(p.out.String(), s) {
+				return
+			}
+			t.Fatalf("%s exited before printing %q:\n%s", p.name, s, p.out)
+		case <-deadline.C:
 			t.Fatalf("%s did not print %q within %v:\n%s", p.name, s, limit, p.out)
 		}
 	}
@@ -223,7 +229,7 @@ func TestRolesRunThePlanAcrossProcesses(t *testing.T) {
 	c := newCluster(t)
 	w1 := c.start(t, "worker-1", roleWorker)
 	w2 := c.start(t, "worker-2", roleWorker)
-	lead := c.start(t, "coord-1", roleCoordinator)
+	lead := c.start(t, "coord-1", roleCoordinator, leaseArgs()...)
 	code := lead.wait(t, 3*time.Minute)
 	require.Equal(t, exitMerged, code, "coordinator output:\n%s\nworker-1:\n%s\nworker-2:\n%s", lead.out, w1.out, w2.out)
 	assert.Contains(t, lead.out.String(), "coordinator: leading, term 1")
@@ -300,7 +306,7 @@ func TestWorkerHostsWithARoleOfTheirOwn(t *testing.T) {
 	workerDB := asRole(t, c.db, role, password)
 	w1 := c.start(t, "worker-1", roleWorker, "-db", workerDB)
 	w2 := c.start(t, "worker-2", roleWorker, "-db", workerDB)
-	lead := c.start(t, "coord-1", roleCoordinator, "-worker-role", role)
+	lead := c.start(t, "coord-1", roleCoordinator, leaseArgs("-worker-role", role)...)
 	code := lead.wait(t, 3*time.Minute)
 	require.Equal(t, exitMerged, code, "coordinator output:\n%s\nworker-1:\n%s\nworker-2:\n%s", lead.out, w1.out, w2.out)
 	assert.Contains(t, lead.out.String(), fmt.Sprintf("worker role %q may claim", role))
@@ -364,23 +370,26 @@ func TestAPausedOldLeaderNeverMergesAfterItResumes(t *testing.T) {
 	}
 	c.start(t, "worker-1", roleWorker)
 	c.start(t, "worker-2", roleWorker)
-	old := c.start(t, "coord-a", roleCoordinator, "-lease-ttl", "2s")
+	old := c.start(t, "coord-a", roleCoordinator, leaseArgs()...)
 	old.waitFor(t, "coordinator: leading, term 1", time.Minute)
-	next := c.start(t, "coord-b", roleCoordinator, "-lease-ttl", "2s")
+	next := c.start(t, "coord-b", roleCoordinator, leaseArgs()...)
 	next.waitFor(t, "coordinator: campaigning", time.Minute)
 
 	// US-001's build has committed and waits: the old leader is idle.
 	readFIFO(t, started, 2*time.Minute)
 	require.NoError(t, os.Remove(started)) // later builds do not wait
 	require.NoError(t, old.cmd.Process.Signal(syscall.SIGSTOP))
-	next.waitFor(t, "coordinator: leading, term 2", time.Minute)
+	c.failOver(t, 1, func() bool { return strings.Contains(next.out.String(), "coordinator: leading, term 2") }, time.Minute)
 	writeFIFO(t, release)
 	before := len(c.pushesToMain(t))
 	require.NoError(t, old.cmd.Process.Signal(syscall.SIGCONT))
 
 	code := old.wait(t, time.Minute)
 	assert.NotEqual(t, exitMerged, code)
-	assert.Contains(t, old.out.String(), "lost the lease (term 1)")
+	// It learns from its lease's renewal or from its next write, whichever
+	// comes first (its own clock says the lease has time left), and stops
+	// either way.
+	assert.Regexp(t, `lost the lease \(term 1\)|write fenced`, old.out.String())
 	require.Equal(t, exitMerged, next.wait(t, 3*time.Minute), "new leader:\n%s", next.out)
 
 	got := c.remoteMerged(t)
@@ -410,14 +419,14 @@ func TestALeaderStoppedMidMergeLandsNothingOnceResumed(t *testing.T) {
 	require.NoError(t, os.WriteFile(check, []byte(script), 0o755))
 
 	c.start(t, "worker-1", roleWorker)
-	old := c.start(t, "coord-a", roleCoordinator, "-lease-ttl", "2s", "-merge-check", check)
+	old := c.start(t, "coord-a", roleCoordinator, leaseArgs("-merge-check", check)...)
 	old.waitFor(t, "coordinator: leading, term 1", time.Minute)
-	next := c.start(t, "coord-b", roleCoordinator, "-lease-ttl", "2s", "-merge-check", check)
+	next := c.start(t, "coord-b", roleCoordinator, leaseArgs("-merge-check", check)...)
 	next.waitFor(t, "coordinator: campaigning", time.Minute)
 
 	readFIFO(t, started, 3*time.Minute) // coord-a is inside its first merge
 	require.NoError(t, old.cmd.Process.Signal(syscall.SIGSTOP))
-	next.waitFor(t, "coordinator: leading, term 2", time.Minute)
+	c.failOver(t, 1, func() bool { return strings.Contains(next.out.String(), "coordinator: leading, term 2") }, time.Minute)
 	before := len(c.pushesToMain(t))
 	writeFIFO(t, release)
 	require.NoError(t, old.cmd.Process.Signal(syscall.SIGCONT))

@@ -13,66 +13,33 @@ import (
 	"github.com/agentforeman/foreman/phases"
 )
 
-// These tests wait for a real file-system timestamp to enter a new second:
-// git's racy-clean check compares file and index modification times, which
-// the fake clock cannot move. Each wait is at most about a second.
-
-// modSecond is the whole second of path's modification time.
-func modSecond(t *testing.T, path string) int64 {
-	t.Helper()
-	fi, err := os.Stat(path)
-	require.NoError(t, err)
-	return fi.ModTime().Unix()
-}
-
-// waitForFileSecondAfter returns once a file written in dir is stamped in a
-// later second than sec. It asks the file system rather than time.Now: file
-// times come from the kernel's coarse clock, which may lag a few ms behind.
-func waitForFileSecondAfter(t *testing.T, dir string, sec int64) {
-	t.Helper()
-	probe := filepath.Join(dir, "foreman-test-clock-probe")
-	defer os.Remove(probe)
-	for {
-		require.NoError(t, os.WriteFile(probe, nil, 0o644))
-		if modSecond(t, probe) > sec {
-			return
-		}
-		time.Sleep(max(time.Millisecond, time.Until(time.Unix(sec+1, 0))))
-	}
-}
-
 // racyEdit commits orig as name, runs between, and then overwrites the file
-// with edit, which must have the same size, all within one file-system
-// second. The index entry's cached size and times then match the edited
-// file, and only git's racy-clean check (the file is not older than the
-// index) makes git read it again. If a second boundary falls in the middle,
-// it starts again at the start of a new second. On return, files written
-// from now on are stamped in a later second than the edit.
+// with edit, which must have the same size, so that git sees a same-size
+// edit made in the second its index was last written: the edited file and
+// the index get the modification time the index entry cached for the file.
+// The entry's cached size and times then match the edited file, and only
+// git's racy-clean check (the file is not older than the index) makes git
+// read it again.
+//
+// The times are set, not waited for: they lie an hour back, so that any
+// file written from now on (a copy of the index) is stamped in a later
+// second; and the repository does not trust ctime (core.trustctime false),
+// which cannot be set and which the edit changes. That only makes git
+// trust the cached stat data more readily.
 func racyEdit(t *testing.T, r *testRepo, name, orig, edit string, between func()) {
 	t.Helper()
 	require.Len(t, edit, len(orig))
-	gitDir := filepath.Join(r.dir, ".git")
+	r.run("config", "core.trustctime", "false")
 	path := filepath.Join(r.dir, name)
-	for attempt := 0; ; attempt++ {
-		require.Less(t, attempt, 10, "ten tries at fitting a commit and an edit in one second")
-		if attempt > 0 {
-			t.Logf("a second boundary fell between commit and edit; trying again (attempt %d)", attempt+1)
-			waitForFileSecondAfter(t, gitDir, modSecond(t, path))
-		}
-		r.write(name, orig)
-		written := modSecond(t, path)
-		// From the second attempt on, orig is what HEAD already has: the
-		// commit is empty, but add still rewrites the index with the file's
-		// new times, which is the write this needs.
-		r.run("add", "-A")
-		r.run("commit", "-q", "--allow-empty", "-m", "commit "+name)
-		between()
-		r.write(name, edit)
-		if written == modSecond(t, path) && written == modSecond(t, filepath.Join(gitDir, "index")) {
-			waitForFileSecondAfter(t, gitDir, written)
-			return
-		}
-	}
+	then := time.Now().Add(-time.Hour).Truncate(time.Second).Add(250 * time.Millisecond)
+	r.write(name, orig)
+	require.NoError(t, os.Chtimes(path, then, then))
+	r.run("add", "-A")
+	r.run("commit", "-q", "-m", "commit "+name)
+	between()
+	r.write(name, edit)
+	require.NoError(t, os.Chtimes(path, then, then))
+	require.NoError(t, os.Chtimes(filepath.Join(r.dir, ".git", "index"), then, then))
 }
 
 // A same-size edit in the second of the last index write, captured in a

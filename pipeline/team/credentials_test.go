@@ -36,17 +36,11 @@ func TestAnInterruptedAssignmentGetsItsResultDirectoryAgain(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	started := filepath.Join(f.ctl, "US-001.started-0")
+	starts := f.startsOf(ctx, t, "US-001")
 	var first string
 	go func() {
 		defer cancel()
-		for ctx.Err() == nil {
-			if data, err := os.ReadFile(started); err == nil && len(data) > 0 {
-				first = strings.TrimSpace(string(data))
-				return
-			}
-			time.Sleep(5 * time.Millisecond) // polls a file another process writes
-		}
+		first = <-starts // "" if ctx ended first
 	}()
 	_, err := tm.Run(ctx)
 	require.ErrorIs(t, err, context.Canceled)

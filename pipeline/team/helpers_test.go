@@ -32,8 +32,9 @@ import (
 //	                    id and report key) instead of the file
 //	<id>.nochange       the build reports complete without changing anything
 //	<id>.forged         the result file names another assignment
-//	<id>.hang           the plan stage writes <id>.started-<n> (holding its
-//	                    FOREMAN_RESULT) and hangs
+//	<id>.hang           the plan stage writes a line (its FOREMAN_RESULT)
+//	                    to <id>.started, a FIFO the test reads (startsOf),
+//	                    and hangs
 const scriptedAgent = `#!/bin/sh
 set -eu
 ctl=%CTL%
@@ -42,8 +43,7 @@ stage=$FOREMAN_STAGE
 echo "$id stage $stage $FOREMAN_ASSIGNMENT ${FOREMAN_RESULT:-}" >> "$ctl/log"
 if [ -e "$ctl/$id.fail-stage-$stage" ]; then echo "boom $stage" >&2; exit 3; fi
 if [ -e "$ctl/$id.hang" ] && [ "$FOREMAN_ROLE" = planner ]; then
-  n=$(ls "$ctl" | grep -c "^$id.started-" || true)
-  echo "$FOREMAN_RESULT" > "$ctl/$id.started-$n"
+  echo "$FOREMAN_RESULT" >> "$ctl/$id.started"
   exec sleep 600
 fi
 report() { # outcome [extra json]

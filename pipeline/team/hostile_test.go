@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,7 +40,8 @@ const envHostileAgent = "FOREMAN_TEST_HOSTILE_AGENT"
 //     proof, and reports nothing else.
 //   - <story>.victim: the validator writes its result file (go), writes
 //     its assignment id to <ctl>/<story>.assignment and waits for
-//     <ctl>/<story>.go before it exits.
+//     <ctl>/<story>.go before it exits (both FIFOs the test makes: each
+//     write waits for the other agent's read, each read for its write).
 //   - <story>.attack holding a victim's id: the validator waits for the
 //     victim's assignment id, then, with its own token, reports no-go for
 //     it and asks about it through the MCP server; with its planner's
@@ -87,14 +89,26 @@ func TestHostileAgentProcess(t *testing.T) {
 	writeResult := func(path string, a foreman.AssignmentID, outcome string) {
 		require.NoError(t, tryResult(path, a, outcome))
 	}
+	// waitFor reads a control file; when it is a FIFO (<victim>.assignment
+	// and <victim>.go), the read waits for the other agent's write.
 	waitFor := func(name string) string {
-		deadline := time.Now().Add(time.Minute)
-		for {
-			if data, err := os.ReadFile(filepath.Join(ctl, name)); err == nil && len(data) > 0 {
-				return string(data)
-			}
-			require.True(t, time.Now().Before(deadline), "waiting for %s", name)
-			time.Sleep(20 * time.Millisecond)
+		type read struct {
+			data []byte
+			err  error
+		}
+		got := make(chan read, 1)
+		go func() {
+			data, err := os.ReadFile(filepath.Join(ctl, name))
+			got <- read{data, err}
+		}()
+		select {
+		case r := <-got:
+			require.NoError(t, r.err)
+			require.NotEmpty(t, r.data, name)
+			return string(r.data)
+		case <-time.After(time.Minute):
+			require.FailNow(t, "nothing came through "+name+" within a minute")
+			return ""
 		}
 	}
 
@@ -186,6 +200,9 @@ func TestHostileAgentsAreRefusedAndCounted(t *testing.T) {
 	})
 	f.cfg.Workers = 3
 	f.touch(t, "US-V.victim")
+	for _, fifo := range []string{"US-V.assignment", "US-V.go"} {
+		require.NoError(t, syscall.Mkfifo(filepath.Join(f.ctl, fifo), 0o644))
+	}
 	require.NoError(t, os.WriteFile(filepath.Join(f.ctl, "US-A.attack"), []byte("US-V"), 0o644))
 	f.touch(t, "US-E.echo")
 	tm := f.newTeam(t)

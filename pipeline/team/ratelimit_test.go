@@ -2,6 +2,7 @@ package team_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,19 +47,27 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"done","ses
 	defer cancel()
 	require.NoError(t, tm.Add(ctx, team.Story{ID: "A", Title: "a"}))
 
-	// Once the pool reports the rate limit, time passes the backoff.
+	// Once the pool reports the rate limit, time moves to the end of the
+	// backoff. The pool arms the backoff's timer before it reports (its
+	// timers are armed under its lock, its events sent after), so one move
+	// requeues the story: nothing waits on real time, nothing polls.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	sub := tm.Subscribe(ctx, 0)
 	go func() {
 		for e := range sub {
-			if e.Kind == team.EventWorker && strings.Contains(e.Detail, "rate-limited") {
-				for ctx.Err() == nil && tm.Dispatcher() != nil && tm.Dispatcher().RateLimited().Items > 0 {
-					clk.Advance(time.Minute)
-					time.Sleep(time.Millisecond) // lets the pool's goroutine take the timer's effect
-				}
+			if e.Kind != team.EventWorker || !strings.Contains(e.Detail, "rate-limited") {
+				continue
+			}
+			limited := tm.Dispatcher().RateLimited()
+			clk.Set(limited.Until)
+			if left := tm.Dispatcher().RateLimited().Items; left != 0 {
+				stop(fmt.Errorf("the clock moved to the end of the backoff (%v) and %d of %d stories still back off", limited.Until, left, limited.Items))
 			}
 		}
 	}()
 	res, err := tm.Run(ctx)
+	require.NoError(t, context.Cause(ctx))
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.Merged, res.String())
 	_, err = os.Stat(filepath.Join(f.ctl, "limited"))

@@ -1,10 +1,11 @@
 package team_test
 
 import (
+	"bufio"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,15 +36,9 @@ func TestAStalledAgentPausesWithItsCause(t *testing.T) {
 
 	// Each time the agent has started (and so the pool set its deadline),
 	// time jumps past the progress timeout.
+	starts := f.startsOf(ctx, t, "A")
 	go func() {
-		for n := 0; ctx.Err() == nil; n++ {
-			started := filepath.Join(f.ctl, fmt.Sprintf("A.started-%d", n))
-			for ctx.Err() == nil {
-				if _, err := os.Stat(started); err == nil {
-					break
-				}
-				time.Sleep(5 * time.Millisecond) // polls a file another process writes
-			}
+		for range starts {
 			for i := 0; i < 3 && ctx.Err() == nil; i++ {
 				clk.Advance(time.Minute + time.Second)
 			}
@@ -65,4 +60,35 @@ func TestAStalledAgentPausesWithItsCause(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, troubles, 2, "each stall is an event")
+}
+
+// startsOf makes <id>.started a FIFO and returns the lines the hanging
+// planner of story id writes to it (its FOREMAN_RESULT), one per start of
+// its process, as they come: a test waits for the agent process without
+// polling. The channel is closed when ctx ends.
+func (f *fixture) startsOf(ctx context.Context, t *testing.T, id string) <-chan string {
+	t.Helper()
+	path := filepath.Join(f.ctl, id+".started")
+	require.NoError(t, syscall.Mkfifo(path, 0o644))
+	// Opened for reading and writing: the open does not wait for a writer,
+	// and the reader sees no end of file between one agent's line and the
+	// next. Closing it ends a read in progress (a FIFO is read through the
+	// runtime's poller).
+	fifo, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	stop := context.AfterFunc(ctx, func() { _ = fifo.Close() })
+	t.Cleanup(func() { stop(); _ = fifo.Close() })
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(fifo)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return lines
 }
