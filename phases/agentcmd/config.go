@@ -164,8 +164,10 @@ type Config struct {
 	// must not be inside a workspace. Empty means no leases and no reaping.
 	LeaseDir string
 	// OnReap, when set, is called (from Execute, before the new agent
-	// starts) for each orphaned agent group the reaper killed. Stale leases,
-	// whose processes are already gone, are removed without a call.
+	// starts) for each orphaned agent group the reaper killed, and for
+	// each lease left by an agent already gone (its host died; a sandboxed
+	// agent dies with it), with no PIDs: what it was doing in the
+	// workspace may have been cut off.
 	OnReap func(Reaped)
 }
 

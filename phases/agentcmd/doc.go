@@ -176,8 +176,12 @@
 // KillGrace later, SIGKILL, and Execute waits (polling /proc, at most
 // another KillGrace) until it is gone; one that will not die is an
 // *OrphanError and no agent starts. A lease whose processes are gone, or
-// whose pid now belongs to another process, is removed silently. Each reap
-// is logged and reported to Config.OnReap.
+// whose pid now belongs to another process, is removed and reported with
+// no PIDs: its agent ended with its host (a sandboxed agent dies with it)
+// and may have left half-done work, such as git's lock files. Each reap is
+// logged and reported to Config.OnReap. Driver.ReapStale does the same for
+// every lease in LeaseDir before any agent runs (a team calls it when a
+// Run starts).
 //
 // Executions in one workspace are serialized: through one Driver the second
 // waits for the first; an flock on a lock file beside the lease (kept, one

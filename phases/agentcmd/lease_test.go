@@ -276,11 +276,45 @@ func TestExecuteRemovesStaleLeases(t *testing.T) {
 				context.Background(), phases.AgentRequest{WorkspacePath: workspace}, nil)
 			require.NoError(t, err)
 			assert.True(t, res.Success)
-			assert.Empty(t, reaps.all(), "nothing was reaped")
+			// Reported with no process to stop: the agent ended with its
+			// host, and the host clears what it may have left.
+			got := reaps.all()
+			require.Len(t, got, 1)
+			assert.Empty(t, got[0].PIDs, "nothing was signalled")
+			assert.Empty(t, got[0].Signal)
+			assert.Equal(t, abs, got[0].Lease.Workspace)
 			assert.Empty(t, leaseFiles(t, leaseDir))
 			assert.True(t, processRunning(unrelated.Process.Pid), "the unrelated process was not touched")
 		})
 	}
+}
+
+// ReapStale deals with every stale lease before any agent runs, also in a
+// workspace no agent will run in again, and leaves a held one alone.
+func TestReapStaleReportsEveryLeftLease(t *testing.T) {
+	exited := exec.Command("true")
+	require.NoError(t, exited.Run())
+	leaseDir := t.TempDir()
+	var workspaces []string
+	for range 2 {
+		ws := t.TempDir()
+		key, abs, err := leaseKey(ws)
+		require.NoError(t, err)
+		workspaces = append(workspaces, abs)
+		require.NoError(t, atomicfile.WriteJSON(filepath.Join(leaseDir, key+".lease"),
+			Lease{PID: exited.Process.Pid, PGID: exited.Process.Pid, StartTime: 1, Workspace: abs}, 0o600))
+	}
+	// The second workspace's lease is held by another driver: left alone.
+	held, err := New(Config{LeaseDir: leaseDir}).acquireLease(context.Background(), workspaces[1])
+	require.NoError(t, err)
+	defer held.release()
+
+	reaps := &reapRecorder{}
+	require.NoError(t, New(Config{LeaseDir: leaseDir, OnReap: reaps.onReap}).ReapStale(context.Background()))
+	got := reaps.all()
+	require.Len(t, got, 1)
+	assert.Equal(t, workspaces[0], got[0].Lease.Workspace)
+	assert.Len(t, leaseFiles(t, leaseDir), 1, "the held workspace's lease stays")
 }
 
 func TestExecuteWithoutLeaseDirWritesNoLease(t *testing.T) {
