@@ -132,3 +132,7 @@ func oldStateOf(out []StoryStatus, id foreman.ItemID) StoryState {
 	}
 	return ""
 }
+
+// ClearAbandonedLocks is what a Run does first about the git locks of
+// worktrees no process works in.
+func ClearAbandonedLocks(t *Team) { t.clearAbandonedLocks() }

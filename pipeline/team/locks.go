@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentforeman/foreman/internal/proc"
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/phases/agentcmd"
 )
@@ -18,7 +19,13 @@ import (
 // process group is gone, so nobody holds them, and the next agent's `git
 // commit` would fail on them ("Another git process seems to be running").
 func clearReapedLocks(log *slog.Logger, r agentcmd.Reaped) {
-	gitdir, common, ok := worktreeGitDirs(r.Lease.Workspace)
+	clearWorktreeLocks(log, r.Lease.Workspace)
+}
+
+// clearWorktreeLocks removes the git lock files of a story worktree whose
+// git was cut off: index.lock, HEAD.lock and its branch's ref lock.
+func clearWorktreeLocks(log *slog.Logger, workspace string) {
+	gitdir, common, ok := worktreeGitDirs(workspace)
 	if !ok {
 		return
 	}
@@ -30,7 +37,7 @@ func clearReapedLocks(log *slog.Logger, r agentcmd.Reaped) {
 	}
 	for _, l := range locks {
 		if err := os.Remove(l); err == nil {
-			log.Info("team: removed a git lock left by a killed agent", "lock", l, "workspace", r.Lease.Workspace)
+			log.Info("team: removed a git lock left by a killed agent", "lock", l, "workspace", workspace)
 		} else if !errors.Is(err, os.ErrNotExist) {
 			log.Warn("team: removing a git lock left by a killed agent", "lock", l, "err", err)
 		}
@@ -82,5 +89,57 @@ func (t *Team) reapStale(ctx context.Context) {
 		if err := d.ReapStale(ctx); err != nil {
 			t.log.Warn("team: reaping what a dead host's agents left", "err", err)
 		}
+	}
+	t.clearAbandonedLocks()
+}
+
+// clearAbandonedLocks clears the git locks of every story worktree no
+// process works in, as a Run starts: a git cut off with its host (an
+// agent's, which dies with its sandbox, even one started before its lease
+// was written) leaves its lock behind, and nothing of this Run runs yet.
+// A worktree some process has for its working directory (an agent a dead
+// host left, a person's shell) is left to the lease reaper and the merge's
+// own checks.
+func (t *Team) clearAbandonedLocks() {
+	if t.mgr == nil {
+		return
+	}
+	entries, err := os.ReadDir(t.mgr.Root())
+	if err != nil {
+		return
+	}
+	busy := busyDirs()
+	for _, e := range entries {
+		dir := filepath.Join(t.mgr.Root(), e.Name())
+		if !e.IsDir() || busy(dir) {
+			continue
+		}
+		clearWorktreeLocks(t.log, dir)
+	}
+}
+
+// busyDirs reports whether a live process works in a directory or below
+// it (its working directory, read from /proc).
+func busyDirs() func(dir string) bool {
+	var cwds []string
+	pids, err := proc.PIDs()
+	if err != nil {
+		return func(string) bool { return true } // no /proc: assume busy
+	}
+	for _, pid := range pids {
+		if cwd, err := proc.Cwd(pid); err == nil {
+			cwds = append(cwds, cwd)
+		}
+	}
+	return func(dir string) bool {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+		for _, c := range cwds {
+			if c == dir || strings.HasPrefix(c, dir+string(filepath.Separator)) {
+				return true
+			}
+		}
+		return false
 	}
 }
