@@ -57,6 +57,23 @@ func (c *cluster) failOver(t *testing.T, term int, led func() bool, limit time.D
 	}
 }
 
+// awaitTakeover waits, within limit, until led reports that another
+// coordinator leads after the lease of term ran out by itself.
+func (c *cluster) awaitTakeover(t *testing.T, term int, led func() bool, limit time.Duration) {
+	t.Helper()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !led() {
+		select {
+		case <-tick.C: // the leaders' terms are read again: a condition, not a timing assertion
+		case <-deadline.C:
+			t.Fatalf("the lease of term %d ran out and no coordinator took over within %v:\n%s", term, limit, c.outputs())
+		}
+	}
+}
+
 // nextExit returns a channel closed when one of the cluster's processes
 // exits next.
 func (c *cluster) nextExit() <-chan struct{} {
