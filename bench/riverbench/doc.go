@@ -18,4 +18,12 @@
 //
 // or with FOREMAN_TEST_POSTGRES set to a throwaway database; without one
 // the benchmarks skip. docs/performance.md keeps the figures.
+//
+// River runs here with its default settings (FetchCooldown 100 ms,
+// FetchPollInterval 1 s), which cap it near MaxWorkers / FetchCooldown:
+// about 640 jobs/s at 64 workers. River's own benchmark (cmd/river/riverbench)
+// sets FetchCooldown 2 ms and FetchPollInterval 20 ms; so configured it ran
+// at 1.0-2.0x Foreman's default rate on the same machine
+// (docs/performance.md). A comparison from this benchmark is one against
+// river's defaults, and must say so.
 package riverbench

@@ -252,6 +252,8 @@ func benchRiver(b *testing.B, many bool) {
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &noopWorker{})
+	// River's default settings (see the package doc: not those of river's
+	// own benchmark).
 	client, err := river.NewClient(driver, &river.Config{
 		Schema: schema, Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: inFlight}},
 		Workers: workers, Logger: slog.New(slog.DiscardHandler),
