@@ -229,3 +229,215 @@ func TestSleepsInFindsEverySleep(t *testing.T) {
 		})
 	}
 }
+
+// House rule: every exported field of a Config or Options struct says what
+// happens when the host leaves it out, in one form: its doc explains the
+// field and ends with the sentence "Required." or "Default: <value or
+// behaviour>." (a field with no default behaviour says "Default: none (…)."
+// with what its zero value means). Checked in every package a host imports:
+// all but internal/, examples/ and tests.
+func TestConfigFieldsSayRequiredOrDefault(t *testing.T) {
+	// Config types in packages other branches are changing now; being
+	// reworded: lead finishes after merging.
+	pending := map[string]bool{
+		"modeltest.Config":                 true,
+		"phases/agentcmd.Config":           true,
+		"pipeline.AgentSpawnerConfig":      true,
+		"pipeline.DispatcherSpawnerConfig": true,
+		"pipeline.RuntimeConfig":           true,
+		"pipeline.StoryConfig":             true,
+		"pipeline/team/ghsource.Config":    true,
+		"worker/pgtransport.Config":        true,
+		"worker/pgtransport.HostConfig":    true,
+	}
+	fset := token.NewFileSet()
+	packages := map[string]bool{} // every package directory walked
+	types := map[string]bool{}    // every Config or Options type found
+	failing := map[string]bool{}  // the types with a field that breaks the rule
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path == "." {
+				return nil
+			}
+			if strings.HasPrefix(name, ".") || name == "testdata" || name == "internal" || name == "examples" {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+				return filepath.SkipDir // another module (bench/riverbench)
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		pkg := filepath.ToSlash(filepath.Dir(path))
+		if pkg == "." {
+			pkg = "foreman"
+		}
+		packages[pkg] = true
+		for _, p := range configFieldProblems(f) {
+			key := pkg + "." + p.typ
+			types[key] = true
+			if p.field == "" {
+				continue
+			}
+			failing[key] = true
+			if !pending[key] {
+				assert.Fail(t, "a Config field does not say Required or its default",
+					"%s: %s.%s: %s; end its doc with the sentence \"Required.\" or \"Default: <value or behaviour>.\"",
+					fset.Position(p.pos), key, p.field, p.why)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	// The walk must reach every package a host imports, the nested ones too.
+	for _, pkg := range []string{"foreman", "health", "merge", "merge/gitremote", "phases", "phases/agentmcp", "phases/gates",
+		"phases/gitsnap", "pipeline/pgstore", "pipeline/sqlitestore", "pipeline/store", "pipeline/store/storetest",
+		"pipeline/taskgraph", "pipeline/team", "pipeline/team/teammetrics", "pipeline/team/teamnotify",
+		"pipeline/team/teampg", "pipeline/team/teamsim", "pipeline/team/teamweb", "worker", "worker/transporttest"} {
+		assert.True(t, packages[pkg], "the walk did not reach package %s", pkg)
+	}
+	assert.Greater(t, len(types), 40, "the walk must have found the module's Config and Options types")
+	for key := range pending {
+		assert.True(t, types[key], "%s is on the pending list but no longer exists: take it off", key)
+		assert.True(t, failing[key], "%s is on the pending list but follows the rule now: take it off", key)
+	}
+}
+
+type configFieldProblem struct {
+	typ   string    // the Config or Options type
+	field string    // the field breaking the rule, "" for a type reported only as found
+	why   string    // what is wrong with its doc
+	pos   token.Pos // the field's position
+}
+
+// sentenceStart finds where a sentence begins after another ends: a full
+// stop, question or exclamation mark (and a closing parenthesis or quote)
+// followed by white space and a capital letter.
+var sentenceStart = regexp.MustCompile(`[.!?][)"']?\s+[A-Z]`)
+
+// configFieldProblems reports, for every exported struct type of f whose name
+// ends in Config or Options, the type itself (field "") and each exported
+// field whose doc does not end with the sentence "Required." or a sentence
+// starting "Default:" (an embedded exported type counts as a field).
+func configFieldProblems(f *ast.File) []configFieldProblem {
+	var found []configFieldProblem
+	for _, decl := range f.Decls {
+		gen, ok := decl.(*ast.GenDecl)
+		if !ok || gen.Tok != token.TYPE {
+			continue
+		}
+		for _, spec := range gen.Specs {
+			ts := spec.(*ast.TypeSpec)
+			st, ok := ts.Type.(*ast.StructType)
+			name := ts.Name.Name
+			if !ok || !ts.Name.IsExported() || !(strings.HasSuffix(name, "Config") || strings.HasSuffix(name, "Options")) {
+				continue
+			}
+			found = append(found, configFieldProblem{typ: name, pos: ts.Pos()})
+			for _, fld := range st.Fields.List {
+				names := fld.Names
+				if len(names) == 0 { // embedded: named after its type
+					typ := fld.Type
+					if star, ok := typ.(*ast.StarExpr); ok {
+						typ = star.X
+					}
+					if sel, ok := typ.(*ast.SelectorExpr); ok {
+						typ = sel.Sel
+					}
+					if id, ok := typ.(*ast.Ident); ok {
+						names = []*ast.Ident{id}
+					}
+				}
+				for _, id := range names {
+					if !id.IsExported() {
+						continue
+					}
+					if why := configDocProblem(fld.Doc.Text() + " " + fld.Comment.Text()); why != "" {
+						found = append(found, configFieldProblem{typ: name, field: id.Name, why: why, pos: id.Pos()})
+					}
+				}
+			}
+		}
+	}
+	return found
+}
+
+// configDocProblem says what is wrong with a Config field's doc, "" if
+// nothing is.
+func configDocProblem(doc string) string {
+	doc = strings.Join(strings.Fields(doc), " ")
+	if doc == "" {
+		return "no doc"
+	}
+	last := doc
+	if m := sentenceStart.FindAllStringIndex(doc, -1); len(m) > 0 {
+		last = doc[m[len(m)-1][1]-1:]
+	}
+	switch {
+	case last == "Required.":
+		return ""
+	case strings.HasPrefix(last, "Default:") && strings.HasSuffix(last, ".") && len(last) > len("Default: ."):
+		return ""
+	case strings.HasPrefix(last, "Default:"):
+		return "the default is not a sentence: " + quoteShort(last)
+	}
+	return "the last sentence is " + quoteShort(last)
+}
+
+func quoteShort(s string) string {
+	const max = 80
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return `"` + s + `"`
+}
+
+// The check itself: what passes, what fails, and what counts as a Config field.
+func TestConfigFieldProblemsFindsEveryUndocumentedDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      []string // "Type.Field"
+	}{
+		{"required", "type Config struct {\n// Repo is the repository.\n// Required.\nRepo string }", nil},
+		{"a default", "type Config struct {\n// Workers is how many run at once. Default: 4.\nWorkers int }", nil},
+		{"a default of none", "type Options struct {\n// Hook is called after each step. Default: none (nil: no call).\nHook func() }", nil},
+		{"a default with a decimal", "type Config struct {\n// Factor multiplies. Default: 1.5 (i.e. half again).\nFactor float64 }", nil},
+		{"a trailing comment", "type Config struct {\nN int // How many. Default: 3.\n}", nil},
+		{"no doc", "type Config struct {\nClock any }", []string{"Config.Clock"}},
+		{"a loose default", "type Config struct {\n// Timeout bounds a call; zero means 30s.\nTimeout int }", []string{"Config.Timeout"}},
+		{"required, lower case", "type Config struct {\n// Prober probes; required.\nProber any }", []string{"Config.Prober"}},
+		{"the default not last", "type Config struct {\n// Limit caps it. Default: 8. Zero means none.\nLimit int }", []string{"Config.Limit"}},
+		{"a default without its value", "type Config struct {\n// Limit caps it. Default:\nLimit int }", []string{"Config.Limit"}},
+		{"Required inside a sentence", "type Config struct {\n// Required. Store keeps it.\nStore any }", []string{"Config.Store"}},
+		{"several names, one doc", "type Options struct {\n// The bounds.\nMin, Max int }", []string{"Options.Min", "Options.Max"}},
+		{"an embedded type", "type Config struct {\nforeman.Clock\n}", []string{"Config.Clock"}},
+		{"an embedded pointer, documented", "type Config struct {\n// Default: the wall clock.\n*Clock\n}", nil},
+		{"unexported fields", "type Config struct {\nclock any\nsecret string }", nil},
+		{"an unexported Config", "type coreConfig struct {\nClock any }", nil},
+		{"another struct", "type Settings struct {\nClock any }", nil},
+		{"a grouped declaration", "type (\nA int\nBuildOptions struct {\nDir string }\n)", []string{"BuildOptions.Dir"}},
+		{"not a struct", "type FooConfig map[string]int", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := parser.ParseFile(token.NewFileSet(), "x.go", "package x\n"+tc.src, parser.ParseComments|parser.SkipObjectResolution)
+			require.NoError(t, err)
+			var got []string
+			for _, p := range configFieldProblems(f) {
+				if p.field != "" {
+					got = append(got, p.typ+"."+p.field)
+				}
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
