@@ -112,13 +112,14 @@ func (e *WorktreePathError) Is(target error) bool { return target == ErrCheckpoi
 type CheckpointStoreConfig struct {
 	// Dir is where the checkpoint files are written. It must be absolute
 	// (ErrRelativeCheckpointDir) and outside every worktree root; it is
-	// created on the first Save.
+	// created on the first Save. Required.
 	Dir string
 	// WorktreeRoots are the absolute directories under which worktrees are
-	// created, for example merge.Manager.Root(); at least one
-	// (ErrNoWorktreeRoots). NewCheckpointStore refuses a Dir inside any of
-	// them, and every Save checks again, with symlinks resolved as they are
-	// then, since a directory may be replaced by a link after construction.
+	// created, for example merge.Manager.Root(). NewCheckpointStore refuses
+	// a Dir inside any of them, and every Save checks again, with symlinks
+	// resolved as they are then, since a directory may be replaced by a link
+	// after construction. At least one is required (ErrNoWorktreeRoots).
+	// Required.
 	WorktreeRoots []string
 }
 
@@ -186,10 +187,12 @@ type SaveOptions struct {
 	// Worktree is the item's worktree, checked in addition to the store's
 	// WorktreeRoots: Save refuses (WorktreePathError) when the checkpoint
 	// path lies inside it. Useful for a worktree outside every root.
+	// Default: none (only the store's WorktreeRoots are checked).
 	Worktree string
 	// ReplaceInvalid allows Save to replace a file that is corrupt or from a
 	// newer schema. Without it such a file is kept and Save returns its
 	// CheckpointError: overwriting would destroy what a person may need.
+	// Default: false (an invalid file is kept).
 	ReplaceInvalid bool
 }
 

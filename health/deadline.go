@@ -76,35 +76,41 @@ type Expiry struct {
 // DeadlineConfig configures Deadlines. The zero value of every field means
 // its documented default.
 type DeadlineConfig struct {
-	// Clock drives every deadline; nil means the wall clock.
+	// Clock drives every deadline. Default: the wall clock.
 	Clock foreman.Clock
-	// HeartbeatInterval is how often a worker is expected to heartbeat
-	// (default 10 s). Deadlines does not use it; it is here so that the
-	// worker side and the watching side read one configuration.
+	// HeartbeatInterval is how often a worker is expected to heartbeat.
+	// Deadlines does not use it; it is here so that the worker side and the
+	// watching side read one configuration. Default: 10 s
+	// (DefaultHeartbeatInterval).
 	HeartbeatInterval time.Duration
-	// LivenessTimeout: default 45 s; negative disables the liveness deadline.
+	// LivenessTimeout is how long a subject may go without a heartbeat;
+	// negative disables the liveness deadline. Default: 45 s
+	// (DefaultLivenessTimeout).
 	LivenessTimeout time.Duration
-	// ProgressTimeout: default 15 min; negative disables the progress deadline.
+	// ProgressTimeout is how long a subject may go without progress;
+	// negative disables the progress deadline. Default: 15 min
+	// (DefaultProgressTimeout).
 	ProgressTimeout time.Duration
-	// AttemptTimeout: zero or negative means no attempt deadline (the
-	// default: how long an assignment may take depends too much on the
-	// work for one figure to suit).
+	// AttemptTimeout bounds a whole attempt; zero or negative means no
+	// attempt deadline. Default: none (how long an assignment may take
+	// depends too much on the work for one figure to suit).
 	AttemptTimeout time.Duration
 	// Jitter, when positive, adds a random extra in [0, Jitter) to every
 	// deadline as it is set, so that subjects started together do not all
-	// expire in the same instant.
+	// expire in the same instant. Default: 0 (no jitter).
 	Jitter time.Duration
-	// Rand supplies the jitter; nil means math/rand/v2's global source.
-	// Inject a seeded *rand.Rand for deterministic tests. Deadlines calls it
-	// with its lock held, so it need not be safe for concurrent use.
+	// Rand supplies the jitter. Inject a seeded *rand.Rand for deterministic
+	// tests. Deadlines calls it with its lock held, so it need not be safe
+	// for concurrent use. Default: math/rand/v2's global source.
 	Rand JitterSource
 	// OnExpiry receives every expiry. Calls are serialized, in deadline
 	// order within one firing, and made without Deadlines' lock held, so the
 	// hook may call Heartbeat, Progress or Remove; it must not call Close.
 	// Expiry.Late is measured as the hook is called, so a slow hook delays
 	// (and shows up in the Late of) the expiries delivered after it.
+	// Default: none (nil: expiries are not delivered).
 	OnExpiry func(Expiry)
-	// Logger; nil discards.
+	// Logger receives Deadlines' logs. Default: none (nil discards them).
 	Logger *slog.Logger
 }
 

@@ -27,34 +27,49 @@ const (
 // MonitorConfig configures a Monitor. Zero values mean the documented
 // defaults; the services marked required must be set.
 type MonitorConfig struct {
-	Clock foreman.Clock // nil: the wall clock
-	// ProbeTimeout: default 2 min.
+	// Clock drives the probe timers. Default: the wall clock.
+	Clock foreman.Clock
+	// ProbeTimeout is how long a probed worker has to answer; zero or
+	// negative means the default. Default: 2 min (DefaultProbeTimeout).
 	ProbeTimeout time.Duration
-	// CrashBudget: default 1; negative means 0 (never resume, pause on the
-	// first crash).
+	// CrashBudget is how many crashes of one item are resumed; negative
+	// means 0 (never resume, pause on the first crash). Default: 1
+	// (DefaultCrashBudget).
 	CrashBudget int
 	// DisableLostCompletionSynthesis: by default a done marker on a watched
 	// assignment, confirmed by the checkpoint, is completed from the
 	// checkpoint, so that a completion message lost in transit does not
 	// leave the item stuck. With this set, a done marker only leads to a
-	// probe.
+	// probe. Default: false (lost completions are synthesized).
 	DisableLostCompletionSynthesis bool
 
-	Prober      Prober           // required
-	ItemChecker ItemChecker      // required
-	Escalator   Escalator        // required
-	Resumer     Resumer          // required
-	Checkpoints CheckpointLoader // required
-	// DoneMarkers enables lost-completion detection; Completer is then required.
+	// Prober sends the status probe to a worker gone quiet. Required.
+	Prober Prober
+	// ItemChecker says whether an item is still open before a resume.
+	// Required.
+	ItemChecker ItemChecker
+	// Escalator hands the escalation of a paused item to a person.
+	// Required.
+	Escalator Escalator
+	// Resumer restarts a crashed item's work. Required.
+	Resumer Resumer
+	// Checkpoints loads an item's checkpoint. Required.
+	Checkpoints CheckpointLoader
+	// DoneMarkers enables lost-completion detection; Completer is then
+	// required. Default: none (no lost-completion detection).
 	DoneMarkers DoneMarkers
-	Completer   Completer
+	// Completer completes an assignment from its checkpoint when a done
+	// marker shows its completion was lost; required when DoneMarkers is
+	// set. Default: none (unused without DoneMarkers).
+	Completer Completer
 
 	// OnTransition receives every protocol transition, including those
 	// driven by the probe timer, which have no caller to return to. It is
 	// called with the item's lock held: it must not call back into the
-	// Monitor for the same item.
+	// Monitor for the same item. Default: none (nil: not called).
 	OnTransition func(Transition)
-	Logger       *slog.Logger // nil discards
+	// Logger receives the Monitor's logs. Default: none (nil discards them).
+	Logger *slog.Logger
 }
 
 // Transition is one step of the protocol for one item, with what it produced.

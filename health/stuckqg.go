@@ -22,11 +22,11 @@ const (
 // within the last five). Window == Identical is the strictly consecutive
 // rule: Identical identical outputs in a row, nothing else.
 type StuckQGConfig struct {
-	// Identical is how many identical outputs within the window mean stuck
-	// (default 3).
+	// Identical is how many identical outputs within the window mean stuck.
+	// Default: 3 (DefaultStuckIdentical).
 	Identical int
 	// Window is how many of a subject's most recent outputs are compared
-	// and kept (default 10, and never fewer than Identical).
+	// and kept, never fewer than Identical. Default: 10 (DefaultStuckWindow).
 	Window int
 }
 
