@@ -22,10 +22,10 @@ type Config struct {
 	// or a linked one). Required.
 	Repo string
 	// Root is the directory holding the item worktrees, <Root>/<id>.
-	// Default: <main worktree>/.worktrees. Relative paths are taken against
-	// the main worktree. When Root is inside the repository it is added to
-	// .git/info/exclude so that it never shows as untracked. A Root inside
-	// the repository is protected (see Protected).
+	// Relative paths are taken against the main worktree. When Root is
+	// inside the repository it is added to .git/info/exclude so that it
+	// never shows as untracked, and it is protected (see Protected).
+	// Default: <main worktree>/.worktrees.
 	Root string
 	// Protected are directories inside the repository's working tree that
 	// no merge may touch: a host's own state, git-ignored, which git would
@@ -40,45 +40,47 @@ type Config struct {
 	// Relative paths are taken against the main worktree; paths outside it
 	// are ignored. Root is always protected. Default: Root alone.
 	Protected []string
-	// BranchPrefix names item branches <BranchPrefix>/<id>. Default "foreman".
+	// BranchPrefix names item branches <BranchPrefix>/<id>. Default: "foreman".
 	BranchPrefix string
-	// BaseBranch is the branch new worktrees start from. Default "main".
+	// BaseBranch is the branch new worktrees start from. Default: "main".
 	BaseBranch string
 	// TargetBranch is the branch Merge lands on. Default: BaseBranch.
 	TargetBranch string
 	// DeleteBranchOnRemove makes Remove and Prune delete the item's branch
-	// too. Default false: the branch is kept (the squash commit carries the
+	// too. Default: false (the branch is kept: the squash commit carries the
 	// work, the branch its history).
 	DeleteBranchOnRemove bool
 	// RequireCleanTarget refuses (*DirtyError with Target set) to merge when
-	// a checkout of the target branch has any uncommitted change. Default
-	// false: like `git merge`, local changes the merge does not touch are
-	// carried along, and only changes it would overwrite refuse the merge.
+	// a checkout of the target branch has any uncommitted change. Default:
+	// false (like `git merge`, local changes the merge does not touch are
+	// carried along, and only changes it would overwrite refuse the merge).
 	RequireCleanTarget bool
-	// Remote is where Request.Push pushes the target. Default "origin".
+	// Remote is where Request.Push pushes the target. Default: "origin".
 	Remote string
 	// StaleLockAge is the age after which a git lock file (index.lock, a
 	// ref's .lock) found in Foreman's way is taken for a crash leftover and
 	// removed. Younger ones are reported as *LockedError. It is also how
 	// long New lets a git that a process now gone left running finish (see
-	// the package documentation). Default 2 minutes.
+	// the package documentation). Default: 2 min.
 	StaleLockAge time.Duration
 	// Git is the git binary. Default: "git" from PATH.
 	Git string
 	// Author and Committer sign the commits Foreman makes (squash commits,
-	// CommitPending). Default author: "Foreman <foreman@localhost>";
-	// default committer: the author.
+	// CommitPending); one with no Name counts as unset. Default: author
+	// "Foreman <foreman@localhost>", committer the author.
 	Author, Committer Identity
-	// GitEnv is extra environment for every git command (e.g. GIT_CONFIG_*).
+	// GitEnv is extra environment for every git command (for example
+	// GIT_CONFIG_*). Default: none.
 	GitEnv []string
-	// Clock tells the age of git lock files (see StaleLockAge). Default: the
-	// wall clock. Waiting for the repository lock is always paced by the wall
-	// clock, whatever Clock is: the holder may be another process, which a
-	// fake clock does not govern, so a fake clock nobody advances never
-	// stalls a Manager.
+	// Clock tells the age of git lock files (see StaleLockAge). Waiting for
+	// the repository lock is always paced by the wall clock, whatever Clock
+	// is: the holder may be another process, which a fake clock does not
+	// govern, so a fake clock nobody advances never stalls a Manager.
+	// Default: the wall clock.
 	Clock foreman.Clock
 	// Logger receives one line per repair and per merge, and a debug line
-	// each time the repository lock is found held. Default: discard.
+	// each time the repository lock is found held. Default: none (nil
+	// discards them).
 	Logger *slog.Logger
 }
 

@@ -15,14 +15,14 @@ import (
 // RebaseOptions bounds what Rebase reads of a conflict for a person or an
 // agent. The zero value of every field means its default.
 type RebaseOptions struct {
-	// Context is how many unmarked lines around each conflict are kept.
-	// Default 3; negative: none.
+	// Context is how many unmarked lines around each conflict are kept;
+	// negative keeps none. Default: 3.
 	Context int
-	// MaxFiles is how many conflicting files are read. Default 8.
+	// MaxFiles is how many conflicting files are read. Default: 8.
 	MaxFiles int
-	// MaxFileBytes bounds the lines kept of one file. Default 2000.
+	// MaxFileBytes bounds the lines kept of one file. Default: 2000.
 	MaxFileBytes int
-	// MaxBytes bounds the lines kept of all the files. Default 8000.
+	// MaxBytes bounds the lines kept of all the files. Default: 8000.
 	MaxBytes int
 }
 

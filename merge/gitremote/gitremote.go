@@ -36,13 +36,15 @@ type Config struct {
 	// TargetBranch must exist on the remote. Merge.Protected should name
 	// the state directories of the hosts that check the target out (a
 	// team's .foreman): Merge then refuses a change that touches them
-	// before it reaches the shared repository.
+	// before it reaches the shared repository. Default: merge.Config's
+	// defaults, with Repo and Remote set as above.
 	Merge merge.Config
 	// MaxAttempts bounds how many times Merge fetches and tries again after
-	// losing the race for the remote's target to another merger. Default
-	// DefaultMaxAttempts.
+	// losing the race for the remote's target to another merger. Default:
+	// 5 (DefaultMaxAttempts).
 	MaxAttempts int
-	// Logger receives a line per push and per lost race; nil discards.
+	// Logger receives a line per push and per lost race. Default: none (nil
+	// discards them).
 	Logger *slog.Logger
 }
 
