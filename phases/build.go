@@ -104,8 +104,8 @@ func BuildErrorFromSystemError(err error, runID RunID, iteration int) *BuildErro
 // BuildOptions configure a BuildPhaseHandler; the zero value is ready.
 type BuildOptions struct {
 	// Timeout caps one agent execution. The agent gets the smaller of this
-	// and the run's remaining wall-clock time. Zero means no cap of its own
-	// (the driver may still have one).
+	// and the run's remaining wall-clock time. Default: none (zero: no cap
+	// of its own; the driver may still have one).
 	Timeout time.Duration
 }
 

@@ -8,9 +8,15 @@ import (
 // OrchestratorConfig chooses the handlers; a nil handler means the default
 // one (NewBuildPhaseHandler(BuildOptions{}), and so on).
 type OrchestratorConfig struct {
-	Build    BuildHandler
+	// Build runs the agent. Default: NewBuildPhaseHandler(BuildOptions{}).
+	Build BuildHandler
+	// Snapshot records what the agent changed. Default:
+	// NewSnapshotPhaseHandler(SnapshotOptions{}).
 	Snapshot SnapshotHandler
-	Verify   VerifyHandler
+	// Verify runs the gate plan. Default: NewVerifyPhaseHandler().
+	Verify VerifyHandler
+	// Feedback turns failed gates into the next prompt. Default:
+	// NewFeedbackPhaseHandler().
 	Feedback FeedbackHandler
 }
 

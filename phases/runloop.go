@@ -27,18 +27,22 @@ type Config struct {
 	// (Run reports a missing one as an error before anything runs; Verifier
 	// may be nil when the task sets SkipVerification); FeedbackGenerator nil
 	// means the fallback feedback; ResultPersister nil means no persistence.
+	// Required.
 	Services PhaseServices
-	// Handlers replaces phase handlers; nil ones are the defaults.
+	// Handlers replaces phase handlers; nil ones are the defaults. Default:
+	// the default handlers (see OrchestratorConfig).
 	Handlers OrchestratorConfig
 	// Limits apply to every run whose TaskSpec.Limits leaves a field zero.
+	// Default: the defaults Limits documents (3 iterations, no wall-clock,
+	// token or cost limit).
 	Limits Limits
 	// Cleanup, when set, is called once at the end of every run, whatever
 	// its final state (CANCELED included), with a context that is not
 	// cancelled; release the workspace or kill leftovers here. Its error is
-	// logged.
+	// logged. Default: none (nil: nothing is called).
 	Cleanup func(ctx context.Context, result RunResult) error
 	// OnTransition, when set, receives every state transition of every run,
-	// synchronously; it must not block.
+	// synchronously; it must not block. Default: none (nil: not called).
 	OnTransition func(TransitionEvent)
 }
 

@@ -290,10 +290,14 @@ type GatePlan struct {
 
 // VerifyOptions identify the run being verified.
 type VerifyOptions struct {
-	RunID     RunID
+	// RunID is the run being verified, for the verifier's logs. Default:
+	// none (logged empty).
+	RunID RunID
+	// Iteration is the run's iteration being verified, counted from 1.
+	// Default: 0 (not known).
 	Iteration int
 	// Skip records that verification was waived: the verifier reports a pass
-	// without running checks, and says so in the report.
+	// without running checks, and says so in the report. Default: false.
 	Skip bool
 }
 
@@ -357,7 +361,10 @@ func (r VerificationReport) FailedChecks() []CheckResult {
 
 // FeedbackOptions identify the run feedback is generated for.
 type FeedbackOptions struct {
-	RunID     RunID
+	// RunID is the run the feedback is for. Default: none.
+	RunID RunID
+	// Iteration is the iteration that failed, counted from 1; the
+	// feedback names it when positive. Default: 0 (not named).
 	Iteration int
 }
 

@@ -26,8 +26,8 @@ type SnapshotPhaseResult struct {
 // safe default.
 type SnapshotOptions struct {
 	// AllowEmpty accepts a snapshot with no change as a success, for tasks
-	// where "nothing to change" is a legitimate answer. By default an empty
-	// snapshot is never evidence of work.
+	// where "nothing to change" is a legitimate answer. Default: false (an
+	// empty snapshot is never evidence of work).
 	AllowEmpty bool
 }
 

@@ -38,25 +38,28 @@ const (
 // Config configures a Server; the zero value of every field means its
 // documented default.
 type Config struct {
-	// Addr is where Start listens; default DefaultAddr. The server has no
-	// TLS: keep it on the loopback interface.
+	// Addr is where Start listens. The server has no TLS: keep it on the
+	// loopback interface. Default: "127.0.0.1:0" (DefaultAddr, a free
+	// loopback port).
 	Addr string
 	// Check judges a report from a current assignment: well formed for its
-	// stage, and backed by the workspace's evidence (see Check). Nil
-	// accepts every report of a current assignment. An error fails the
-	// tool call (the agent may try again).
+	// stage, and backed by the workspace's evidence (see Check). An error
+	// fails the tool call (the agent may try again). Default: none (nil
+	// accepts every report of a current assignment).
 	Check func(context.Context, Assignment, Report) (Check, error)
 	// OnStale, when set, is called for each stale report, after it was
 	// counted: a host counts it where it counts stale worker messages.
+	// Default: none (nil: counted only).
 	OnStale func(context.Context, Assignment, Report)
 	// OnRefused, when set, is called for each request refused because its
 	// bearer token does not prove the assignment it acts for (a report or
 	// status query naming another assignment, a token whose assignment
 	// ended), after it was counted: a host records it against the agent
-	// the token was issued to. Nil: counted only. It must not block for
-	// long: the agent's call waits for it.
+	// the token was issued to. It must not block for long: the agent's
+	// call waits for it. Default: none (nil: counted only).
 	OnRefused func(context.Context, Refusal)
-	// Logger receives one record per report; nil discards.
+	// Logger receives one record per report. Default: none (nil discards
+	// them).
 	Logger *slog.Logger
 }
 

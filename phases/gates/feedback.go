@@ -23,13 +23,14 @@ const (
 // FeedbackConfig configures a FeedbackGenerator. The zero value is ready to
 // use.
 type FeedbackConfig struct {
-	// MaxBytes bounds the whole text; default DefaultFeedbackBytes, and
-	// never less than MinFeedbackBytes.
+	// MaxBytes bounds the whole text, never less than MinFeedbackBytes
+	// (1 KiB). Default: 8 KiB (DefaultFeedbackBytes).
 	MaxBytes int
-	// MaxFiles bounds the changed files listed; default DefaultFeedbackFiles.
+	// MaxFiles bounds the changed files listed. Default: 20
+	// (DefaultFeedbackFiles).
 	MaxFiles int
-	// Instruction is the closing line telling the agent what to do; default
-	// DefaultInstruction.
+	// Instruction is the closing line telling the agent what to do.
+	// Default: DefaultInstruction.
 	Instruction string
 }
 

@@ -32,27 +32,29 @@ const (
 
 // VerifierConfig configures a Verifier. The zero value is ready to use.
 type VerifierConfig struct {
-	// DefaultTimeout applies to checks without their own Timeout; default
-	// DefaultCheckTimeout.
+	// DefaultTimeout applies to checks without their own Timeout. Default:
+	// 10 min (DefaultCheckTimeout).
 	DefaultTimeout time.Duration
 	// OutputLimit bounds the output kept per check, in bytes (head and tail
-	// halves plus a marker line); default DefaultOutputLimit.
+	// halves plus a marker line). Default: 64 KiB (DefaultOutputLimit).
 	OutputLimit int
-	// CI answers for the L3 level. Nil means a plan's L3 level must have
-	// commands of its own.
+	// CI answers for the L3 level. Default: none (nil: a plan's L3 level
+	// must have commands of its own).
 	CI CIChecker
 	// Parallelism is how many checks of one level may run at once; zero or
-	// one runs them one after another, in plan order.
+	// one runs them one after another, in plan order. Default: 1.
 	Parallelism int
 	// Env is added to every check's environment, after the verifier's own;
-	// GateCheck.Env comes after it.
+	// GateCheck.Env comes after it. Default: none.
 	Env []string
 	// WaitDelay bounds how long a killed check may hold its output open
-	// (a grandchild that left the process group); default DefaultWaitDelay.
+	// (a grandchild that left the process group). Default: 5 s
+	// (DefaultWaitDelay).
 	WaitDelay time.Duration
-	// Clock measures timeouts and durations; default the wall clock.
+	// Clock measures timeouts and durations. Default: the wall clock.
 	Clock foreman.Clock
-	// Logger receives a debug record per check; nil discards.
+	// Logger receives a debug record per check. Default: none (nil discards
+	// them).
 	Logger *slog.Logger
 }
 

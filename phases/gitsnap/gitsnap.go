@@ -22,13 +22,13 @@ import (
 
 // Config configures a Snapshotter. The zero value is ready to use.
 type Config struct {
-	// Git is the git binary; default "git" from PATH.
+	// Git is the git binary. Default: "git" from PATH.
 	Git string
 	// Env is added to the environment of every git command, after
-	// Foreman's own variables (C locale, no prompts).
+	// Foreman's own variables (C locale, no prompts). Default: none.
 	Env []string
-	// Clock stamps BeforeState.CapturedAt and Snapshot.CapturedAt; default
-	// the wall clock.
+	// Clock stamps BeforeState.CapturedAt and Snapshot.CapturedAt.
+	// Default: the wall clock.
 	Clock foreman.Clock
 }
 
