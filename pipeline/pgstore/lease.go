@@ -20,31 +20,32 @@ import (
 // LeaseOptions configures TryLead and Campaign. The zero value means the
 // documented defaults.
 type LeaseOptions struct {
-	// Name is the lease contended for. Default "coordinator".
+	// Name is the lease contended for. Default: "coordinator".
 	Name string
 	// Holder identifies this contender in the lease row and in errors.
 	// Default: host name, process id and a random suffix, unique per call.
 	Holder string
 	// TTL is how long the lease lasts after each renewal: a leader that
 	// stops renewing (crashed, paused, cut off) is replaced once TTL has
-	// passed since its last renewal. Default 10s.
+	// passed since its last renewal. Default: 10 s.
 	TTL time.Duration
-	// RenewEvery is how often the leader renews. Default TTL/3, so that two
-	// renewals can fail before the lease runs out. Must be below TTL.
+	// RenewEvery is how often the leader renews; it must be below TTL.
+	// Default: TTL/3, so that two renewals can fail before the lease runs
+	// out.
 	RenewEvery time.Duration
 	// RetryEvery caps how long Campaign waits between attempts; it also
-	// waits no longer than the current lease has left. Default TTL/2.
+	// waits no longer than the current lease has left. Default: TTL/2.
 	RetryEvery time.Duration
-	// Clock, when nil (the default and the right choice in production),
-	// leaves expiry to the database's clock, the one clock every host
-	// shares, and times renewals and retries with this host's wall clock.
-	// When set, expiry is computed from this clock too (its readings are
-	// written to the lease row), so every contender must read the same
+	// Clock, when set, computes expiry from this clock too (its readings
+	// are written to the lease row), so every contender must read the same
 	// timeline: tests give each contender a fake clock and move them
-	// together, or hold one still to play a paused process.
+	// together, or hold one still to play a paused process. Default: none
+	// (nil, the right choice in production: expiry follows the database's
+	// clock, the one clock every host shares, and renewals and retries are
+	// timed with this host's wall clock).
 	Clock foreman.Clock
-	// Logger receives renewal failures and the loss of leadership. Nil
-	// discards.
+	// Logger receives renewal failures and the loss of leadership.
+	// Default: none (nil discards them).
 	Logger *slog.Logger
 }
 

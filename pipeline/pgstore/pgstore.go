@@ -21,24 +21,24 @@ import (
 // defaults.
 type Options struct {
 	// Schema is the PostgreSQL schema that holds Foreman's tables, created
-	// if missing. Default "foreman". Several independent stores can share
-	// one database under different schemas. A plain identifier only
-	// (ValidateSchema: [a-z_][a-z0-9_]{0,62}, not pg_...): it is written
-	// into SQL, function bodies included.
+	// if missing. Several independent stores can share one database under
+	// different schemas. A plain identifier only (ValidateSchema:
+	// [a-z_][a-z0-9_]{0,62}, not pg_...): it is written into SQL, function
+	// bodies included. Default: "foreman".
 	Schema string
 	// Clock stamps UpdatedAt. Default: the wall clock of this host.
 	Clock foreman.Clock
 	// MaxBatch caps how many concurrent Applies one group commit carries
-	// (one round trip, one transaction, one WAL flush). Default 64: each
-	// runs in a subtransaction, and PostgreSQL tracks up to 64 of them per
-	// transaction cheaply. 1 turns group commit off.
+	// (one round trip, one transaction, one WAL flush); 1 turns group
+	// commit off. Default: 64 (each Apply runs in a subtransaction, and
+	// PostgreSQL tracks up to 64 of them per transaction cheaply).
 	MaxBatch int
 	// Writers is how many group commits may be in flight at once, each on
-	// its own connection. Default 2.
+	// its own connection. Default: 2.
 	Writers int
 	// WriteTimeout bounds one group commit once it is on its way: callers
 	// whose Applies it carries wait for it whatever their own contexts
-	// say, so that each learns whether its write landed. Default 30s.
+	// say, so that each learns whether its write landed. Default: 30 s.
 	WriteTimeout time.Duration
 }
 

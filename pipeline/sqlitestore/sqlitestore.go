@@ -24,18 +24,20 @@ type Options struct {
 	// Clock stamps UpdatedAt. Default: the wall clock.
 	Clock foreman.Clock
 	// BusyTimeout is how long a statement waits for a lock held by another
-	// connection or process before failing with SQLITE_BUSY. Default 5s.
+	// connection or process before failing with SQLITE_BUSY. Default: 5 s.
 	BusyTimeout time.Duration
-	// ReadConns caps the pool of reading connections. Default 4.
+	// ReadConns caps the pool of reading connections. Default: 4.
 	ReadConns int
 	// ReadOnly opens an existing database for reading only, the way a
 	// status command reads while a coordinator writes: no writing
 	// connection, no migration, and Apply fails with ErrReadOnly. The
-	// database must already have the current schema.
+	// database must already have the current schema. Default: false
+	// (read and write).
 	ReadOnly bool
 	// SkipQuickCheck skips PRAGMA quick_check at Open. The check reads the
 	// whole file (milliseconds for a pipeline's state, longer for a huge
 	// one) so that corruption is reported at Open as a *CorruptError.
+	// Default: false (the check runs).
 	SkipQuickCheck bool
 }
 

@@ -12,23 +12,24 @@ import (
 
 // CoreConfig configures the pure core. Zero values mean the defaults.
 type CoreConfig struct {
-	// Roles are the known worker roles; nil means DefaultRoles(). NewCore
-	// keeps its own copy.
+	// Roles are the known worker roles. NewCore keeps its own copy.
+	// Default: DefaultRoles().
 	Roles []string
-	// Checkpoints pause the pipeline for review; nil means
-	// DefaultCheckpoints(). NoCheckpoints disables them all. NewCore keeps
-	// its own copy.
-	Checkpoints   []Checkpoint
+	// Checkpoints pause the pipeline for review. NewCore keeps its own
+	// copy. Default: DefaultCheckpoints().
+	Checkpoints []Checkpoint
+	// NoCheckpoints disables every checkpoint, Checkpoints' included.
+	// Default: false.
 	NoCheckpoints bool
 	// Pipelines gives each mode its task chain: what NewSession creates
-	// when given no tasks, and what the completeness check expects. Nil
-	// means PipelineTasks; a mode it does not know expects nothing.
+	// when given no tasks, and what the completeness check expects; a mode
+	// it does not know expects nothing. Default: PipelineTasks.
 	Pipelines func(Mode) ([]TaskSpec, bool)
 	// MaxActive caps the tasks in progress at once: spawn-next spawns
 	// ready tasks, in creation order, only while fewer than MaxActive are
 	// in progress, and leaves the rest pending (Result.Held, "Ready to
-	// spawn" in the report) for the spawn-next after a completion. 0 (or
-	// less) means no limit: every ready task is spawned.
+	// spawn" in the report) for the spawn-next after a completion.
+	// Default: 0 (or less: no limit, every ready task is spawned).
 	MaxActive int
 }
 

@@ -102,28 +102,37 @@ Rules:
 // Config configures a Runtime. Zero values mean the documented defaults;
 // Store and Spawner are required.
 type Config struct {
-	Store   store.Store
+	// Store holds the sessions and their tasks. Required.
+	Store store.Store
+	// Spawner starts the workers of spawned tasks. Required.
 	Spawner Spawner
-	// Reporter receives reports, logs and acks; nil means they are only
-	// logged.
+	// Reporter receives reports, logs and acks. Default: none (nil: they
+	// are only logged).
 	Reporter Reporter
-	// Core configures roles, checkpoints and pipelines.
+	// Core configures roles, checkpoints and pipelines. Default: the
+	// defaults CoreConfig documents.
 	Core CoreConfig
-	// Prompt builds a worker's prompt; nil means DefaultPrompt.
+	// Prompt builds a worker's prompt. Default: DefaultPrompt.
 	Prompt func(SpawnRequest) string
-	// Clock stamps wake-ups that carry no time; nil means the wall clock.
+	// Clock stamps wake-ups that carry no time. Default: the wall clock.
 	Clock foreman.Clock
 	// ResumeEvery makes Run wake itself with a "resume" at this interval
-	// (to retry failed workers and notice lost callbacks); 0 means never.
+	// (to retry failed workers and notice lost callbacks). Default: 0
+	// (never).
 	ResumeEvery time.Duration
-	// MaxConflictRetries: default DefaultMaxConflictRetries.
+	// MaxConflictRetries is how often a step is retried when another
+	// process changed the session between load and save. Default: 5
+	// (DefaultMaxConflictRetries).
 	MaxConflictRetries int
-	Logger             *slog.Logger
+	// Logger receives the Runtime's logs. Default: none (nil discards
+	// them).
+	Logger *slog.Logger
 	// OnChange, if not nil, sees the tasks each write of this Runtime
 	// changed (a status, an assignment, a new task), once the write is
 	// stored, in creation order. It runs inside the step: it must return
 	// quickly and must not call the Runtime. Writes by other Runtimes
-	// (other processes) are not seen here.
+	// (other processes) are not seen here. Default: none (nil: not
+	// called).
 	OnChange func(session string, tasks []Task)
 }
 

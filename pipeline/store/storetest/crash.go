@@ -36,14 +36,16 @@ const (
 type KillConfig struct {
 	// HelperTest names the test function of the calling package that calls
 	// WriterProcess; KillWriter runs the test binary again with only it.
+	// Required.
 	HelperTest string
 	// Env is added to the writer process's environment: where the store is
-	// (a path, a database URL). The store there must be empty.
+	// (a path, a database URL). The store there must be empty. Default:
+	// none (the test binary's environment only).
 	Env []string
-	// Reopen opens the store again after the writer was killed.
+	// Reopen opens the store again after the writer was killed. Required.
 	Reopen func(t *testing.T) store.Store
 	// Acks is how many acknowledged Apply calls the writer reports before
-	// it is killed; default 1500.
+	// it is killed. Default: 1500.
 	Acks int
 }
 
