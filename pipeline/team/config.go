@@ -29,7 +29,7 @@ type Config struct {
 	// (a subdirectory, a linked worktree); the team works from its main
 	// worktree. Stories are built in worktrees under
 	// <Repo>/.worktrees and squash-merged onto Merge.TargetBranch
-	// (default main).
+	// (default main). Required.
 	Repo string
 	// Agent performs every stage that runs an agent (unless Stages gives a
 	// stage its own): for example
@@ -41,28 +41,30 @@ type Config struct {
 	// command outside the repository). An *agentcmd.Driver
 	// without a LeaseDir gets one under StateDir, so that an agent left
 	// running by a killed host is stopped before another starts in its
-	// worktree.
+	// worktree. It may be nil when Remote is set or every stage that runs
+	// an agent has one of its own (Stage.Agent). Required.
 	Agent phases.AgentDriver
 	// Gates is the gate plan every story's work must pass: in the build
 	// stage after each iteration, and again in the quality-gate stage. It
-	// must have at least one check.
+	// must have at least one check, except when Remote is set or no stage
+	// builds or runs the gates. Required.
 	Gates phases.GatePlan
 	// QualityGates is the quality-gate stage's plan. Default: Gates, which
 	// the stage then does not run again on a change the build stage has
 	// already verified with them (same content, measured from the same
 	// base); it runs them on anything else.
 	QualityGates phases.GatePlan
-	// Workers is how many stories are in flight at once (default
-	// DefaultWorkers); each runs one stage at a time.
+	// Workers is how many stories are in flight at once; each runs one
+	// stage at a time. Negative is an error. Default: 4 (DefaultWorkers).
 	Workers int
 
-	// Flow is the stages every story goes through; default
-	// pipeline.StoryFlow (plan, validate, execute, quality gate, then
-	// merge). pipeline.TaskFlow is a single build stage. Stage reports
-	// follow pipeline/message's lines for the stage's number, so a flow has
-	// at most four stages.
+	// Flow is the stages every story goes through. pipeline.TaskFlow is a
+	// single build stage. Stage reports follow pipeline/message's lines for
+	// the stage's number, so a flow has at most four stages. Default:
+	// pipeline.StoryFlow(Story) (plan, validate, execute, quality gate, then
+	// merge).
 	Flow *pipeline.Flow
-	// Stages says how each stage of Flow is performed, by index; default
+	// Stages says how each stage of Flow is performed, by index. Default:
 	// DefaultStages(Flow).
 	Stages []Stage
 
@@ -70,30 +72,37 @@ type Config struct {
 	// StateDir/foreman.db, opened by New and closed by Close.
 	Store store.Store
 	// StateDir holds the default store, the agents' result files and the
-	// agent leases. Default <Repo>/.foreman. It must not be inside a story
-	// worktree. Inside the repository it must be a plain directory (not a
-	// symbolic link, nor reached through one) that git does not track, else
-	// New refuses it (ErrInvalidConfig, matching merge.ErrUnsafeDir); the
-	// team protects it, with the worktree root, from every story's commits
-	// (merge.Config.Protected).
+	// agent leases. It must not be inside a story worktree. Inside the
+	// repository it must be a plain directory (not a symbolic link, nor
+	// reached through one) that git does not track, else New refuses it
+	// (ErrInvalidConfig, matching merge.ErrUnsafeDir); the team protects
+	// it, with the worktree root, from every story's commits
+	// (merge.Config.Protected). Default: <main worktree of Repo>/.foreman
+	// (StateDirName).
 	StateDir string
 
 	// Limits bound each build stage's run loop (iterations, wall clock,
-	// tokens, cost); zero fields mean phases' defaults.
+	// tokens, cost). Default: phases' defaults for each zero field (see
+	// phases.Limits).
 	Limits phases.Limits
 	// Story sets the default story flow's limits (validation retries,
-	// quality cycles, crash budget); ignored when Flow is set.
+	// quality cycles, crash budget); ignored when Flow is set. Default:
+	// pipeline.StoryConfig's defaults.
 	Story pipeline.StoryConfig
 	// Worker configures the worker pool every stage runs on: liveness,
 	// progress and attempt timeouts, budgets, escalations. The team sets
-	// MaxWorkers (from Workers), Agent, Clock and Logger.
+	// MaxWorkers (from Workers), Agent, Clock and Logger. Default:
+	// worker.Config's defaults for the rest.
 	Worker worker.Config
-	// Merge configures worktrees and merges; the team sets Repo, Clock and
-	// Logger, and adds StateDir to Protected. Its Request template commits
-	// work an agent left uncommitted.
+	// Merge configures worktrees and merges; the team sets Repo, adds
+	// StateDir to Protected, and gives it the team's Clock and Logger when
+	// it has none. The merge request commits work an agent left
+	// uncommitted. Default: merge.Config's defaults for the rest (stories
+	// branch from and land on main).
 	Merge merge.Config
 	// MergeCheck, when set, is a command run on the squash commit before
-	// the target branch moves (merge.Request.Check).
+	// the target branch moves (merge.Request.Check). Default: none (no
+	// check).
 	MergeCheck []string
 
 	// Remote, when set, performs every stage somewhere else (another
@@ -103,23 +112,32 @@ type Config struct {
 	// NewStageAgent returns does on the host that performs it. Agent and
 	// Gates are then optional here (the hosts performing the stages have
 	// them) and not checked: a coordinator needs no agent program
-	// installed. Default nil: stages are performed in this process.
+	// installed. Default: none (nil: stages are performed in this
+	// process).
 	Remote phases.AgentDriver
-	// Worktrees and Merger, when set, replace the team's own (the
-	// merge.Manager of Repo making story worktrees and squash-merging with
-	// Merge and MergeCheck, with conflict triage): a coordinator whose
-	// stages run on other hosts makes no worktrees of its own and merges
-	// what the hosts pushed to a shared repository (see merge/gitremote);
-	// a conflict there pauses the story without triage.
+	// Worktrees, when set, replaces the team's own story worktrees (the
+	// merge.Manager of Repo): a coordinator whose stages run on other hosts
+	// makes no worktrees of its own (see merge/gitremote). Default: the
+	// team's merge.Manager of Repo.
 	Worktrees pipeline.Worktrees
-	Merger    pipeline.Merger
+	// Merger, when set, replaces the team's own merges (the merge.Manager
+	// of Repo squash-merging with Merge and MergeCheck, with conflict
+	// triage): a coordinator whose stages run on other hosts merges what
+	// the hosts pushed to a shared repository (see merge/gitremote), and a
+	// conflict there pauses the story without triage. Default: the team's
+	// merge.Manager of Repo, with conflict triage.
+	Merger pipeline.Merger
 
-	// Snapshotter, Verifier and Feedback are the run loop's services;
-	// defaults gitsnap, gates.NewVerifier and gates.NewFeedbackGenerator.
-	// Verifier also runs the quality-gate stage.
+	// Snapshotter records a build's change in the run loop. Default:
+	// gitsnap with Merge's Git and GitEnv.
 	Snapshotter phases.Snapshotter
-	Verifier    phases.Verifier
-	Feedback    phases.FeedbackGenerator
+	// Verifier runs the gate plans, in the run loop and in the
+	// quality-gate stage. Default: gates.NewVerifier with the team's Clock
+	// and Logger.
+	Verifier phases.Verifier
+	// Feedback turns failed gates into the build's next prompt. Default:
+	// gates.NewFeedbackGenerator(gates.FeedbackConfig{}).
+	Feedback phases.FeedbackGenerator
 
 	// Reviewer, when set, reviews every build stage's work before the
 	// stage completes (after the run loop's gates passed): it writes a
@@ -127,9 +145,11 @@ type Config struct {
 	// A rejection gives the build to a fresh worker with every review's
 	// feedback in its prompt (the worker pool's MemoryContext) and the next
 	// Attempt; the rejection after Worker.MaxReviewRejections (default 2)
-	// pauses the story with the last review. ReviewerRole names it in
-	// prompts and events (default "reviewer").
-	Reviewer     phases.AgentDriver
+	// pauses the story with the last review. Default: none (nil: no
+	// review).
+	Reviewer phases.AgentDriver
+	// ReviewerRole names the Reviewer in prompts and events. Default:
+	// "reviewer".
 	ReviewerRole string
 
 	// MCP configures the MCP server the team serves its agents during a
@@ -140,20 +160,22 @@ type Config struct {
 	// assignment, a build's completion only with a change in the worktree;
 	// the result file and the printed line stay as fallbacks. Agents get
 	// FOREMAN_MCP_URL and FOREMAN_MCP_TOKEN in their environment, and
-	// agentcmd wires Claude Code and Codex to it.
+	// agentcmd wires Claude Code and Codex to it. Default: on, on a free
+	// loopback port.
 	MCP MCPConfig
 
-	// Prompt renders a stage's task for its agent; default DefaultPrompt.
-	// The assignment block the worker pool needs is appended to it.
+	// Prompt renders a stage's task for its agent. The assignment block
+	// the worker pool needs is appended to it. Default: DefaultPrompt.
 	Prompt func(PromptData) string
 
 	// OnEvent, when set, receives every event as it is recorded, on the
 	// goroutine that records it: it must not block. Subscribe is the
-	// buffered alternative.
+	// buffered alternative. Default: none (nil: not called).
 	OnEvent func(Event)
-	// Clock drives every deadline; nil means the wall clock.
+	// Clock drives every deadline. Default: the wall clock.
 	Clock foreman.Clock
-	// Logger receives the team's and its layers' logs; nil discards.
+	// Logger receives the team's and its layers' logs. Default: none (nil
+	// discards them).
 	Logger *slog.Logger
 }
 

@@ -19,10 +19,10 @@ import (
 type FollowConfig struct {
 	// Name keys, in the team's store, how far the Follower has reported
 	// the team's events to its source: two Followers of one team need
-	// names of their own. Default "source".
+	// names of their own. Default: "source".
 	Name string
 	// Interval is the time between two polls of the source, and before a
-	// report the source refused is tried again. Default 1 minute.
+	// report the source refused is tried again. Default: 1 min.
 	Interval time.Duration
 	// Clock times the polls. Default: the team's (Config.Clock).
 	Clock foreman.Clock

@@ -19,9 +19,9 @@ import (
 // the team answers. It is on by default.
 type MCPConfig struct {
 	// Off turns the server off: agents report through the result file and
-	// the printed line only.
+	// the printed line only. Default: false (the server is on).
 	Off bool
-	// Addr is where it listens; default agentmcp.DefaultAddr, a free port
+	// Addr is where it listens. Default: agentmcp.DefaultAddr, a free port
 	// on the loopback interface.
 	Addr string
 }
