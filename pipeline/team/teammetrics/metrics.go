@@ -41,15 +41,20 @@ var ErrInvalidConfig = errors.New("teammetrics: invalid config")
 type Config struct {
 	// Registerer receives the metrics' collectors: the host's own registry
 	// (prometheus.NewRegistry()), never a global one unless the host
-	// passes it (prometheus.DefaultRegisterer).
+	// passes it (prometheus.DefaultRegisterer). Required.
 	Registerer prometheus.Registerer
-	// Namespace prefixes every metric's name (default DefaultNamespace).
+	// Namespace prefixes every metric's name. Default: "foreman"
+	// (DefaultNamespace).
 	Namespace string
-	// StageBuckets and StoryBuckets are the duration histograms' bucket
-	// bounds in seconds (default DefaultStageBuckets(), DefaultStoryBuckets()).
-	StageBuckets, StoryBuckets []float64
+	// StageBuckets are the stage-duration histogram's bucket bounds in
+	// seconds. Default: DefaultStageBuckets().
+	StageBuckets []float64
+	// StoryBuckets are the story-duration histogram's bucket bounds in
+	// seconds. Default: DefaultStoryBuckets().
+	StoryBuckets []float64
 	// StatusTimeout bounds the status read a scrape makes for the gauges
-	// of a watched team (default DefaultStatusTimeout).
+	// of a watched team; negative is an error. Default: 10 s
+	// (DefaultStatusTimeout).
 	StatusTimeout time.Duration
 }
 

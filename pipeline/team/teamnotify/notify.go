@@ -106,17 +106,19 @@ var ErrInvalidConfig = errors.New("teamnotify: invalid config")
 type ForwardConfig struct {
 	// Notifier receives the notifications. Required.
 	Notifier Notifier
-	// After is the sequence number of the last event already handled (0:
-	// from the team's first event). A host that keeps the Seq of the last
-	// notification it sent passes it here after a restart.
+	// After is the sequence number of the last event already handled. A
+	// host that keeps the Seq of the last notification it sent passes it
+	// here after a restart. Default: 0 (from the team's first event).
 	After uint64
 	// OnDone, when set, is called after each notification with its
 	// outcome (nil: delivered), for a host that records progress.
+	// Default: none (nil: not called).
 	OnDone func(Notification, error)
-	// Team is the team's key in every notification's ID and Team field
-	// (default TeamKey(t), taken at the first notification).
+	// Team is the team's key in every notification's ID and Team field.
+	// Default: TeamKey(t), taken at the first notification.
 	Team string
-	// Logger receives failed deliveries; nil discards.
+	// Logger receives failed deliveries. Default: none (nil discards
+	// them).
 	Logger *slog.Logger
 }
 

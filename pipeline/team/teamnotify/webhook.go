@@ -68,28 +68,33 @@ func (e *DeliveryError) Unwrap() error { return e.Err }
 // zero value of every other field means its documented default.
 type WebhookConfig struct {
 	// URL receives a POST of each notification as JSON (http or https).
+	// Required.
 	URL string
 	// Secret signs every request (SignatureHeader): at least MinSecretLen
-	// bytes, shared with the receiver only.
+	// (16) bytes, shared with the receiver only. Required.
 	Secret []byte
 	// Attempts is how many times a notification is tried before it is
-	// given up (default DefaultAttempts).
+	// given up; negative is an error. Default: 5 (DefaultAttempts).
 	Attempts int
-	// MinBackoff and MaxBackoff bound the wait before a retry: it doubles
-	// from MinBackoff up to MaxBackoff, and each wait is drawn between
-	// half and all of it (jitter, so that many hosts do not retry in
-	// step). A Retry-After the receiver sends is honoured up to
-	// MaxBackoff. Defaults DefaultMinBackoff, DefaultMaxBackoff.
-	MinBackoff, MaxBackoff time.Duration
-	// Client sends the requests; default an http.Client with a timeout of
-	// DefaultHTTPTimeout. Its CheckRedirect is not used: the webhook never
-	// follows a redirect (ErrRedirected).
+	// MinBackoff is the first wait before a retry: waits double from it up
+	// to MaxBackoff, and each is drawn between half and all of it (jitter,
+	// so that many hosts do not retry in step); negative is an error.
+	// Default: 1 s (DefaultMinBackoff).
+	MinBackoff time.Duration
+	// MaxBackoff caps the wait before a retry; a Retry-After the receiver
+	// sends is honoured up to it. Negative or below MinBackoff is an
+	// error. Default: 1 min (DefaultMaxBackoff), or MinBackoff when that
+	// is longer.
+	MaxBackoff time.Duration
+	// Client sends the requests. Its CheckRedirect is not used: the
+	// webhook never follows a redirect (ErrRedirected). Default: an
+	// http.Client with a timeout of 10 s (DefaultHTTPTimeout).
 	Client *http.Client
 	// Header is added to every request (an Authorization the receiver
-	// wants, say).
+	// wants, say). Default: none.
 	Header http.Header
-	// Clock drives the backoff and the signature's timestamp; nil means
-	// the wall clock.
+	// Clock drives the backoff and the signature's timestamp. Default: the
+	// wall clock.
 	Clock foreman.Clock
 }
 

@@ -50,54 +50,56 @@ type Config struct {
 	// need none: the page reads the token from the fragment of its URL
 	// (http://host/#token=...; a fragment never reaches a server or a
 	// Referer), keeps it in the tab's session storage, and sends it with
-	// each request.
+	// each request. Required.
 	Token string
 	// Addr is the address the handler is served on, as the listener has
 	// it ("127.0.0.1:8080": net.Listener.Addr, so never port 0). Every
 	// request must name it in its Host header, or a loopback name with its
 	// port (127.0.0.1, localhost, [::1]); anything else is refused (403):
 	// a page of another site whose name was made to resolve to this
-	// machine (DNS rebinding) names its own host. Default (empty): a
-	// loopback name with any port. A wildcard address (0.0.0.0, ::) adds
-	// no name: list the names people use in AllowedHosts.
+	// machine (DNS rebinding) names its own host. A wildcard address
+	// (0.0.0.0, ::) adds no name: list the names people use in
+	// AllowedHosts. Default: none (a loopback name with any port).
 	Addr string
 	// AllowedHosts are more Host header values a request may name, for a
 	// handler reached under other names (a proxy, the machine's name or
 	// address on the network): "host:port" exactly, or "host" with any
-	// port.
+	// port. Default: none.
 	AllowedHosts []string
 	// TrustedOrigins are origins ("https://dash.example.com") besides the
 	// page's own whose browser requests may read and act, for a host
 	// serving the page behind a proxy under another name. Every other
 	// cross-origin request is refused (Origin and Sec-Fetch-Site checks);
-	// there is no CORS.
+	// there is no CORS. Default: none (the page's own origin only).
 	TrustedOrigins []string
-	// WriteTimeout bounds each write to an event stream (default
-	// DefaultWriteTimeout): a client that reads slower than that is
-	// disconnected, and its browser reconnects from the last event it got.
+	// WriteTimeout bounds each write to an event stream: a client that
+	// reads slower than that is disconnected, and its browser reconnects
+	// from the last event it got. Default: 10 s (DefaultWriteTimeout).
 	WriteTimeout time.Duration
 	// Heartbeat is how often an idle event stream sends a comment, so
-	// proxies keep it open and a dead client is noticed (default
-	// DefaultHeartbeat).
+	// proxies keep it open and a dead client is noticed. Default: 15 s
+	// (DefaultHeartbeat).
 	Heartbeat time.Duration
-	// MaxStreams bounds the event streams open at once (default
-	// DefaultMaxStreams); one more gets 503.
+	// MaxStreams bounds the event streams open at once; one more gets 503.
+	// Default: 64 (DefaultMaxStreams).
 	MaxStreams int
 	// StatusMaxAge is how long one read of the status answers every page
-	// that asks, as long as no event was recorded meanwhile (default
-	// DefaultStatusMaxAge; negative: read it for every request). Every
-	// open page re-reads the status when an event arrives, and a read
-	// costs a store read per story, so without it N pages cost N reads
-	// per event.
+	// that asks, as long as no event was recorded meanwhile; negative
+	// reads it for every request. Every open page re-reads the status
+	// when an event arrives, and a read costs a store read per story, so
+	// without it N pages cost N reads per event. Default: 250 ms
+	// (DefaultStatusMaxAge).
 	StatusMaxAge time.Duration
 	// OfflineHint is what the page tells a person once its server is gone
 	// (the host stopped): how to decide about paused stories without it,
 	// such as the command that does. Default: a sentence naming
 	// team.Team.Resolve.
 	OfflineHint string
-	// Clock drives the heartbeats and StatusMaxAge; nil means the wall clock.
+	// Clock drives the heartbeats and StatusMaxAge. Default: the wall
+	// clock.
 	Clock foreman.Clock
-	// Logger receives refused requests and stream ends; nil discards.
+	// Logger receives refused requests and stream ends. Default: none (nil
+	// discards them).
 	Logger *slog.Logger
 }
 
