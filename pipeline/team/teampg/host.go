@@ -24,17 +24,20 @@ import (
 // HostConfig configures a worker host of a team spread over machines.
 type HostConfig struct {
 	// Transport is the pgtransport host's configuration (Pool, Schema,
-	// Queue, Name, Capacity, ...); NewHost sets Runtime.Agent, Prepare.
+	// Queue, Name, Capacity, ...); NewHost sets Runtime.Agent and Prepare,
+	// and pgtransport.HostConfig says which of the rest are required.
+	// Required.
 	Transport pgtransport.HostConfig
-	// Clone is this host's clone of the shared repository; required.
+	// Clone is this host's clone of the shared repository. Required.
 	Clone *gitremote.Clone
 	// Stages performs the team's stages: team.NewStageAgent with Repo
-	// set to Clone.Dir(); required.
+	// set to Clone.Dir(). Required.
 	Stages phases.AgentDriver
 	// Store is the team's store, where each stage's result is recorded for
-	// the coordinator; required. A *pgstore.Store also gives the transport
-	// its schema when Transport.Schema is empty (the two must agree: a
-	// host on another schema than the coordinators' never sees their work).
+	// the coordinator. A *pgstore.Store also gives the transport its
+	// schema when Transport.Schema is empty (the two must agree: a host on
+	// another schema than the coordinators' never sees their work).
+	// Required.
 	Store store.Store
 }
 

@@ -24,32 +24,39 @@ var ErrInvalidConfig = errors.New("teampg: invalid config")
 // LeadConfig configures Lead. Pool, Store and Clone are required; zero
 // values of the others mean their defaults.
 type LeadConfig struct {
-	// Pool reaches the database; Store is the team's store in it (its
-	// schema holds the transport's queue too).
-	Pool  *pgxpool.Pool
+	// Pool reaches the database. Required.
+	Pool *pgxpool.Pool
+	// Store is the team's store in the database (its schema holds the
+	// transport's queue too). Required.
 	Store *pgstore.Store
 	// Clone is this coordinator's clone of the shared repository, where
-	// merges are made and pushed from.
+	// merges are made and pushed from. Required.
 	Clone *gitremote.Clone
-	// Lease: the lease coordinators contend for (TTL is the failover
-	// time; default 10 s).
+	// Lease is the lease coordinators contend for; its TTL is the failover
+	// time. Default: pgstore.LeaseOptions' defaults (TTL 10 s).
 	Lease pgstore.LeaseOptions
-	// Transport: the queue's options (Queue, PollInterval, NoListen, ...);
-	// Lead sets Pool, Store and Leader.
+	// Transport is the queue's options (Queue, PollInterval, NoListen,
+	// ...); Lead sets Pool, Store and Leader, and Logger when it has none.
+	// Default: pgtransport.Config's defaults for the rest.
 	Transport pgtransport.Config
-	// Silence: see DefaultSilence.
+	// Silence is how long a stage may go without a word from its host
+	// (heartbeat or message) before the coordinator gives up on it.
+	// Default: 30 s (DefaultSilence).
 	Silence time.Duration
 	// Merge is every merge's template (Check, Body); team.Config.MergeCheck
-	// is not read, set Merge.Check.
+	// is not read, set Merge.Check. Default: the zero merge.Request (no
+	// check; Title comes from the story).
 	Merge merge.Request
 	// WorkerRoles are the database roles the worker hosts log in with:
 	// once leading, Lead grants each what a worker host needs and nothing
 	// more (GrantWorker), and fails if one can already do more (the
-	// coordinators' own role, a superuser). Default none: the hosts' roles
+	// coordinators' own role, a superuser). Default: none (the hosts' roles
 	// are granted elsewhere, or they log in as the coordinators' role,
-	// which lets a host that runs agents write anything.
+	// which lets a host that runs agents write anything).
 	WorkerRoles []string
-	Logger      *slog.Logger
+	// Logger receives the transport's logs when Transport.Logger is nil.
+	// Default: none (nil discards them).
+	Logger *slog.Logger
 }
 
 // Leadership is a coordinator process's lead over the team: the lease

@@ -42,15 +42,18 @@ type stageResult struct {
 
 // RemoteConfig configures Remote.
 type RemoteConfig struct {
-	// Coordinator carries each stage to the hosts; required. Remote
-	// starts it (Start) with itself as the inbox.
+	// Coordinator carries each stage to the hosts. Remote starts it
+	// (Start) with itself as the inbox. Required.
 	Coordinator *pgtransport.Coordinator
-	// Store is where hosts record each stage's result (the team's store);
-	// required.
+	// Store is where hosts record each stage's result (the team's store).
+	// Required.
 	Store store.Store
-	// Silence: see DefaultSilence.
+	// Silence is how long a stage may go without a word from its host
+	// (heartbeat or message) before the coordinator gives up on it; zero
+	// or negative means the default. Default: 30 s (DefaultSilence).
 	Silence time.Duration
-	Clock   foreman.Clock
+	// Clock times the Silence. Default: the wall clock.
+	Clock foreman.Clock
 }
 
 // Remote is the coordinator's side of a team whose stages run on worker

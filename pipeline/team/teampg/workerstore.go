@@ -21,13 +21,13 @@ import (
 
 // WorkerStoreConfig configures OpenWorkerStore.
 type WorkerStoreConfig struct {
-	// Pool reaches the team's database; required. It logs in as the
-	// worker host's own role (GrantWorker), or as the coordinators'.
+	// Pool reaches the team's database. It logs in as the worker host's
+	// own role (GrantWorker), or as the coordinators'. Required.
 	Pool *pgxpool.Pool
-	// Schema is the team's PostgreSQL schema (default "foreman", pgstore's
-	// default); a plain identifier (pgstore.ValidateSchema).
+	// Schema is the team's PostgreSQL schema; a plain identifier
+	// (pgstore.ValidateSchema). Default: "foreman" (pgstore's default).
 	Schema string
-	// Clock stamps the records' UpdatedAt (default: the wall clock).
+	// Clock stamps the records' UpdatedAt. Default: the wall clock.
 	Clock foreman.Clock
 }
 
