@@ -15,38 +15,39 @@ import (
 type Config struct {
 	// Seed decides everything: the plan, each agent's behaviour, message
 	// delays, duplicates and reorderings, merge conflicts and coordinator
-	// crashes.
+	// crashes. Default: 0 (a seed like any other).
 	Seed uint64
-	// Flow is the stages every story goes through; default
-	// pipeline.StoryFlow(pipeline.StoryConfig{}). Stage reports name
-	// stages 0-3, so a flow has at most 4 stages.
+	// Flow is the stages every story goes through. Stage reports name
+	// stages 0-3, so a flow has at most 4 stages. Default:
+	// pipeline.StoryFlow(pipeline.StoryConfig{}).
 	Flow *pipeline.Flow
-	// Stories is the most stories in the plan (default 6; Config.Seed picks
-	// 1..Stories, each blocked by up to two earlier ones).
+	// Stories is the most stories in the plan, at most 40; Config.Seed
+	// picks 1..Stories, each blocked by up to two earlier ones. Default: 6.
 	Stories int
-	// Workers is how many stories run at once (default 3).
+	// Workers is how many stories run at once. Default: 3.
 	Workers int
-	// Faults are the probabilities of everything that goes wrong; the
-	// zero value means DefaultFaults(). NoFaults() turns them all off.
+	// Faults are the probabilities of everything that goes wrong.
+	// NoFaults() turns them all off. Default: DefaultFaults().
 	Faults *Faults
 	// Agent decides what a simulated agent does with one execution of a
-	// stage (default DefaultAgent): a host plugs in a model of its own
-	// agents here.
+	// stage: a host plugs in a model of its own agents here. Default:
+	// DefaultAgent.
 	Agent AgentModel
 	// TotalBudget bounds the tokens the agents of one worker pool may
 	// spend (the pool escalates and assigns nothing more once it is
-	// exceeded; a coordinator restart starts a new pool). Default: the
-	// seed picks 20,000 to 120,000 (an execution spends 2,000, an
-	// overspending one 20,000). Negative means unlimited.
+	// exceeded; a coordinator restart starts a new pool); negative means
+	// unlimited. Default: the seed picks 20,000 to 120,000 (an execution
+	// spends 2,000, an overspending one 20,000).
 	TotalBudget int64
-	// MaxSteps bounds the events of one simulation (default 20,000);
-	// MaxTime bounds its simulated time (default 72 h). A simulation that
-	// reaches either stops with its stories still running, which the
-	// end-state invariant accepts.
+	// MaxSteps bounds the events of one simulation. A simulation that
+	// reaches it, or MaxTime, stops with its stories still running, which
+	// the end-state invariant accepts. Default: 20,000 (DefaultMaxSteps).
 	MaxSteps int
-	MaxTime  time.Duration
+	// MaxTime bounds a simulation's simulated time (see MaxSteps).
+	// Default: 72 h (DefaultMaxTime).
+	MaxTime time.Duration
 	// Trace keeps the trace's lines in Result.Trace (its hash is always
-	// computed).
+	// computed). Default: false.
 	Trace bool
 
 	// mutant, set only by the package's tests (export_test.go), switches
