@@ -33,123 +33,145 @@ const (
 // Config configures a Dispatcher. The zero value of every field means its
 // documented default; only Agent (or Transport) must be set.
 type Config struct {
-	// Mode: pooled long-lived workers (default) or a fresh worker per
-	// assignment.
+	// Mode is pooled long-lived workers or a fresh worker per assignment.
+	// Default: ModePooled.
 	Mode Mode
 	// MaxWorkers is the pool size (pooled) or the most fresh workers at
-	// once; default 4. Pooled workers are named WorkerPrefix+"1", "2", ...
+	// once. Pooled workers are named WorkerPrefix+"1", "2", ... Default: 4
+	// (DefaultMaxWorkers).
 	MaxWorkers int
 
-	// HeartbeatInterval is how often the Runtime heartbeats (default 10 s).
+	// HeartbeatInterval is how often the Runtime heartbeats. Default: 10 s.
 	HeartbeatInterval time.Duration
 	// LivenessTimeout: no message for this long makes the worker suspicious
-	// and it is probed (default 45 s). ProgressTimeout: no meaningful event for this long,
-	// heartbeats or not, means it is stuck (default 15 min). AttemptTimeout
-	// bounds one assignment (default none). Negative disables each.
+	// and it is probed; negative disables it. Default: 45 s.
 	LivenessTimeout time.Duration
+	// ProgressTimeout: no meaningful event for this long, heartbeats or
+	// not, means the worker is stuck; negative disables it. Default: 15 min.
 	ProgressTimeout time.Duration
-	AttemptTimeout  time.Duration
+	// AttemptTimeout bounds one assignment. Default: none (zero or
+	// negative: no attempt deadline).
+	AttemptTimeout time.Duration
 	// ProbeTimeout is how long a suspicious worker has to answer its probe
-	// before the crash is confirmed (default 2 min, health's default).
+	// before the crash is confirmed. Default: 2 min (health's default).
 	ProbeTimeout time.Duration
 
-	// MaxReviewRejections: rejections retried before REVIEW_LIMIT (default
-	// 2; the third rejection escalates). Negative means 0.
+	// MaxReviewRejections is how many review rejections are retried before
+	// REVIEW_LIMIT (with 2, the third rejection escalates); negative means
+	// 0. Default: 2.
 	MaxReviewRejections int
-	// CrashBudget: crashes (agent failures, workers that went silent and
-	// did not answer their probe) of one item that are retried before
-	// CRASH_LIMIT (default 1). Negative means 0.
+	// CrashBudget is how many crashes (agent failures, workers that went
+	// silent and did not answer their probe) of one item are retried
+	// before CRASH_LIMIT; negative means 0. Default: 1.
 	CrashBudget int
-	// StallBudget: STUCK_WORKER kills of one item after which it is still
-	// requeued (default 1); beyond it the item is parked. Negative means 0.
+	// StallBudget is how many STUCK_WORKER kills of one item still requeue
+	// it; beyond it the item is parked. Negative means 0. Default: 1.
 	StallBudget int
-	// StuckQGIdentical and StuckQGWindow: an item is STUCK_QG when
-	// StuckQGIdentical of its last StuckQGWindow failing quality-gate
-	// outputs are identical (defaults 3 and 10, health.StuckQG's rule; 3 in
-	// a row always counts).
+	// StuckQGIdentical: an item is STUCK_QG when StuckQGIdentical of its
+	// last StuckQGWindow failing quality-gate outputs are identical
+	// (health.StuckQG's rule; StuckQGIdentical in a row always counts).
+	// Default: 3.
 	StuckQGIdentical int
-	StuckQGWindow    int
+	// StuckQGWindow is how many of an item's last failing quality-gate
+	// outputs are compared, never fewer than StuckQGIdentical. Default: 10.
+	StuckQGWindow int
 
 	// RateLimitBackoff is the wait before an item whose agent was
-	// rate-limited is queued again (default 1 min), doubled for every
-	// rate-limited attempt in a row up to RateLimitMaxBackoff (default 30
-	// min), never ending before the reset the provider named, plus a
-	// random jitter of up to RateLimitJitter (default 30 s; negative: none)
-	// so that items limited together do not retry together. Rate limits
-	// are not crashes and have no budget: an item is retried until it
-	// completes or is parked for another reason.
-	RateLimitBackoff    time.Duration
+	// rate-limited is queued again, doubled for every rate-limited attempt
+	// in a row up to RateLimitMaxBackoff, never ending before the reset
+	// the provider named, plus a random jitter of up to RateLimitJitter so
+	// that items limited together do not retry together. Rate limits are
+	// not crashes and have no budget: an item is retried until it
+	// completes or is parked for another reason. Default: 1 min.
+	RateLimitBackoff time.Duration
+	// RateLimitMaxBackoff caps the doubled rate-limit wait, never below
+	// RateLimitBackoff. Default: 30 min.
 	RateLimitMaxBackoff time.Duration
-	RateLimitJitter     time.Duration
+	// RateLimitJitter is the most random extra added to a rate-limit wait;
+	// negative adds none. Default: 30 s.
+	RateLimitJitter time.Duration
 
 	// SlowWorkerExtensions is how many times a worker whose progress
 	// deadline passed, but which shows evidence of work since its last
 	// progress (output, files changing in its worktree, CPU time of its
 	// agent's processes), gets SlowWorkerExtension more time instead of
-	// being killed as stuck (default 1; negative: none, every stall
-	// kills). SlowWorkerExtension defaults to ProgressTimeout.
-	// SlowWorkerMinCPU is the CPU time that counts as evidence on its own
-	// (default 1 s: an idle agent process uses a little). Evidence
-	// gathers it (nil: the default Runtime, or a Transport that
-	// implements WorkEvidence; with neither, stalls kill as without
-	// extensions).
+	// being killed as stuck; negative: none, every stall kills. Default: 1.
 	SlowWorkerExtensions int
-	SlowWorkerExtension  time.Duration
-	SlowWorkerMinCPU     time.Duration
-	Evidence             WorkEvidence
+	// SlowWorkerExtension is the time one extension gives. Default:
+	// ProgressTimeout.
+	SlowWorkerExtension time.Duration
+	// SlowWorkerMinCPU is the CPU time that counts as evidence on its own
+	// (an idle agent process uses a little). Default: 1 s.
+	SlowWorkerMinCPU time.Duration
+	// Evidence gathers a slow worker's evidence of work. Default: the
+	// default Runtime, or a Transport that implements WorkEvidence; with
+	// neither, stalls kill as without extensions.
+	Evidence WorkEvidence
 
-	// ItemBudget and TotalBudget bound tokens and cost per item and for the
-	// whole dispatcher; zero fields are unlimited. See the package doc for
-	// the overshoot.
-	ItemBudget  Budget
+	// ItemBudget bounds tokens and cost per item; zero fields are
+	// unlimited. See the package doc for the overshoot. Default: none
+	// (unlimited).
+	ItemBudget Budget
+	// TotalBudget bounds tokens and cost for the whole dispatcher; zero
+	// fields are unlimited. Default: none (unlimited).
 	TotalBudget Budget
 
 	// ShutdownTimeout is how long Shutdown waits for running assignments to
-	// finish before killing them (default 30 s). KillTimeout is how long it
-	// then waits for workers to stop (default 15 s, three times agentcmd's
-	// kill grace).
+	// finish before killing them. Default: 30 s.
 	ShutdownTimeout time.Duration
-	KillTimeout     time.Duration
+	// KillTimeout is how long Shutdown then waits for workers to stop.
+	// Default: 15 s (three times agentcmd's kill grace).
+	KillTimeout time.Duration
 
 	// RememberFinished is how many finished assignments are remembered to
-	// tell a duplicate completion from a stale message (default 10000).
+	// tell a duplicate completion from a stale message. Default: 10000.
 	RememberFinished int
-	// AssignmentPrefix starts every AssignmentID (default "a-" plus six
-	// random hex digits and "-", so that ids differ across restarts).
-	// WorkerPrefix starts generated worker ids (default "w").
+	// AssignmentPrefix starts every AssignmentID. Default: "a-" plus six
+	// random hex digits and "-", so that ids differ across restarts.
 	AssignmentPrefix string
-	WorkerPrefix     string
+	// WorkerPrefix starts generated worker ids. Default: "w".
+	WorkerPrefix string
 
-	// Transport carries commands to workers. Nil means an in-process
-	// Runtime running Agent.
+	// Transport carries commands to workers; with neither Transport nor
+	// Agent, New fails (ErrNoTransport). Default: an in-process Runtime
+	// running Agent.
 	Transport Transport
 	// Agent runs one assignment in the default Runtime (for example an
-	// agentcmd.Driver). Commits reads the worktree's HEAD for heartbeats
-	// (default: what git rev-parse HEAD prints, read from git's files when
-	// they are plain). AgentTimeout bounds one execution (default none).
-	Agent        phases.AgentDriver
-	Commits      CommitReader
+	// agentcmd.Driver). Default: none (Transport does the work; with
+	// neither, New fails with ErrNoTransport).
+	Agent phases.AgentDriver
+	// Commits reads the worktree's HEAD for the default Runtime's
+	// heartbeats. Default: what git rev-parse HEAD prints, read from git's
+	// files when they are plain.
+	Commits CommitReader
+	// AgentTimeout bounds one execution in the default Runtime. Default:
+	// none.
 	AgentTimeout time.Duration
 	// Gate is the default Runtime's quality gate, run after each successful
-	// agent execution and reported as MsgQGResult (see Gate). A zero Gate
-	// runs none. With a custom Transport the transport reports gate runs.
+	// agent execution and reported as MsgQGResult (see Gate). With a custom
+	// Transport the transport reports gate runs. Default: none (a zero Gate
+	// runs none).
 	Gate Gate
 
 	// ItemChecker, when set, is asked whether an item is still open after
 	// its worker's crash was confirmed and before the item is requeued: an
 	// item closed meanwhile (for example on the host's board) is dropped,
-	// not reassigned. Nil means the Dispatcher's own record decides (an
-	// item it holds is open). It is called without the Dispatcher's lock,
-	// by the goroutine carrying out effects, so it should be quick.
+	// not reassigned. It is called without the Dispatcher's lock, by the
+	// goroutine carrying out effects, so it should be quick. Default: none
+	// (nil: the Dispatcher's own record decides; an item it holds is
+	// open).
 	ItemChecker health.ItemChecker
 
-	// Escalator receives escalations; nil means they reach only OnEvent.
+	// Escalator receives escalations. Default: none (nil: they reach only
+	// OnEvent).
 	Escalator Escalator
-	// OnEvent receives every lifecycle change (see SlogEvents).
+	// OnEvent receives every lifecycle change (see SlogEvents). Default:
+	// none (nil: not called).
 	OnEvent EventHook
-	// Clock drives every deadline; nil means the wall clock.
+	// Clock drives every deadline. Default: the wall clock.
 	Clock foreman.Clock
-	// Logger; nil discards.
+	// Logger receives the Dispatcher's logs. Default: none (nil discards
+	// them).
 	Logger *slog.Logger
 }
 

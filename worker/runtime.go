@@ -64,22 +64,28 @@ func (f AgentFunc) Execute(ctx context.Context, req phases.AgentRequest, onEvent
 
 // RuntimeConfig configures a Runtime; zero values mean the defaults.
 type RuntimeConfig struct {
-	// Agent runs each assignment; required.
+	// Agent runs each assignment. Required.
 	Agent phases.AgentDriver
-	// Commits reads the worktree's HEAD for every heartbeat; nil means
-	// what git rev-parse HEAD prints, read from git's files when their
-	// layout is the plain one (no process per heartbeat).
+	// Commits reads the worktree's HEAD for every heartbeat. Default: what
+	// git rev-parse HEAD prints, read from git's files when their layout is
+	// the plain one (no process per heartbeat).
 	Commits CommitReader
-	// HeartbeatInterval: default 10 s.
+	// HeartbeatInterval is how often a working worker heartbeats. Default:
+	// 10 s.
 	HeartbeatInterval time.Duration
-	// AgentTimeout bounds one execution; zero means none beyond KILL.
+	// AgentTimeout bounds one execution. Default: none (zero: no bound
+	// beyond KILL).
 	AgentTimeout time.Duration
-	Clock        foreman.Clock
-	Logger       *slog.Logger
-	// OnEvent receives EventAgentStarted and EventAgentExited.
+	// Clock paces the heartbeats. Default: the wall clock.
+	Clock foreman.Clock
+	// Logger receives the Runtime's logs. Default: none (nil discards
+	// them).
+	Logger *slog.Logger
+	// OnEvent receives EventAgentStarted and EventAgentExited. Default:
+	// none (nil: not called).
 	OnEvent EventHook
 	// Gate, when its Verifier is set, runs after every successful agent
-	// execution; see Gate.
+	// execution; see Gate. Default: none (no gate).
 	Gate Gate
 }
 
