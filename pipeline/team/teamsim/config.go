@@ -36,7 +36,7 @@ type Config struct {
 	// TotalBudget bounds the tokens the agents of one worker pool may
 	// spend (the pool escalates and assigns nothing more once it is
 	// exceeded; a coordinator restart starts a new pool); negative means
-	// unlimited. Default: the seed picks 20,000 to 120,000 (an execution
+	// unlimited. Default: 20,000 to 120,000, picked by Seed (an execution
 	// spends 2,000, an overspending one 20,000).
 	TotalBudget int64
 	// MaxSteps bounds the events of one simulation. A simulation that
