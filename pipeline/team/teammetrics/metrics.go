@@ -46,12 +46,10 @@ type Config struct {
 	// Namespace prefixes every metric's name. Default: "foreman"
 	// (DefaultNamespace).
 	Namespace string
-	// StageBuckets are the stage-duration histogram's bucket bounds in
-	// seconds. Default: DefaultStageBuckets().
-	StageBuckets []float64
-	// StoryBuckets are the story-duration histogram's bucket bounds in
-	// seconds. Default: DefaultStoryBuckets().
-	StoryBuckets []float64
+	// StageBuckets and StoryBuckets are the stage- and story-duration
+	// histograms' bucket bounds in seconds. Default: DefaultStageBuckets()
+	// and DefaultStoryBuckets().
+	StageBuckets, StoryBuckets []float64
 	// StatusTimeout bounds the status read a scrape makes for the gauges
 	// of a watched team; negative is an error. Default: 10 s
 	// (DefaultStatusTimeout).

@@ -76,16 +76,14 @@ type WebhookConfig struct {
 	// Attempts is how many times a notification is tried before it is
 	// given up; negative is an error. Default: 5 (DefaultAttempts).
 	Attempts int
-	// MinBackoff is the first wait before a retry: waits double from it up
-	// to MaxBackoff, and each is drawn between half and all of it (jitter,
-	// so that many hosts do not retry in step); negative is an error.
-	// Default: 1 s (DefaultMinBackoff).
-	MinBackoff time.Duration
-	// MaxBackoff caps the wait before a retry; a Retry-After the receiver
-	// sends is honoured up to it. Negative or below MinBackoff is an
-	// error. Default: 1 min (DefaultMaxBackoff), or MinBackoff when that
-	// is longer.
-	MaxBackoff time.Duration
+	// MinBackoff and MaxBackoff bound the wait before a retry: it doubles
+	// from MinBackoff up to MaxBackoff, and each wait is drawn between
+	// half and all of it (jitter, so that many hosts do not retry in
+	// step). A Retry-After the receiver sends is honoured up to
+	// MaxBackoff. Negative, or a MaxBackoff below MinBackoff, is an error.
+	// Default: 1 s (DefaultMinBackoff) and 1 min (DefaultMaxBackoff, or
+	// MinBackoff when that is longer).
+	MinBackoff, MaxBackoff time.Duration
 	// Client sends the requests. Its CheckRedirect is not used: the
 	// webhook never follows a redirect (ErrRedirected). Default: an
 	// http.Client with a timeout of 10 s (DefaultHTTPTimeout).
