@@ -20,20 +20,26 @@ import (
 // Jira keys). The report separators are the protocol's patterns: "\.\s*"
 // after a COMPLETE id, ":\s*" after an ERROR id.
 var (
-	completeRE = regexp.MustCompile(`^Stage (\d) COMPLETE for (\S+)\.\s*(.*)$`)
-	errorRE    = regexp.MustCompile(`^Stage (\d) ERROR for ([^\s:]+):\s*(.*)$`)
+	completeRE = regexp.MustCompile(`^Stage (` + stageNum + `) COMPLETE for (\S+)\.\s*(.*)$`)
+	errorRE    = regexp.MustCompile(`^Stage (` + stageNum + `) ERROR for ([^\s:]+):\s*(.*)$`)
+	reportRE   = regexp.MustCompile(`^Stage (` + stageNum + `) REPORT for ([^\s:]+): (` + outcomeWord + `)\.?` +
+		`(?: Score: (\d{1,5})\.?)?(?: Tasks: (\d{1,5})\.?)?(?: Details: (.+))?$`)
 	stage0RE   = regexp.MustCompile(`^(\d+) tasks created\. Plan score: (\d)/4\.?$`)
 	stage1RE   = regexp.MustCompile(`^Verdict: (GO|NO-GO)\. Readiness: (\d+)(.*)$`)
 	stage2RE   = regexp.MustCompile(`^All tasks Done\. Story set to To Review\.?$`)
 	stage3RE   = regexp.MustCompile(`^Verdict: (PASS|CONCERNS|WAIVED|FAIL)\. Quality Score: (\d+)/100(.*)$`)
-	ackRE      = regexp.MustCompile(`^ACK Stage (\d) for (\S+)$`)
-	executeRE  = regexp.MustCompile(`^Execute Stage (\d) for (\S+)$`)
-	probeRE    = regexp.MustCompile(`^Status check: are you still working on Stage (\d) for ([^\s?]+)\?$`)
+	ackRE      = regexp.MustCompile(`^ACK Stage (` + stageNum + `) for (\S+)$`)
+	executeRE  = regexp.MustCompile(`^Execute Stage (` + stageNum + `) for (\S+)$`)
+	probeRE    = regexp.MustCompile(`^Status check: are you still working on Stage (` + stageNum + `) for ([^\s?]+)\?$`)
 	shutdownRE = regexp.MustCompile(`^Pipeline complete for (\S+)\. Shutting down\.$`)
 	callbackRE = regexp.MustCompile(`^\[([A-Za-z][A-Za-z0-9_-]*)\] (\S+) (completed|in_progress|failed)(?::\s*(.*))?$`)
 )
 
 const agentsSep = ". Agents: "
+
+// stageNum is a stage number of 0..MaxStage as a line writes it: no
+// leading zeros, so that every stage has one spelling.
+const stageNum = `0|[1-9]\d{0,2}`
 
 // Parse parses one canonical line into its typed message (the values of this
 // package's types, never pointers). Surrounding whitespace is ignored; so is
@@ -116,8 +122,11 @@ func (p *parser) parse(s string) Message {
 }
 
 func (p *parser) report(s string) Message {
+	if strings.Contains(s, " REPORT for ") {
+		return p.stageReport(s)
+	}
 	if m := errorRE.FindStringSubmatch(s); m != nil {
-		stage, item, details := p.stage(m[1]), p.item(m[2]), m[3]
+		stage, item, details := p.storyStage(m[1]), p.item(m[2]), m[3]
 		switch stage {
 		case 0:
 			return Stage0Error{Item: item, Details: details}
@@ -134,7 +143,7 @@ func (p *parser) report(s string) Message {
 	if m == nil {
 		return p.fail(`not "Stage {N} COMPLETE for {id}. …" nor "Stage {N} ERROR for {id}: …"`, nil)
 	}
-	stage, item, body := p.stage(m[1]), p.item(m[2]), m[3]
+	stage, item, body := p.storyStage(m[1]), p.item(m[2]), m[3]
 	if p.err != nil {
 		return nil
 	}
@@ -229,10 +238,22 @@ func (p *parser) statusReply(s string) Message {
 	return StatusReply{r}
 }
 
-func (p *parser) stage(digit string) int {
-	n, _ := strconv.Atoi(digit) // one \d
+func (p *parser) stage(digits string) int {
+	n, _ := strconv.Atoi(digits) // stageNum: at most three digits
 	if n > MaxStage {
 		p.fail(fmt.Sprintf("stage %d out of range 0..%d", n, MaxStage), nil)
+		return 0
+	}
+	return n
+}
+
+// storyStage is the stage of a story-flow report line (COMPLETE, ERROR),
+// which only stages 0..MaxStoryStage have.
+func (p *parser) storyStage(digits string) int {
+	n := p.stage(digits)
+	if n > MaxStoryStage {
+		p.fail(fmt.Sprintf(`stage %d has no story-flow report line (stages 0..%d): it reports with "Stage {N} REPORT for {id}: {OUTCOME}…"`,
+			n, MaxStoryStage), nil)
 		return 0
 	}
 	return n

@@ -2,6 +2,7 @@ package message
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -75,6 +76,11 @@ var canonical = []struct {
 	{"reason with periods", "Stage 1 COMPLETE for x. Verdict: NO-GO. Readiness: 10. Reason: see doc. Section 2. Agents: a. b.",
 		Stage1Complete{Item: "x", Verdict: VerdictNoGo, Readiness: 10, Reason: "see doc. Section 2", Agents: "a. b"}},
 	{"empty details", "Stage 2 ERROR for PROJ-42: ", Stage2Error{Item: "PROJ-42"}},
+	// Reports of any stage (Report).
+	{"report", "Stage 5 REPORT for PROJ-42: PASS. Score: 90. Tasks: 2. Details: two findings",
+		Report{Item: "PROJ-42", Stage: 5, Outcome: "PASS", Score: 90, HasScore: true, Tasks: 2, Detail: "two findings"}},
+	{"report complete", "Stage 11 REPORT for PROJ-42: COMPLETE.", Report{Item: "PROJ-42", Stage: 11, Outcome: "COMPLETE"}},
+	{"ack of a later stage", "ACK Stage 11 for PROJ-42", Ack{Stage: 11, Item: "PROJ-42"}},
 }
 
 func TestParseCanonicalLines(t *testing.T) {
@@ -110,7 +116,7 @@ func TestRoundTripEveryKind(t *testing.T) {
 		})
 		seen[tc.msg.Kind()] = true
 	}
-	for k := KindStage0Complete; k <= KindShutdown; k++ {
+	for k := KindStage0Complete; k <= KindReport; k++ {
 		assert.True(t, seen[k], "no round-trip case for %v", k)
 	}
 }
@@ -185,7 +191,9 @@ func TestParseRejects(t *testing.T) {
 		{"escape sequence", "Stage 2 ERROR for PROJ-42: \x1b[2Jgone", false},
 		{"C1 control", "Stage 2 ERROR for PROJ-42: a\u0085b", false},
 		{"probe without question mark", "Status check: are you still working on Stage 2 for PROJ-42", false},
-		{"status reply stage out of range", "Status for PROJ-42: Stage 9 EXECUTING. Current step: x.", false},
+		{"status reply stage out of range", "Status for PROJ-42: Stage 1000 EXECUTING. Current step: x.", false},
+		{"ack stage out of range", "ACK Stage 1000 for PROJ-42", false},
+		{"ack stage with a leading zero", "ACK Stage 01 for PROJ-42", false},
 		{"status reply unknown status", "Status for PROJ-42: Stage 1 SLEEPING. Current step: x.", false},
 		{"callback unknown status", "[executor] IMPL-001 done", false},
 		{"shutdown without period", "Pipeline complete for PROJ-42. Shutting down", false},
@@ -233,7 +241,7 @@ func TestValidateRejectsMessagesThatDoNotRoundTrip(t *testing.T) {
 		Stage3Complete{Item: "PROJ-42", Verdict: VerdictFail, Score: 10, Issues: "a. Agents: b"},
 		Stage2Error{Item: "PROJ-42", Details: " leading space"},
 		Stage2Error{Item: "PROJ-42", Details: "two\nlines"},
-		Ack{Stage: 4, Item: "PROJ-42"},
+		Ack{Stage: MaxStage + 1, Item: "PROJ-42"},
 		Callback{Role: "Executor", Subject: "IMPL-1", Status: CallbackCompleted},
 		Callback{Role: RoleExecutor, Subject: "IMPL-1", Status: "done"},
 		&Ack{Stage: 1, Item: "PROJ-42"},
@@ -246,7 +254,7 @@ func TestValidateRejectsMessagesThatDoNotRoundTrip(t *testing.T) {
 func TestKind(t *testing.T) {
 	assert.Equal(t, "Stage3Complete", KindStage3Complete.String())
 	assert.Equal(t, "Kind(0)", Kind(0).String())
-	for k := KindStage0Complete; k <= KindShutdown; k++ {
+	for k := KindStage0Complete; k <= KindReport; k++ {
 		assert.NotContains(t, k.String(), "Kind(")
 	}
 	assert.True(t, KindStage0Error.IsReport())
@@ -256,6 +264,8 @@ func TestKind(t *testing.T) {
 	assert.True(t, KindCallback.FromWorker())
 	assert.False(t, KindAck.FromWorker())
 	assert.False(t, KindStatusCheck.FromWorker())
+	assert.True(t, KindReport.IsReport())
+	assert.True(t, KindReport.FromWorker())
 }
 
 func TestMessageAccessors(t *testing.T) {
@@ -270,7 +280,7 @@ func TestMessageAccessors(t *testing.T) {
 		default:
 			assert.GreaterOrEqual(t, m.StageNum(), 0, tc.name)
 			assert.LessOrEqual(t, m.StageNum(), MaxStage, tc.name)
-			assert.Contains(t, tc.line, "Stage "+string(rune('0'+m.StageNum())), tc.name)
+			assert.Contains(t, tc.line, "Stage "+strconv.Itoa(m.StageNum())+" ", tc.name)
 		}
 		assert.Contains(t, tc.line, string(m.ItemID()), tc.name)
 	}

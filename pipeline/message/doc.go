@@ -39,6 +39,17 @@
 //	Status check: are you still working on Stage {N} for {id}?                  StatusCheck
 //	Pipeline complete for {id}. Shutting down.                                  Shutdown
 //
+// A stage of any flow, the story flow's included, may also report with a
+// Report, whose line names any stage 0..MaxStage and any outcome word:
+//
+//	Stage {N} REPORT for {id}: {OUTCOME}. Score: {n}. Tasks: {n}. Details: {text}   Report
+//
+// Score, Tasks and Details are each optional, in that order. A Report is
+// also the typed verdict a stage runner hands its coordinator in one
+// process (nothing is formatted there to be parsed again); Report.Canonical
+// is the story flow's own message when one says the same, which Line
+// prints, and ReportOf reads any stage report as a Report.
+//
 // And the worker callback of the task graph, whose only fixed part in the
 // team lifecycle it comes from is the "[role]" tag; the rest is Foreman's:
 //
@@ -51,7 +62,9 @@
 // break, invalid UTF-8 or a control character other than tab is unparseable.
 // Keywords are case-sensitive, as in the message protocol's patterns. Ids are
 // checked with foreman.ItemID.Validate (not the protocol's [A-Z]+-\d+),
-// stages must be 0..3, the plan score 0..4, readiness 0..10
+// stages must be 0..MaxStage (999) written without leading zeros, and
+// 0..MaxStoryStage (3) in the story flow's COMPLETE and ERROR lines; a
+// Report's score 0..9999 and task count 1..MaxTasks; the plan score 0..4, readiness 0..10
 // (worker_prompts.md: GO needs 5), the quality score 0..100, the task count
 // 0..9999. Tolerated, because the protocol's patterns tolerate them: any
 // whitespace (or none) after "COMPLETE for {id}." and after "ERROR for

@@ -26,6 +26,13 @@ var nearMisses = []string{
 	"Stage 0 COMPLETE for PROJ-42.\u00a03 tasks created. Plan score: 4/4.",
 	"Stage 1 ERROR for PROJ-42: a\rb",
 	"\xff\xfe",
+	"Stage 5 REPORT for PROJ-42: PASS. Score: 90. Tasks: 0.",
+	"Stage 5 REPORT for PROJ-42: pass. Score: 90.",
+	"Stage 5 REPORT for PROJ-42: PASS. Score: 90. Details: ",
+	"Stage 5 REPORT for PROJ-42: PASS.. Score: 90.",
+	"Stage 05 REPORT for PROJ-42: PASS.",
+	"Stage 4 COMPLETE for PROJ-42. All tasks Done. Story set to To Review.",
+	"Stage 1000 REPORT for PROJ-42: PASS.",
 }
 
 // FuzzParse checks that Parse never panics and that whatever it accepts

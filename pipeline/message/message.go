@@ -27,6 +27,8 @@ const (
 	KindExecuteStage
 	KindStatusCheck
 	KindShutdown
+	// KindReport is a Report: a stage report of any flow at any stage.
+	KindReport
 )
 
 var kindNames = [...]string{
@@ -44,6 +46,7 @@ var kindNames = [...]string{
 	KindExecuteStage:   "ExecuteStage",
 	KindStatusCheck:    "StatusCheck",
 	KindShutdown:       "Shutdown",
+	KindReport:         "Report",
 }
 
 func (k Kind) String() string {
@@ -55,21 +58,30 @@ func (k Kind) String() string {
 
 // FromWorker reports whether messages of this kind travel from a worker to
 // the coordinator (the others are the coordinator's commands).
-func (k Kind) FromWorker() bool { return k >= KindStage0Complete && k <= KindCallback }
+func (k Kind) FromWorker() bool {
+	return (k >= KindStage0Complete && k <= KindCallback) || k == KindReport
+}
 
 // IsReport reports whether the kind is a stage report (a COMPLETE or an
 // ERROR line): the messages the coordinator acknowledges with an Ack, and
 // re-acknowledges when they arrive twice.
-func (k Kind) IsReport() bool { return k >= KindStage0Complete && k <= KindStage3Error }
+func (k Kind) IsReport() bool {
+	return (k >= KindStage0Complete && k <= KindStage3Error) || k == KindReport
+}
 
 // NoStage is what StageNum returns for a message that is not about a stage
 // (a Callback).
 const NoStage = -1
 
-// MaxStage is the last stage of the story flow (0 plan, 1 validate,
-// 2 implement, 3 quality gate). Stage numbers outside 0..MaxStage do not
-// parse.
-const MaxStage = 3
+// MaxStage is the largest stage number a line may name: a flow has at most
+// MaxStage+1 stages. Stage numbers outside 0..MaxStage do not parse.
+const MaxStage = 999
+
+// MaxStoryStage is the last stage of the story flow (0 plan, 1 validate,
+// 2 implement, 3 quality gate), the last one with report lines of its own
+// (Stage0Complete … Stage3Error). Every stage, these included, may also
+// report with a Report.
+const MaxStoryStage = 3
 
 // Message is one typed message. The set of implementations is closed: the
 // types of this package, which are all comparable, so two messages can be
