@@ -35,9 +35,9 @@ type AgentSpawnerConfig struct {
 	// Checkpoints, when set, lets a Resume spawn continue the crashed
 	// agent's session or add the CHECKPOINT RESUME block.
 	Checkpoints health.CheckpointLoader
-	// Inbox receives each agent's report (the last canonical line of its
-	// final message, else of its output) and, for an agent that ended
-	// without one, EventIdle.
+	// Inbox receives each agent's report (a ReportingAgent's typed one,
+	// else the last canonical line of its final message, else of its
+	// output) and, for an agent that ended without one, EventIdle.
 	Inbox Inbox
 	// Timeouts bound each execution by stage; the zero value means no limit.
 	Timeouts StageTimeouts
@@ -155,26 +155,60 @@ func agentTask(ctx context.Context, prompt func(SpawnRequest) string, cps health
 	return task + AssignmentBlock(r), session, nil
 }
 
-// reportOf finds an agent's report on item: the last canonical line of its
-// final message, else (a plain-text agent has none: agentcmd's text format
-// leaves Result empty) of its output.
-func reportOf(item foreman.ItemID, res phases.AgentResult) (string, bool) {
-	if line, ok := reportLineOf(item, res.Result); ok {
-		return line, true
+// ReportingAgent is an agent that hands its report over as a typed message
+// (a message.Report, for one) instead of a line in its output: an
+// AgentSpawner or DispatcherSpawner whose agent is one takes the report as
+// it is and parses nothing, so that a stage runner in the coordinator's
+// process never formats a verdict to have it parsed back. report is nil
+// when the agent ended without one; a report that is no worker's message
+// about the assignment's item is dropped (the agent ended without a
+// report). Its Execute is what an agent in another process runs, and
+// prints the report's line (message.Line) as its final message.
+type ReportingAgent interface {
+	phases.AgentDriver
+	ExecuteReport(ctx context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (res phases.AgentResult, report message.Message, err error)
+}
+
+// agentReport is an agent's report, typed, with the line it came from (or
+// the line that says it, for a ReportingAgent's).
+type agentReport struct {
+	msg message.Message
+	raw string
+}
+
+// execute runs one assignment of agent and finds its report on item: the
+// typed one of a ReportingAgent, else the last canonical line of its final
+// message, else (a plain-text agent has none: agentcmd's text format
+// leaves Result empty) of its output, parsed once here, at the boundary.
+func execute(ctx context.Context, agent phases.AgentDriver, item foreman.ItemID, req phases.AgentRequest,
+	onEvent phases.StreamCallback) (phases.AgentResult, agentReport, error) {
+	if ra, ok := agent.(ReportingAgent); ok {
+		res, m, err := ra.ExecuteReport(ctx, req, onEvent)
+		if m == nil || !m.Kind().FromWorker() || m.ItemID() != item {
+			return res, agentReport{}, err
+		}
+		return res, agentReport{msg: m, raw: message.Line(m)}, err
 	}
-	return reportLineOf(item, res.Output)
+	res, err := agent.Execute(ctx, req, onEvent)
+	rep, ok := reportLineOf(item, res.Result)
+	if !ok {
+		rep, _ = reportLineOf(item, res.Output)
+	}
+	return res, rep, err
 }
 
 // report hands the agent's report to inbox, or EventIdle when it has none.
-func report(ctx context.Context, inbox Inbox, log *slog.Logger, now time.Time, r SpawnRequest, line string) {
-	if line != "" {
-		env, perr := message.Open(r.Worker, r.Assignment, line, now)
-		if perr == nil || env.Body == nil {
+func report(ctx context.Context, inbox Inbox, log *slog.Logger, now time.Time, r SpawnRequest, rep agentReport) {
+	if rep.msg != nil {
+		env, err := message.Wrap(r.Worker, r.Assignment, rep.msg, now)
+		env.Raw = rep.raw
+		if err == nil {
 			if _, err := inbox.Deliver(ctx, r.Item, env); err != nil {
 				log.Warn("pipeline: delivering report", "item", r.Item, "assignment", r.Assignment, "err", err)
 			}
 			return
 		}
+		log.Warn("pipeline: a report under an invalid assignment", "item", r.Item, "assignment", r.Assignment, "err", err)
 	}
 	if _, err := inbox.Handle(ctx, r.Item, Event{Kind: EventIdle, Worker: r.Worker, Assignment: r.Assignment}); err != nil {
 		log.Warn("pipeline: reporting idle", "item", r.Item, "assignment", r.Assignment, "err", err)
@@ -269,7 +303,7 @@ func (a *AgentSpawner) Spawn(ctx context.Context, r SpawnRequest) error {
 
 func (a *AgentSpawner) run(ctx context.Context, r SpawnRequest, req phases.AgentRequest) {
 	defer a.wg.Done()
-	res, err := a.cfg.Agent.Execute(ctx, req, nil)
+	res, rep, err := execute(ctx, a.cfg.Agent, r.Item, req, nil)
 	a.mu.Lock()
 	cancel := a.running[r.Assignment]
 	delete(a.running, r.Assignment)
@@ -281,12 +315,11 @@ func (a *AgentSpawner) run(ctx context.Context, r SpawnRequest, req phases.Agent
 		cancel()
 	}
 	log := logger(a.cfg.Logger)
-	line, ok := reportOf(r.Item, res)
-	if !ok {
+	if rep.msg == nil {
 		log.Info("pipeline: agent ended without a report", "item", r.Item, "assignment", r.Assignment,
 			"err", err, "exit", res.ExitCode, "timedOut", ctx.Err() != nil)
 	}
-	report(a.ctx, a.cfg.Inbox, log, a.cfg.Clock.Now(), r, line)
+	report(a.ctx, a.cfg.Inbox, log, a.cfg.Clock.Now(), r, rep)
 }
 
 func (a *AgentSpawner) idle(item foreman.ItemID, w foreman.WorkerID, as foreman.AssignmentID) {
@@ -296,16 +329,16 @@ func (a *AgentSpawner) idle(item foreman.ItemID, w foreman.WorkerID, as foreman.
 }
 
 // reportLineOf finds the last line of text that is a worker's canonical
-// message about item; agents like to say more than the line.
-func reportLineOf(item foreman.ItemID, text string) (string, bool) {
+// message about item, parsed; agents like to say more than the line.
+func reportLineOf(item foreman.ItemID, text string) (agentReport, bool) {
 	lines := strings.Split(strings.TrimSpace(text), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		m, err := message.Parse(lines[i])
 		if err == nil && m.Kind().FromWorker() && m.ItemID() == item {
-			return lines[i], true
+			return agentReport{msg: m, raw: lines[i]}, true
 		}
 	}
-	return "", false
+	return agentReport{}, false
 }
 
 // Send implements Messenger: a shutdown cancels the assignment's agent, a

@@ -116,9 +116,10 @@ func (l *lateInbox) Deliver(ctx context.Context, item foreman.ItemID, env messag
 }
 
 func TestReportLineAndDefaultPrompt(t *testing.T) {
-	line, ok := reportLineOf("P-1", "thinking...\nStage 2 COMPLETE for P-1. All tasks Done. Story set to To Review.\nbye")
+	rep, ok := reportLineOf("P-1", "thinking...\nStage 2 COMPLETE for P-1. All tasks Done. Story set to To Review.\nbye")
 	assert.True(t, ok)
-	assert.Equal(t, "Stage 2 COMPLETE for P-1. All tasks Done. Story set to To Review.", line)
+	assert.Equal(t, "Stage 2 COMPLETE for P-1. All tasks Done. Story set to To Review.", rep.raw)
+	assert.Equal(t, message.Stage2Complete{Item: "P-1"}, rep.msg)
 	_, ok = reportLineOf("P-1", "Stage 2 COMPLETE for P-2. All tasks Done. Story set to To Review.")
 	assert.False(t, ok, "another item's line")
 	assert.Equal(t, "Execute Stage 3 for P-1 (Login).\nReadiness: 7.\nPrevious round: no tests\n",

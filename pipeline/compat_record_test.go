@@ -67,8 +67,11 @@ func TestRecordWrittenByTheFourStageCodeLoads(t *testing.T) {
 	assert.Equal(t, 2, state.Stage)
 	assert.Equal(t, "GO, 8", state.Stages[1].Result)
 	require.NoError(t, rt.Recover(ctx))
-	for _, line := range storyLines[2:] {
-		env, err := message.Open(state.Worker, state.Assignment, fmt.Sprintf(line, item), time.Time{})
+	for _, r := range []message.Report{
+		{Item: item, Stage: 2, Outcome: message.OutcomeComplete},
+		{Item: item, Stage: 3, Outcome: "PASS", Score: 92, HasScore: true},
+	} {
+		env, err := message.Wrap(state.Worker, state.Assignment, r, time.Time{})
 		require.NoError(t, err)
 		state, err = rt.Deliver(ctx, item, env)
 		require.NoError(t, err)

@@ -74,9 +74,9 @@ type DispatcherSpawnerConfig struct {
 // pipeline's fence the reports, which carry the pipeline's sender and
 // assignment.
 //
-// The agent's report (the last canonical line of its final message, else of
-// its output) is delivered to the Inbox as a message.Envelope when the
-// Dispatcher completes the assignment. An assignment the Dispatcher parks
+// The agent's report (a ReportingAgent's typed one, else the last canonical
+// line of its final message, else of its output) is delivered to the Inbox
+// as a message.Envelope when the Dispatcher completes the assignment. An assignment the Dispatcher parks
 // (agent failed, silent and unanswering, stalled, over budget) or that
 // completes without a report is reported as EventIdle, which starts the
 // pipeline's crash protocol. A probe is answered with EventStatusReply
@@ -114,8 +114,8 @@ type dispatched struct {
 	session string
 	// cancel stops the agent's execution while it runs.
 	cancel context.CancelFunc
-	// line is the agent's report, once its execution ended with one.
-	line string
+	// report is the agent's report, once its execution ended with one.
+	report agentReport
 	// ended: its end (completed or parked) was reported; shutdown: the
 	// pipeline asked it to stop, so its end is nobody's news.
 	ended, shutdown bool
@@ -237,12 +237,11 @@ func (s *DispatcherSpawner) execute(ctx context.Context, req phases.AgentRequest
 	s.mu.Unlock()
 	defer cancel()
 
-	res, err := s.agent.Execute(ctx, req, onEvent)
-	line, found := reportOf(sp.req.Item, res)
+	res, rep, err := execute(ctx, s.agent, sp.req.Item, req, onEvent)
 	s.mu.Lock()
 	sp.cancel = nil
-	if found {
-		sp.line = line
+	if rep.msg != nil {
+		sp.report = rep
 	}
 	s.mu.Unlock()
 	return res, err
@@ -289,11 +288,11 @@ func (s *DispatcherSpawner) onEvent(ev worker.Event) {
 	if sp.shutdown {
 		return
 	}
-	r, line := sp.req, sp.line
+	r, rep := sp.req, sp.report
 	if ev.Kind == worker.EventParked && sp.reviewLimit != "" {
-		line = reviewLimitLine(r, sp.reviewLimit, sp.lastReview)
+		rep = reviewLimitReport(r, sp.reviewLimit, sp.lastReview)
 	}
-	if line == "" {
+	if rep.msg == nil {
 		s.log.Info("pipeline: assignment ended without a report", "item", r.Item, "assignment", r.Assignment,
 			"event", ev.Kind, "reason", ev.Reason)
 	}
@@ -302,7 +301,7 @@ func (s *DispatcherSpawner) onEvent(ev worker.Event) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		report(s.ctx, s.cfg.Inbox, s.log, s.clk.Now(), r, line)
+		report(s.ctx, s.cfg.Inbox, s.log, s.clk.Now(), r, rep)
 	}()
 }
 

@@ -84,8 +84,15 @@
 // repository, restarts it from the store, and checks the end state and that
 // main carries exactly one squash commit with the item's trailer.
 //
-// Messages come in through EventOf, which maps pipeline/message's typed
-// messages to Events; an envelope whose body did not parse becomes
+// A flow has any number of stages up to message.MaxStage+1 (1000); the
+// story flow's four have report lines of their own, every stage reports
+// with message.Report. Messages come in through EventOf, which maps
+// pipeline/message's typed messages to Events (every stage report one way,
+// through message.ReportOf). A stage runner in the coordinator's process
+// hands its report over typed (a ReportingAgent: AgentSpawner and
+// DispatcherSpawner take it as it is), so nothing is formatted there to be
+// parsed back; an agent's printed line is parsed once, when the spawner
+// reads it. An envelope whose body did not parse becomes
 // EventUnparseable (probe, then pause), and a canonical line the stage has
 // no rule for is treated the same way by Deliver. A record that does not
 // decode, or is from a newer format, is ErrCorruptRecord and is left as it is.

@@ -179,6 +179,9 @@ func (f *Flow) Validate() error {
 	if len(f.Stages) == 0 {
 		return bad("no stages")
 	}
+	if len(f.Stages) > message.MaxStage+1 {
+		return bad("%d stages; stage reports name stages 0..%d", len(f.Stages), message.MaxStage)
+	}
 	for i, st := range f.Stages {
 		seen := map[Outcome]bool{}
 		for _, r := range st.Rules {

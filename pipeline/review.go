@@ -35,7 +35,7 @@ func (s *DispatcherSpawner) review(ev worker.Event) {
 		s.mu.Unlock()
 		return
 	}
-	req := ReviewRequest{SpawnRequest: sp.req, Attempt: ev.Attempt, Report: sp.line}
+	req := ReviewRequest{SpawnRequest: sp.req, Attempt: ev.Attempt, Report: sp.report.raw}
 	s.mu.Unlock()
 	req.Workspace, _ = s.cfg.Workspace(req.Item)
 	approved, feedback, err := s.cfg.Review(s.ctx, req)
@@ -53,20 +53,9 @@ func (s *DispatcherSpawner) review(ev worker.Event) {
 	}
 }
 
-// reviewLimitLine is the ERROR report of a stage whose work the reviewer
-// rejected more often than the Dispatcher allows.
-func reviewLimitLine(r SpawnRequest, escalation, lastFeedback string) string {
-	detail := message.Detail(fmt.Sprintf("the review rejected the work (%s); last review: %s", escalation, lastFeedback), 600)
-	var m message.Message
-	switch r.Stage {
-	case 0:
-		m = message.Stage0Error{Item: r.Item, Details: detail}
-	case 1:
-		m = message.Stage1Error{Item: r.Item, Details: detail}
-	case 2:
-		m = message.Stage2Error{Item: r.Item, Details: detail}
-	default:
-		m = message.Stage3Error{Item: r.Item, Details: detail}
-	}
-	return message.Format(m)
+// reviewLimitReport is the ERROR report of a stage whose work the
+// reviewer rejected more often than the Dispatcher allows.
+func reviewLimitReport(r SpawnRequest, escalation, lastFeedback string) agentReport {
+	m := message.ErrorReport(r.Item, r.Stage, fmt.Sprintf("the review rejected the work (%s); last review: %s", escalation, lastFeedback), 600)
+	return agentReport{msg: m, raw: message.Line(m)}
 }

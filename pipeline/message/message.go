@@ -1,6 +1,7 @@
 package message
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -281,6 +282,25 @@ func Open(sender foreman.WorkerID, assignment foreman.AssignmentID, raw string, 
 		return env, err
 	}
 	env.Body = body
+	return env, nil
+}
+
+// Wrap builds the Envelope of a typed message received in the
+// coordinator's own process (a stage runner's Report): nothing to parse,
+// Raw is the line that says it (Line). An invalid sender or assignment id
+// is an error matching foreman.ErrInvalidID, with the Envelope's Body nil.
+func Wrap(sender foreman.WorkerID, assignment foreman.AssignmentID, m Message, at time.Time) (Envelope, error) {
+	env := Envelope{Sender: sender, Assignment: assignment, ReceivedAt: at}
+	if err := sender.Validate(); err != nil {
+		return env, err
+	}
+	if err := assignment.Validate(); err != nil {
+		return env, err
+	}
+	if m == nil {
+		return env, errors.New("message: Wrap of a nil message")
+	}
+	env.Body, env.Raw = m, Line(m)
 	return env, nil
 }
 
