@@ -79,3 +79,29 @@ func TestRecordWrittenByTheFourStageCodeLoads(t *testing.T) {
 	assert.Equal(t, pipeline.StatusDone, state.Status)
 	assert.Equal(t, "PASS 92/100", state.Stages[3].Result)
 }
+
+// TestReportScoreOutOfItsRuleIsUnparseable: a Report line may carry a
+// score up to 9999, more than a rule takes (the plan's 0..4); from a
+// worker it is a message the stage cannot take, probed like an unparseable
+// one, not an error of the runtime's.
+func TestReportScoreOutOfItsRuleIsUnparseable(t *testing.T) {
+	ctx := context.Background()
+	w := newStoryWorld()
+	rt, err := pipeline.NewRuntime(pipeline.RuntimeConfig{Store: store.NewMemory(store.MemoryOptions{}), Spawner: w,
+		Messenger: w, Worktrees: w, Merger: w, Board: w, Escalator: w, Reporter: w})
+	require.NoError(t, err)
+	state, err := rt.Start(ctx, "S-1", "")
+	require.NoError(t, err)
+	env, err := message.Open(state.Worker, state.Assignment, "Stage 0 REPORT for S-1: COMPLETE. Score: 9. Tasks: 2.", time.Time{})
+	require.NoError(t, err)
+	state, err = rt.Deliver(ctx, "S-1", env)
+	require.NoError(t, err)
+	assert.Equal(t, pipeline.StatusActive, state.Status)
+	assert.Equal(t, 1, state.Unparsed, "probed as unparseable")
+	env, err = message.Open(state.Worker, state.Assignment, "Stage 0 REPORT for S-1: COMPLETE. Score: 4. Tasks: 2.", time.Time{})
+	require.NoError(t, err)
+	state, err = rt.Deliver(ctx, "S-1", env)
+	require.NoError(t, err)
+	assert.Equal(t, 1, state.Stage, "the plan in a Report line advances the story")
+	assert.Equal(t, "2 tasks, 4/4", state.Stages[0].Result)
+}

@@ -173,8 +173,10 @@ func (r *Runtime) Deliver(ctx context.Context, item foreman.ItemID, env message.
 	}
 	st, err := r.Handle(ctx, item, ev)
 	var te *TransitionError
-	if errors.As(err, &te) && ev.Kind == EventReport && te.Outcome != "" {
-		// A well-formed line this stage has no rule for: as unparseable.
+	if ev.Kind == EventReport && ((errors.As(err, &te) && te.Outcome != "") || errors.Is(err, ErrInvalidReport)) {
+		// A well-formed line this stage has no rule for, or whose score
+		// its rule does not take (a Report line's score reaches 9999): as
+		// unparseable.
 		r.log.Warn("pipeline: report without a rule", "item", item, "err", err)
 		ev = Event{Kind: EventUnparseable, Worker: env.Sender, Assignment: env.Assignment, Detail: env.Raw}
 		return r.Handle(ctx, item, ev)

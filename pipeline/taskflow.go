@@ -9,10 +9,11 @@ import "github.com/agentforeman/foreman/health"
 // before it reports COMPLETE. Worker names are "task-{id}" and, after a
 // crash, "task-{id}-retry".
 //
-// A stage report of a one-stage flow is a Stage 0 line
-// ("Stage 0 COMPLETE for {id}. {N} tasks created. Plan score: {s}/4." or
-// "Stage 0 ERROR for {id}: {details}"); its task count and score are not
-// read.
+// Its reports are Stage 0 reports: a message.Report ("Stage 0 REPORT for
+// {id}: COMPLETE." on the wire) or the story flow's Stage 0 lines
+// ("Stage 0 COMPLETE for {id}. {N} tasks created. Plan score: {s}/4.",
+// whose task count and score are not read, or "Stage 0 ERROR for {id}:
+// {details}").
 func TaskFlow(cfg StoryConfig) *Flow {
 	return &Flow{
 		Name:   "task",
