@@ -10,6 +10,7 @@ import (
 	"github.com/agentforeman/foreman/merge"
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/message"
 	"github.com/agentforeman/foreman/pipeline/store"
 	"github.com/agentforeman/foreman/worker"
 )
@@ -59,10 +60,14 @@ type Config struct {
 	Workers int
 
 	// Flow is the stages every story goes through. pipeline.TaskFlow is a
-	// single build stage. Stage reports follow pipeline/message's lines for
-	// the stage's number, so a flow has at most four stages. Default:
-	// pipeline.StoryFlow(Story) (plan, validate, execute, quality gate, then
-	// merge).
+	// single build stage. A flow has any number of stages up to
+	// message.MaxStage+1 (1000), and each rule's outcome is a word a report
+	// can carry (message.ValidOutcome: "GO", "NEEDS_WORK"), which an agent
+	// reports in any case ("go"). A stage's report is decided by its rules:
+	// the score is in 0..Rule.MaxScore, a task count is kept where the rule
+	// checks tasks, and the report's summary is the details of an outcome
+	// that does not move the story on. Default: pipeline.StoryFlow(Story)
+	// (plan, validate, execute, quality gate, then merge).
 	Flow *pipeline.Flow
 	// Stages says how each stage of Flow is performed, by index. Default:
 	// DefaultStages(Flow).
@@ -309,8 +314,13 @@ func (cfg Config) defaults(work bool) (Config, error) {
 	if err := cfg.Flow.Validate(); err != nil {
 		return cfg, &ConfigError{Field: "Flow", Reason: err.Error()}
 	}
-	if len(cfg.Flow.Stages) > 4 {
-		return cfg, &ConfigError{Field: "Flow", Reason: fmt.Sprintf("%d stages; stage reports name stages 0-3", len(cfg.Flow.Stages))}
+	for i, st := range cfg.Flow.Stages {
+		for _, r := range st.Rules {
+			if !message.ValidOutcome(string(r.Outcome)) {
+				return cfg, &ConfigError{Field: "Flow", Reason: fmt.Sprintf("stage %d (%s): outcome %q cannot be reported: "+
+					"an outcome is an upper-case word of letters, digits, _ and - (message.ValidOutcome)", i, st.Name, r.Outcome)}
+			}
+		}
 	}
 	if cfg.Stages == nil {
 		cfg.Stages = DefaultStages(cfg.Flow)

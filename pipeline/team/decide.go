@@ -50,112 +50,144 @@ const (
 	EnvRole   = "FOREMAN_ROLE"
 )
 
-// maxDetail bounds the details carried in a report line.
+// maxDetail bounds the details carried in a report.
 const maxDetail = 600
 
 // oneLine makes s fit a report line's free text (message.Detail).
 func oneLine(s string, max int) string { return message.Detail(s, max) }
 
-// errorLine is a stage's ERROR report.
-func errorLine(item foreman.ItemID, stage int, detail string) string {
-	d := oneLine(detail, maxDetail)
-	var m message.Message
-	switch stage {
-	case 0:
-		m = message.Stage0Error{Item: item, Details: d}
-	case 1:
-		m = message.Stage1Error{Item: item, Details: d}
-	case 2:
-		m = message.Stage2Error{Item: item, Details: d}
-	default:
-		m = message.Stage3Error{Item: item, Details: d}
-	}
-	return message.Format(m)
+// errorReport is a stage's ERROR report.
+func errorReport(item foreman.ItemID, stage int, detail string) message.Report {
+	return message.ErrorReport(item, stage, detail, maxDetail)
 }
 
-// reportLine turns an agent's structured report into the stage's
-// canonical line. An outcome the stage does not have is an error.
-func reportLine(item foreman.ItemID, stage int, r Report) (string, error) {
-	outcome := strings.ToLower(strings.TrimSpace(r.Outcome))
-	if outcome == "error" {
-		return errorLine(item, stage, r.Summary), nil
+// stageRules returns the rules of the flow's stage (none for a stage the
+// flow lacks).
+func stageRules(flow *pipeline.Flow, stage int) []pipeline.Rule {
+	if flow == nil || stage < 0 || stage >= len(flow.Stages) {
+		return nil
 	}
-	score := func(best int) (int, error) {
-		if r.Score == nil {
-			return best, nil
+	return flow.Stages[stage].Rules
+}
+
+// ruleFor finds the stage's rule for outcome.
+func ruleFor(flow *pipeline.Flow, stage int, outcome string) (pipeline.Rule, bool) {
+	for _, r := range stageRules(flow, stage) {
+		if string(r.Outcome) == outcome {
+			return r, true
 		}
-		if *r.Score < 0 || *r.Score > best {
-			return 0, fmt.Errorf("score %d is not in 0..%d", *r.Score, best)
-		}
-		return *r.Score, nil
 	}
-	var m message.Message
+	return pipeline.Rule{}, false
+}
+
+// succeeds reports whether a rule's outcome moves the story on (to the
+// next stage or the merge) rather than round again or to a person.
+func succeeds(r pipeline.Rule) bool {
+	return r.Action == pipeline.Advance || r.Action == pipeline.MergeDone
+}
+
+// verdictOf turns an agent's structured report into the stage's typed
+// report, by the flow's rule for its outcome: the score in the rule's
+// range (default its best for an outcome that moves the story on, 0
+// otherwise), a task count where the rule checks tasks (default 1), and the
+// summary as the details of an outcome that does not move it on (a NO-GO's
+// reason, a FAIL's issues). "error" is every stage's. An outcome the stage
+// does not have, or a score out of its range, is an error.
+func verdictOf(flow *pipeline.Flow, item foreman.ItemID, stage int, r Report) (message.Report, error) {
+	outcome := strings.ToUpper(strings.TrimSpace(r.Outcome))
+	if outcome == message.OutcomeError {
+		return errorReport(item, stage, r.Summary), nil
+	}
+	rule, ok := ruleFor(flow, stage, outcome)
+	if !ok {
+		return message.Report{}, fmt.Errorf("outcome %q is not one of stage %d's (%s)", r.Outcome, stage, stageOutcomes(flow, stage))
+	}
+	v := message.Report{Item: item, Stage: stage, Outcome: outcome}
+	if rule.MaxScore > 0 {
+		switch {
+		case r.Score == nil && succeeds(rule):
+			v.Score = rule.MaxScore
+		case r.Score == nil:
+		case *r.Score < 0 || *r.Score > rule.MaxScore:
+			return message.Report{}, fmt.Errorf("score %d is not in 0..%d", *r.Score, rule.MaxScore)
+		default:
+			v.Score = *r.Score
+		}
+		v.HasScore = true
+	}
+	if rule.Check.TasksExist {
+		v.Tasks = min(max(r.Tasks, 1), message.MaxTasks)
+	}
+	if !succeeds(rule) {
+		v.Detail = oneLine(r.Summary, maxDetail)
+	}
+	if err := message.Validate(v); err != nil {
+		return message.Report{}, err
+	}
+	return v, nil
+}
+
+// checkVerdict checks a report an agent printed against the flow, as
+// verdictOf checks a structured one: an outcome of the stage (or ERROR)
+// and a score its rule takes.
+func checkVerdict(flow *pipeline.Flow, v message.Report) error {
+	if v.Outcome == message.OutcomeError {
+		return nil
+	}
+	rule, ok := ruleFor(flow, v.Stage, v.Outcome)
 	switch {
-	case (stage == 0 || stage == 2) && outcome == "complete":
-		if stage == 2 {
-			m = message.Stage2Complete{Item: item}
+	case !ok:
+		return fmt.Errorf("outcome %s is not one of stage %d's (%s)", v.Outcome, v.Stage, stageOutcomes(flow, v.Stage))
+	case rule.MaxScore > 0 && (!v.HasScore || v.Score > rule.MaxScore):
+		return fmt.Errorf("stage %d's %s needs a score in 0..%d", v.Stage, v.Outcome, rule.MaxScore)
+	}
+	return nil
+}
+
+// successVerdict is the report of a stage whose work the team verified
+// itself (a build that passed its gates, a gate plan that passed): the
+// first of preferred the stage has, else its first outcome that moves the
+// story on, with that rule's best score and one task where it counts them.
+func successVerdict(flow *pipeline.Flow, item foreman.ItemID, stage int, preferred ...string) message.Report {
+	outcome := ""
+	for _, o := range preferred {
+		if _, ok := ruleFor(flow, stage, o); ok {
+			outcome = o
 			break
 		}
-		s, err := score(message.MaxPlanScore)
-		if err != nil {
-			return "", err
-		}
-		tasks := r.Tasks
-		if tasks <= 0 {
-			tasks = 1
-		}
-		m = message.Stage0Complete{Item: item, Tasks: min(tasks, message.MaxTasks), PlanScore: s}
-	case stage == 1 && (outcome == "go" || outcome == "no-go"):
-		best := message.MaxReadiness
-		if outcome == "no-go" && r.Score == nil {
-			best = 0
-		}
-		s, err := score(message.MaxReadiness)
-		if err != nil {
-			return "", err
-		}
-		if r.Score == nil {
-			s = best
-		}
-		v := message.Stage1Complete{Item: item, Verdict: message.VerdictGo, Readiness: s}
-		if outcome == "no-go" {
-			v.Verdict, v.Reason = message.VerdictNoGo, oneLine(r.Summary, maxDetail)
-		}
-		m = v
-	case stage == 3 && (outcome == "pass" || outcome == "concerns" || outcome == "waived" || outcome == "fail"):
-		s, err := score(message.MaxQualityScore)
-		if err != nil {
-			return "", err
-		}
-		if r.Score == nil && outcome == "fail" {
-			s = 0
-		}
-		v := message.Stage3Complete{Item: item, Verdict: message.Stage3Verdict(strings.ToUpper(outcome)), Score: s}
-		if outcome == "fail" {
-			v.Issues = oneLine(r.Summary, maxDetail)
-		}
-		m = v
-	default:
-		return "", fmt.Errorf("outcome %q is not one of stage %d's (%s)", r.Outcome, stage, stageOutcomes(stage))
 	}
-	if err := message.Validate(m); err != nil {
-		return "", err
+	for _, r := range stageRules(flow, stage) {
+		if outcome == "" && succeeds(r) {
+			outcome = string(r.Outcome)
+		}
 	}
-	return message.Format(m), nil
+	if outcome == "" {
+		outcome = message.OutcomeComplete
+	}
+	v, err := verdictOf(flow, item, stage, Report{Outcome: outcome})
+	if err != nil {
+		return message.Report{Item: item, Stage: stage, Outcome: outcome}
+	}
+	return v
 }
 
-func stageOutcomes(stage int) string {
-	switch stage {
-	case 1:
-		return "go, no-go, error"
-	case 3:
-		return "pass, concerns, waived, fail, error"
+// stageOutcomes names the outcomes a report of the stage may give, as an
+// agent writes them: the flow's, in its order, and error.
+func stageOutcomes(flow *pipeline.Flow, stage int) string {
+	var out []string
+	for _, r := range stageRules(flow, stage) {
+		out = append(out, strings.ToLower(string(r.Outcome)))
 	}
-	return "complete, error"
+	if !slices.Contains(out, "error") {
+		out = append(out, "error")
+	}
+	return strings.Join(out, ", ")
 }
 
 // agentEvidence is what an agent stage left behind.
 type agentEvidence struct {
+	// Flow is the team's flow, whose rules say what a report may say.
+	Flow       *pipeline.Flow
 	Item       foreman.ItemID
 	Stage      int
 	Assignment foreman.AssignmentID
@@ -175,25 +207,25 @@ type agentEvidence struct {
 	Key string
 }
 
-// agentStageLine decides an agent stage's report: the report the MCP
+// agentVerdict decides an agent stage's report: the report the MCP
 // server accepted first, then the result file (when it carries the
 // current assignment), then a canonical line with the assignment's proof
-// in the agent's final message or output (printedReport), else an ERROR
-// that says why there is no report (the agent's failure with its exit
-// status and stderr, or its silence). refused says what the agent left
-// that acts beyond its assignment and was not taken: a result file naming
-// another assignment (whatever else it reported), printed report lines
-// without the proof when nothing else was taken.
-func agentStageLine(ev agentEvidence) (line string, refused []string) {
+// in the agent's final message or output (printedReport) that the stage
+// can take, else an ERROR that says why there is no report (the agent's
+// failure with its exit status and stderr, or its silence). refused says
+// what the agent left that acts beyond its assignment and was not taken: a
+// result file naming another assignment (whatever else it reported),
+// printed report lines without the proof when nothing else was taken.
+func agentVerdict(ev agentEvidence) (v message.Report, refused []string) {
 	if ev.File != nil && ev.File.Assignment != ev.Assignment {
 		refused = append(refused, foreignFile(ev.File.Assignment, ev.Assignment))
 	}
 	if ev.ExecErr != nil {
-		return errorLine(ev.Item, ev.Stage, "the agent could not run: "+ev.ExecErr.Error()), refused
+		return errorReport(ev.Item, ev.Stage, "the agent could not run: "+ev.ExecErr.Error()), refused
 	}
 	if ev.MCP != nil && ev.MCP.Assignment == ev.Assignment {
-		if line, err := reportLine(ev.Item, ev.Stage, *ev.MCP); err == nil {
-			return line, refused
+		if v, err := verdictOf(ev.Flow, ev.Item, ev.Stage, *ev.MCP); err == nil {
+			return v, refused
 		}
 	}
 	var fileProblem string
@@ -201,9 +233,9 @@ func agentStageLine(ev agentEvidence) (line string, refused []string) {
 	case ev.File != nil && ev.File.Assignment != ev.Assignment:
 		fileProblem = foreignFile(ev.File.Assignment, ev.Assignment)
 	case ev.File != nil:
-		line, err := reportLine(ev.Item, ev.Stage, *ev.File)
+		v, err := verdictOf(ev.Flow, ev.Item, ev.Stage, *ev.File)
 		if err == nil {
-			return line, nil
+			return v, nil
 		}
 		fileProblem = "result file: " + err.Error()
 	case ev.FileErr != nil:
@@ -211,9 +243,13 @@ func agentStageLine(ev agentEvidence) (line string, refused []string) {
 	}
 	var printed []printedRefusal
 	for _, text := range []string{ev.Result.Result, ev.Result.Output} {
-		l, why := printedReport(ev.Item, ev.Stage, ev.Assignment, ev.Key, text)
-		if l != "" {
-			return l, refused
+		v, ok, why := printedReport(ev.Item, ev.Stage, ev.Assignment, ev.Key, text)
+		if ok {
+			if err := checkVerdict(ev.Flow, v); err != nil {
+				why = append(why, printedRefusal("a printed report line the stage cannot take: "+err.Error()))
+			} else {
+				return v, refused
+			}
 		}
 		for _, w := range why {
 			if !slices.Contains(printed, w) {
@@ -230,7 +266,7 @@ func agentStageLine(ev agentEvidence) (line string, refused []string) {
 		}
 		fileProblem += string(printed[0]) + " (ignored)"
 	}
-	return errorLine(ev.Item, ev.Stage, agentFailure(ev.Result, fileProblem)), refused
+	return errorReport(ev.Item, ev.Stage, agentFailure(ev.Result, fileProblem)), refused
 }
 
 // foreignFile says that a result file named another assignment.
@@ -305,19 +341,16 @@ func tailLines(s string, n int) string {
 	return strings.Join(keep, " | ")
 }
 
-// buildStageLine decides a build stage's report from its run: COMPLETE
-// only when the run succeeded (changes since the base that passed the
-// gates); otherwise ERROR with the run's reason and the last failing
-// gates' output.
-func buildStageLine(item foreman.ItemID, stage int, res phases.RunResult, err error) string {
+// buildVerdict decides a build stage's report from its run: its outcome
+// that moves the story on (COMPLETE) only when the run succeeded (changes
+// since the base that passed the gates); otherwise ERROR with the run's
+// reason and the last failing gates' output.
+func buildVerdict(flow *pipeline.Flow, item foreman.ItemID, stage int, res phases.RunResult, err error) message.Report {
 	if err != nil {
-		return errorLine(item, stage, "the build could not run: "+err.Error())
+		return errorReport(item, stage, "the build could not run: "+err.Error())
 	}
 	if res.Succeeded() {
-		if stage == 0 {
-			return message.Format(message.Stage0Complete{Item: item, Tasks: 1, PlanScore: message.MaxPlanScore})
-		}
-		return message.Format(message.Stage2Complete{Item: item})
+		return successVerdict(flow, item, stage, message.OutcomeComplete)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "build %s after %d iteration(s) (%s)", strings.ToLower(string(res.State)), len(res.Iterations), res.Reason)
@@ -333,27 +366,29 @@ func buildStageLine(item foreman.ItemID, stage int, res phases.RunResult, err er
 			b.WriteString("; failing checks: " + failureSummary(*ph.Verify.Report))
 		}
 	}
-	return errorLine(item, stage, b.String())
+	return errorReport(item, stage, b.String())
 }
 
-// gateStageLine decides a quality-gate stage's report from the gate
-// report: PASS 100, or FAIL with the share of checks that passed and the
-// failures as its issues.
-func gateStageLine(item foreman.ItemID, stage int, rep phases.VerificationReport, plan phases.GatePlan) string {
+// gateVerdict decides a gate stage's report from the gate report: PASS
+// with the rule's best score (COMPLETE, or the stage's first outcome that
+// moves the story on, in a stage without PASS); or FAIL with the share of
+// checks that passed as its score and the failures as its issues (ERROR
+// in a stage without FAIL).
+func gateVerdict(flow *pipeline.Flow, item foreman.ItemID, stage int, rep phases.VerificationReport, plan phases.GatePlan) message.Report {
 	if rep.Passed {
-		if stage != 3 {
-			return message.Format(message.Stage2Complete{Item: item})
-		}
-		return message.Format(message.Stage3Complete{Item: item, Verdict: message.VerdictPass, Score: message.MaxQualityScore})
+		return successVerdict(flow, item, stage, string(pipeline.Pass), message.OutcomeComplete)
 	}
 	total, failed := checkCount(plan), len(rep.FailedChecks())
 	summary := failureSummary(rep)
-	if stage != 3 {
-		return errorLine(item, stage, "gates failed: "+summary)
+	rule, ok := ruleFor(flow, stage, string(pipeline.Fail))
+	if !ok {
+		return errorReport(item, stage, "gates failed: "+summary)
 	}
-	score := message.MaxQualityScore * (total - failed) / max(total, 1)
-	return message.Format(message.Stage3Complete{Item: item, Verdict: message.VerdictFail, Score: max(score, 0),
-		Issues: oneLine(summary, maxDetail)})
+	v := message.Report{Item: item, Stage: stage, Outcome: string(pipeline.Fail), Detail: oneLine(summary, maxDetail)}
+	if rule.MaxScore > 0 {
+		v.Score, v.HasScore = max(rule.MaxScore*(total-failed)/max(total, 1), 0), true
+	}
+	return v
 }
 
 // failureSummary names each failing check with the lines of its output
@@ -408,10 +443,10 @@ func stackFrame(l string) bool {
 }
 
 // boardAfter is the board entry a verified report leads to (see
-// teamcore.BoardAfter). The team records it only after checking the
+// teamcore.BoardAfterReport). The team records it only after checking the
 // stage's evidence itself, so the board is its ledger of verified claims.
-func boardAfter(flow *pipeline.Flow, stage int, line string, cur boardRecord) (boardRecord, bool) {
-	return teamcore.BoardAfter(flow, stage, line, cur)
+func boardAfter(flow *pipeline.Flow, v message.Report, cur boardRecord) (boardRecord, bool) {
+	return teamcore.BoardAfterReport(flow, v, cur)
 }
 
 // storyMove is what the team does when the task graph gives a story an
@@ -450,16 +485,16 @@ func graphMoveFor(st pipeline.State) graphMove { return teamcore.GraphMoveFor(st
 // without counting a crash).
 func heldByPool(res phases.AgentResult) bool { return res.RateLimit != nil && !res.Success }
 
-// personLine is the ERROR report of a stage whose agent waits for a
-// person (a question, a permission refused), or "" when it does not. The
-// story then pauses with the question for the person to answer; nothing
-// answers it for them.
-func personLine(item foreman.ItemID, stage int, res phases.AgentResult) string {
+// personReport is the ERROR report of a stage whose agent waits for a
+// person (a question, a permission refused); ok is false when it does not.
+// The story then pauses with the question for the person to answer;
+// nothing answers it for them.
+func personReport(item foreman.ItemID, stage int, res phases.AgentResult) (message.Report, bool) {
 	q := worker.WaitingForPerson(res)
 	if q == "" {
-		return ""
+		return message.Report{}, false
 	}
-	return errorLine(item, stage, "the agent waits for a person: "+q)
+	return errorReport(item, stage, "the agent waits for a person: "+q), true
 }
 
 // paceFor is the worker pool's bound while limited stages back off from a

@@ -140,7 +140,7 @@ func TestAnEchoedPromptIsNoReport(t *testing.T) {
 			ReportKey: "5c0f5c0f5c0f5c0f5c0f5c0f5c0f5c0f", MCP: true}
 		prompt := DefaultPrompt(d)
 		require.Contains(t, prompt, d.ReportKey)
-		line, refused := printedReport("US-1", stage, d.Assignment, d.ReportKey, prompt)
+		line, refused := printedLine("US-1", stage, d.Assignment, d.ReportKey, prompt)
 		assert.Empty(t, line, "stage %d:\n%s", stage, prompt)
 		assert.Contains(t, refused, printedRefusal("the prompt's example report line, printed back without the key"), "stage %d", stage)
 		var example string
@@ -151,7 +151,7 @@ func TestAnEchoedPromptIsNoReport(t *testing.T) {
 		}
 		require.NotEmpty(t, example)
 		filled := strings.Replace(example, keyPlaceholder, d.ReportKey, 1)
-		line, refused = printedReport("US-1", stage, d.Assignment, d.ReportKey, prompt+"\n"+filled)
+		line, refused = printedLine("US-1", stage, d.Assignment, d.ReportKey, prompt+"\n"+filled)
 		assert.NotEmpty(t, line, "stage %d: %s", stage, filled)
 		assert.Nil(t, refused)
 	}
@@ -227,20 +227,20 @@ func TestBuildStageLine(t *testing.T) {
 func TestBoardAfterRecordsWhatTheFlowChecks(t *testing.T) {
 	t.Parallel()
 	flow := pipeline.StoryFlow(pipeline.StoryConfig{})
-	b, ok := boardAfter(flow, 0, "Stage 0 COMPLETE for US-1. 3 tasks created. Plan score: 4/4.", boardRecord{})
+	b, ok := boardAfterLine(flow, 0, "Stage 0 COMPLETE for US-1. 3 tasks created. Plan score: 4/4.", boardRecord{})
 	assert.True(t, ok)
 	assert.Equal(t, boardRecord{Tasks: 3}, b)
-	b, ok = boardAfter(flow, 1, "Stage 1 COMPLETE for US-1. Verdict: GO. Readiness: 9.", b)
+	b, ok = boardAfterLine(flow, 1, "Stage 1 COMPLETE for US-1. Verdict: GO. Readiness: 9.", b)
 	assert.True(t, ok)
 	assert.Equal(t, boardRecord{Tasks: 3, Status: pipeline.BoardTodo}, b)
-	b, ok = boardAfter(flow, 2, "Stage 2 COMPLETE for US-1. All tasks Done. Story set to To Review.", b)
+	b, ok = boardAfterLine(flow, 2, "Stage 2 COMPLETE for US-1. All tasks Done. Story set to To Review.", b)
 	assert.True(t, ok)
 	assert.Equal(t, pipeline.BoardToReview, b.Status)
-	_, ok = boardAfter(flow, 2, "Stage 2 ERROR for US-1: x", b)
+	_, ok = boardAfterLine(flow, 2, "Stage 2 ERROR for US-1: x", b)
 	assert.False(t, ok, "an error claims nothing")
-	_, ok = boardAfter(flow, 3, "Stage 3 COMPLETE for US-1. Verdict: PASS. Quality Score: 100/100.", b)
+	_, ok = boardAfterLine(flow, 3, "Stage 3 COMPLETE for US-1. Verdict: PASS. Quality Score: 100/100.", b)
 	assert.False(t, ok, "the quality stage checks no board")
-	_, ok = boardAfter(flow, 0, "garbage", b)
+	_, ok = boardAfterLine(flow, 0, "garbage", b)
 	assert.False(t, ok)
 }
 

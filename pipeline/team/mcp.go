@@ -11,6 +11,7 @@ import (
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/phases/agentmcp"
 	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/message"
 )
 
 // MCPConfig configures the MCP server the team starts for its agents
@@ -81,7 +82,7 @@ func (t *Team) beginReports(a pipeline.AgentAssignment, st Stage) ([]string, []p
 		expect += " A complete report is taken only once your commits or changes are in the workspace; the gates then decide."
 	}
 	token := t.reports.Begin(agentmcp.Assignment{ID: a.Assignment, Item: a.Item, Worker: a.Worker, Stage: a.Stage, Role: st.Role,
-		Outcomes: strings.Split(stageOutcomes(a.Stage), ", "), Expect: expect})
+		Outcomes: strings.Split(stageOutcomes(t.cfg.Flow, a.Stage), ", "), Expect: expect})
 	server := phases.MCPServer{Name: agentmcp.ServerName, URL: t.reports.URL(), BearerToken: token,
 		BearerTokenEnv: agentmcp.EnvToken, Tools: []string{agentmcp.ToolReport, agentmcp.ToolStatus}}
 	end := func() *Report {
@@ -104,7 +105,7 @@ func (t *Team) checkReport(ctx context.Context, a agentmcp.Assignment, r agentmc
 		return agentmcp.Check{}, fmt.Errorf("no stage %d", a.Stage)
 	}
 	var c agentmcp.Check
-	line, err := reportLine(a.Item, a.Stage, Report{Assignment: r.Assignment, Outcome: r.Outcome, Summary: r.Summary, Score: r.Score, Tasks: r.Tasks})
+	v, err := verdictOf(t.cfg.Flow, a.Item, a.Stage, Report{Assignment: r.Assignment, Outcome: r.Outcome, Summary: r.Summary, Score: r.Score, Tasks: r.Tasks})
 	if err != nil {
 		c.Problem = err.Error()
 		return c, nil
@@ -112,7 +113,7 @@ func (t *Team) checkReport(ctx context.Context, a agentmcp.Assignment, r agentmc
 	c.ClaimsCompletion = !strings.HasPrefix(strings.ToLower(strings.TrimSpace(r.Outcome)), "error")
 	c.NeedsChange = t.cfg.Stages[a.Stage].Kind == StageBuild
 	if !c.ClaimsCompletion || !c.NeedsChange {
-		c.Evidence = "reported as " + line
+		c.Evidence = "reported as " + message.Line(v)
 		return c, nil
 	}
 	var before phases.BeforeState

@@ -44,10 +44,11 @@ func taggedLine(line string, a foreman.AssignmentID, key string) string {
 type printedRefusal string
 
 // printedReport finds the last line of text that is a canonical report
-// about item's stage carrying the proof of assignment a (key). When none
-// does, it also returns why the report lines about the stage that were
-// there are not taken (each reason once, at most three).
-func printedReport(item foreman.ItemID, stage int, a foreman.AssignmentID, key, text string) (string, []printedRefusal) {
+// about item's stage carrying the proof of assignment a (key), and reads it
+// as a Report (message.ReportOf): this is where a printed line is parsed,
+// once. When none does, it also returns why the report lines about the
+// stage that were there are not taken (each reason once, at most three).
+func printedReport(item foreman.ItemID, stage int, a foreman.AssignmentID, key, text string) (message.Report, bool, []printedRefusal) {
 	var refused []printedRefusal
 	lines := strings.Split(strings.TrimSpace(text), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
@@ -61,7 +62,11 @@ func printedReport(item foreman.ItemID, stage int, a foreman.AssignmentID, key, 
 			canonical, id, got, proof = m[1], m[2], strings.TrimSpace(m[3]), "tagged"
 		}
 		msg, err := message.Parse(canonical)
-		if err != nil || !msg.Kind().IsReport() || msg.ItemID() != item || msg.StageNum() != stage {
+		if err != nil {
+			continue
+		}
+		r, ok := message.ReportOf(msg)
+		if !ok || r.Item != item || r.Stage != stage {
 			continue
 		}
 		var why printedRefusal
@@ -75,11 +80,11 @@ func printedReport(item foreman.ItemID, stage int, a foreman.AssignmentID, key, 
 		case key == "" || subtle.ConstantTimeCompare([]byte(got), []byte(key)) != 1:
 			why = "a printed report line with a wrong key"
 		default:
-			return canonical, nil
+			return r, true, nil
 		}
 		if len(refused) < 3 && !slices.Contains(refused, why) {
 			refused = append(refused, why)
 		}
 	}
-	return "", refused
+	return message.Report{}, false, refused
 }

@@ -2,10 +2,12 @@ package team
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/phases/agentmcp"
+	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/message"
 )
 
@@ -56,6 +58,57 @@ type PromptData struct {
 	// MCP is set when the agent can report through the team's MCP server
 	// (Config.MCP): its report tool, with Assignment as the fence.
 	MCP bool
+	// Form is what a report of the stage may say, from the team's flow;
+	// when its Outcomes are empty DefaultPrompt uses the story flow's for
+	// the stage's number.
+	Form ReportForm
+}
+
+// ReportForm is what a report of a stage may say: its outcomes as an agent
+// writes them (lower case, the flow's order, "error" last), the range of
+// its score (0..MaxScore; 0: the stage takes none) and whether it counts
+// tasks.
+type ReportForm struct {
+	Outcomes []string
+	MaxScore int
+	Tasks    bool
+}
+
+// formOf is the report form of the flow's stage.
+func formOf(flow *pipeline.Flow, stage int) ReportForm {
+	f := ReportForm{Outcomes: strings.Split(stageOutcomes(flow, stage), ", ")}
+	for _, r := range stageRules(flow, stage) {
+		f.MaxScore = max(f.MaxScore, r.MaxScore)
+		f.Tasks = f.Tasks || r.Check.TasksExist
+	}
+	return f
+}
+
+// reported are the outcomes of f a report gives for work done, error aside
+// (at least one: "complete" when f has none).
+func (f ReportForm) reported() []string {
+	var out []string
+	for _, o := range f.Outcomes {
+		if o != "error" {
+			out = append(out, o)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"complete"}
+	}
+	return out
+}
+
+// storyForm is the report form of the story flow's stage, for a prompt
+// whose Form is empty.
+func storyForm(stage int) ReportForm {
+	return formOf(pipeline.StoryFlow(pipeline.StoryConfig{}), min(stage, message.MaxStoryStage))
+}
+
+// storyShaped reports whether d's stage reports as the story flow's stage
+// of its number does, so that its prompt shows that stage's lines.
+func storyShaped(d PromptData) bool {
+	return d.Stage <= message.MaxStoryStage && slices.Equal(d.Form.Outcomes, storyForm(d.Stage).Outcomes)
 }
 
 // DefaultInstructions says what a stage asks of its agent, by the flow's
@@ -81,6 +134,9 @@ func DefaultInstructions(stageName string, kind StageKind) string {
 // DefaultPrompt renders a stage's prompt: the story, the workspace, what
 // the stage asks, the previous round's feedback, and exactly how to report.
 func DefaultPrompt(d PromptData) string {
+	if len(d.Form.Outcomes) == 0 {
+		d.Form = storyForm(d.Stage)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "You are the %s for story %s: %s\n\n", d.Role, d.Story.ID, d.Story.Title)
 	if body := strings.TrimSpace(d.Story.Body); body != "" {
@@ -118,11 +174,15 @@ func DefaultPrompt(d PromptData) string {
 	}
 	fmt.Fprintf(&b, "Write your report as JSON to the file %s (also in $%s):\n  %s\n", d.ResultPath, EnvResult, reportExample(d))
 	hint := ""
-	if d.Stage == 0 && d.Kind != StageBuild {
+	switch {
+	case !storyShaped(d) && d.Form.MaxScore > 0:
+		hint = fmt.Sprintf(" and your own outcome and score in place of %s and %d", strings.ToUpper(d.Form.reported()[0]), d.Form.MaxScore)
+	case !storyShaped(d):
+	case d.Stage == 0 && d.Kind != StageBuild:
 		hint = " and your task count and plan score in place of 3 and 4"
 	}
 	fmt.Fprintf(&b, "Outcomes of this stage: %s. Or end your last message with the line below, with your report key "+
-		"in place of %s%s:\n  %s\n", stageOutcomes(d.Stage), keyPlaceholder, hint, lineExample(d))
+		"in place of %s%s:\n  %s\n", strings.Join(d.Form.Outcomes, ", "), keyPlaceholder, hint, lineExample(d))
 	if d.ReportKey != "" {
 		// The key on a line of its own, never in a report line: an echo of
 		// this prompt holds no line the team takes.
@@ -134,6 +194,18 @@ func DefaultPrompt(d PromptData) string {
 }
 
 func reportExample(d PromptData) string {
+	if !storyShaped(d) {
+		var b strings.Builder
+		fmt.Fprintf(&b, `{"assignment": %q, "outcome": "%s"`, d.Assignment, strings.Join(d.Form.reported(), `" or "`))
+		if d.Form.MaxScore > 0 {
+			fmt.Fprintf(&b, `, "score": <0-%d>`, d.Form.MaxScore)
+		}
+		if d.Form.Tasks {
+			b.WriteString(`, "tasks": <number of tasks>`)
+		}
+		b.WriteString(`, "summary": "<what you did, or the reason for your outcome>"}`)
+		return b.String()
+	}
 	switch d.Stage {
 	case 0:
 		if d.Kind == StageBuild {
@@ -152,6 +224,14 @@ func reportExample(d PromptData) string {
 // key: taken back as it is, it is refused.
 func lineExample(d PromptData) string {
 	tag := func(line string) string { return taggedLine(line, d.Assignment, keyPlaceholder) }
+	if !storyShaped(d) {
+		r := message.Report{Item: d.Story.ID, Stage: d.Stage, Outcome: strings.ToUpper(d.Form.reported()[0]),
+			Score: d.Form.MaxScore, HasScore: d.Form.MaxScore > 0}
+		if d.Form.Tasks {
+			r.Tasks = 1
+		}
+		return tag(message.Line(r))
+	}
 	switch d.Stage {
 	case 0:
 		return tag(message.Format(message.Stage0Complete{Item: d.Story.ID, Tasks: 3, PlanScore: 4}))

@@ -19,7 +19,7 @@ func (t *Team) prompt(r pipeline.SpawnRequest) string {
 		Story: s, Stage: r.Stage, StageName: r.StageName, Role: st.Role, Kind: st.Kind,
 		Instructions: st.Instructions, Worker: r.Worker, Assignment: r.Assignment,
 		Feedback: r.Feedback, Readiness: r.Readiness, Resume: r.Resume,
-		MCP: t.reports != nil && st.Kind != StageGate,
+		MCP: t.reports != nil && st.Kind != StageGate, Form: formOf(t.cfg.Flow, r.Stage),
 	}
 	if st.Kind != StageGate {
 		cred := t.credential(r.Assignment)

@@ -15,20 +15,45 @@ import (
 	"github.com/agentforeman/foreman/internal/gitexec"
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/message"
 )
 
 // stageRunner is the agent every worker of the pool runs: it performs the
 // assignment's stage the way Config.Stages says (an agent once, the run
 // loop, or the gate plan), decides the stage's report from the evidence,
-// records the verified claim on the team's board and returns the report
-// as the result's final message, where the worker pool reads it.
+// records the verified claim on the team's board and hands the report over
+// typed (pipeline.ReportingAgent) to the worker pool of its own process;
+// to one in another process (NewStageAgent, Config.Remote), Execute returns
+// the report's line as the result's final message.
 type stageRunner struct{ t *Team }
 
+var _ pipeline.ReportingAgent = stageRunner{}
+
+// Execute performs the stage and returns its report's line
+// (message.Line) as the result's final message.
 func (r stageRunner) Execute(ctx context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (phases.AgentResult, error) {
+	res, v, err := r.ExecuteReport(ctx, req, onEvent)
+	if v != nil {
+		res.Result = message.Line(v)
+	}
+	return res, err
+}
+
+// ExecuteReport performs the stage and returns its typed report, nil when
+// the stage has none (the worker pool holds it: a rate limit).
+func (r stageRunner) ExecuteReport(ctx context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (phases.AgentResult, message.Message, error) {
+	res, v, err := r.perform(ctx, req, onEvent)
+	if err != nil || v == nil {
+		return res, nil, err
+	}
+	return res, *v, nil
+}
+
+func (r stageRunner) perform(ctx context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (phases.AgentResult, *message.Report, error) {
 	t := r.t
 	a, ok := pipeline.ParseAssignment(req.TaskPrompt)
 	if !ok || a.Stage < 0 || a.Stage >= len(t.cfg.Stages) {
-		return phases.AgentResult{}, errors.New("team: a stage prompt without a valid assignment block")
+		return phases.AgentResult{}, nil, errors.New("team: a stage prompt without a valid assignment block")
 	}
 	st := t.cfg.Stages[a.Stage]
 	onEvent = t.watchRetries(a, onEvent)
@@ -43,7 +68,7 @@ func (r stageRunner) Execute(ctx context.Context, req phases.AgentRequest, onEve
 	cred := t.credential(a.Assignment)
 	if st.Kind != StageGate {
 		if err := openResultDir(cred); err != nil {
-			return phases.AgentResult{}, fmt.Errorf("team: making the result directory: %w", err)
+			return phases.AgentResult{}, nil, fmt.Errorf("team: making the result directory: %w", err)
 		}
 		defer t.closeResultDir(cred)
 		req.Env = append(slices.Clip(req.Env), EnvResult+"="+cred.ResultPath(), EnvReportKey+"="+cred.Key)
@@ -58,49 +83,50 @@ func (r stageRunner) Execute(ctx context.Context, req phases.AgentRequest, onEve
 	req = withReports(req, mcpEnv, mcpServers)
 
 	var (
-		res  phases.AgentResult
-		line string
+		res phases.AgentResult
+		v   message.Report
 	)
 	switch st.Kind {
 	case StageAgent:
 		var err error
 		res, err = st.Agent.Execute(ctx, req, onEvent)
 		if ctx.Err() != nil {
-			return res, context.Cause(ctx)
+			return res, nil, context.Cause(ctx)
 		}
 		if err == nil && heldByPool(res) {
-			return res, nil
+			return res, nil, nil
 		}
-		ev := agentEvidence{Item: a.Item, Stage: a.Stage, Assignment: a.Assignment, Result: res, ExecErr: err,
+		ev := agentEvidence{Flow: t.cfg.Flow, Item: a.Item, Stage: a.Stage, Assignment: a.Assignment, Result: res, ExecErr: err,
 			ResultPath: cred.ResultPath(), Key: cred.Key}
 		ev.MCP = endReport()
 		ev.File, ev.FileErr = readReport(cred.ResultPath())
 		var refused []string
-		line, refused = agentStageLine(ev)
+		v, refused = agentVerdict(ev)
 		for _, why := range refused {
 			t.refuse(ctx, refusal{Item: a.Item, Stage: a.Stage, Worker: a.Worker, Assignment: a.Assignment, Detail: why})
 		}
 		if err == nil {
-			if pl := personLine(a.Item, a.Stage, res); pl != "" {
-				line = pl
+			if pv, ok := personReport(a.Item, a.Stage, res); ok {
+				v = pv
 			}
 		}
 	case StageBuild:
-		res, line = r.build(ctx, a, req, st, cred, onEvent, endReport)
-		if line == "" { // held by the pool: a rate limit
-			return res, nil
+		var held bool
+		res, v, held = r.build(ctx, a, req, st, cred, onEvent, endReport)
+		if held { // by the pool: a rate limit
+			return res, nil, nil
 		}
 	case StageGate:
-		res, line = r.gate(ctx, a, req.WorkspacePath)
+		res, v = r.gate(ctx, a, req.WorkspacePath)
 	}
 	if ctx.Err() != nil {
-		return res, context.Cause(ctx)
+		return res, nil, context.Cause(ctx)
 	}
-	if err := r.recordBoard(ctx, a, line); err != nil {
-		return res, err
+	if err := r.recordBoard(ctx, a, v); err != nil {
+		return res, nil, err
 	}
-	res.Success, res.Result = true, line
-	return res, nil
+	res.Success = true
+	return res, &v, nil
 }
 
 // maxReportSize bounds what is read of a result file.
@@ -137,12 +163,14 @@ func readReport(path string) (*Report, error) {
 
 // build runs the run loop: agent, snapshot since the assignment's base,
 // gates, feedback, until the gates pass or the limits end it.
+// held is set when the worker pool holds the stage (a rate limit): there
+// is no report.
 func (r stageRunner) build(ctx context.Context, a pipeline.AgentAssignment, req phases.AgentRequest, st Stage, cred credential,
-	onEvent phases.StreamCallback, endReport func() *Report) (phases.AgentResult, string) {
+	onEvent phases.StreamCallback, endReport func() *Report) (_ phases.AgentResult, _ message.Report, held bool) {
 	t := r.t
 	before, err := t.assignmentBase(ctx, a.Item, a.Assignment, req.WorkspacePath)
 	if err != nil {
-		return phases.AgentResult{}, errorLine(a.Item, a.Stage, "recording the build's starting point: "+err.Error())
+		return phases.AgentResult{}, errorReport(a.Item, a.Stage, "recording the build's starting point: "+err.Error()), false
 	}
 	loop := phases.NewRunLoop(phases.Config{
 		Services: phases.PhaseServices{
@@ -173,17 +201,17 @@ func (r stageRunner) build(ctx context.Context, a pipeline.AgentAssignment, req 
 		res.RateLimit, res.APIError, res.PermissionDenials, res.Questions = last.RateLimit, last.APIError, last.PermissionDenials, last.Questions
 	}
 	if last != nil && !run.Succeeded() && heldByPool(*last) {
-		return res, ""
+		return res, message.Report{}, true
 	}
-	line := buildStageLine(a.Item, a.Stage, run, err)
+	v := buildVerdict(t.cfg.Flow, a.Item, a.Stage, run, err)
 	if run.Succeeded() {
 		if err := t.recordVerified(ctx, a.Item, before, run); err != nil {
-			return res, errorLine(a.Item, a.Stage, "recording the verified change: "+err.Error())
+			return res, errorReport(a.Item, a.Stage, "recording the verified change: "+err.Error()), false
 		}
 	}
 	if last != nil && !run.Succeeded() {
-		if pl := personLine(a.Item, a.Stage, *last); pl != "" {
-			return res, pl
+		if pv, ok := personReport(a.Item, a.Stage, *last); ok {
+			return res, pv, false
 		}
 	}
 	file, _ := readReport(cred.ResultPath())
@@ -199,42 +227,32 @@ func (r stageRunner) build(ctx context.Context, a pipeline.AgentAssignment, req 
 			rep = file
 		}
 		if rep != nil && rep.Assignment == a.Assignment && rep.Summary != "" {
-			line = errorLine(a.Item, a.Stage, lineDetail(line)+"; the agent says: "+rep.Summary)
+			v = errorReport(a.Item, a.Stage, v.Detail+"; the agent says: "+rep.Summary)
 		}
 	}
-	return res, line
-}
-
-// lineDetail returns an ERROR line's details.
-func lineDetail(line string) string {
-	for i := 0; i+2 < len(line); i++ {
-		if line[i] == ':' && line[i+1] == ' ' {
-			return line[i+2:]
-		}
-	}
-	return line
+	return res, v, false
 }
 
 // gate runs the gate plan in the story's worktree; a failure's full
 // feedback is kept for the rework's prompt.
-func (r stageRunner) gate(ctx context.Context, a pipeline.AgentAssignment, dir string) (phases.AgentResult, string) {
+func (r stageRunner) gate(ctx context.Context, a pipeline.AgentAssignment, dir string) (phases.AgentResult, message.Report) {
 	t := r.t
 	var mem memory
 	if _, _, err := getJSON(ctx, t.db, kindMemory, string(a.Item), &mem); err != nil {
-		return phases.AgentResult{}, errorLine(a.Item, a.Stage, "reading the story's memory: "+err.Error())
+		return phases.AgentResult{}, errorReport(a.Item, a.Stage, "reading the story's memory: "+err.Error())
 	}
 	plan := t.cfg.QualityGates
 	if checkCount(plan) == 0 {
 		plan = t.cfg.Gates
 		if t.alreadyVerified(ctx, dir, mem.Verified) {
-			line := gateStageLine(a.Item, a.Stage, phases.VerificationReport{Passed: true}, plan)
-			return phases.AgentResult{Output: "the gate plan passed on this exact change in the build stage; not run again"}, line
+			v := gateVerdict(t.cfg.Flow, a.Item, a.Stage, phases.VerificationReport{Passed: true}, plan)
+			return phases.AgentResult{Output: "the gate plan passed on this exact change in the build stage; not run again"}, v
 		}
 	}
 	snap := phases.Snapshot{ID: string(a.Item), RunID: phases.RunID(a.Assignment), WorkspacePath: dir}
 	rep, err := gateEvents{t: t, a: a}.Verify(ctx, snap, plan, phases.VerifyOptions{})
 	if err != nil {
-		return phases.AgentResult{}, errorLine(a.Item, a.Stage, "the gates could not run: "+err.Error())
+		return phases.AgentResult{}, errorReport(a.Item, a.Stage, "the gates could not run: "+err.Error())
 	}
 	var fb string
 	if !rep.Passed {
@@ -245,20 +263,20 @@ func (r stageRunner) gate(ctx context.Context, a pipeline.AgentAssignment, dir s
 		}
 	}
 	if err := updateMemory(ctx, t.db, a.Item, func(m *memory) { m.GateFeedback = fb }); err != nil {
-		return phases.AgentResult{}, errorLine(a.Item, a.Stage, "recording the gate's feedback: "+err.Error())
+		return phases.AgentResult{}, errorReport(a.Item, a.Stage, "recording the gate's feedback: "+err.Error())
 	}
-	line := gateStageLine(a.Item, a.Stage, rep, plan)
-	return phases.AgentResult{Output: line, Duration: rep.Duration}, line
+	v := gateVerdict(t.cfg.Flow, a.Item, a.Stage, rep, plan)
+	return phases.AgentResult{Output: message.Line(v), Duration: rep.Duration}, v
 }
 
 // recordBoard writes the board entry the report's rule checks.
-func (r stageRunner) recordBoard(ctx context.Context, a pipeline.AgentAssignment, line string) error {
+func (r stageRunner) recordBoard(ctx context.Context, a pipeline.AgentAssignment, v message.Report) error {
 	b := storeBoard{db: r.t.db}
 	var cur boardRecord
 	if _, _, err := getJSON(ctx, r.t.db, kindBoard, string(a.Item), &cur); err != nil {
 		return err
 	}
-	next, ok := boardAfter(r.t.cfg.Flow, a.Stage, line, cur)
+	next, ok := boardAfter(r.t.cfg.Flow, v, cur)
 	if !ok || next == cur {
 		return nil
 	}

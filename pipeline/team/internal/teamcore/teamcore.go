@@ -18,28 +18,40 @@ type Board struct {
 	Tasks  int    `json:"tasks"`
 }
 
-// BoardAfter is the board entry a verified report leads to: the status and
-// task count the flow's rule for the report checks. ok is false when the
-// report needs no board.
+// BoardAfter is BoardAfterReport for a report line about stage (a
+// simulated agent's, which is parsed here); ok is false for a line that is
+// no stage report.
 func BoardAfter(flow *pipeline.Flow, stage int, line string, cur Board) (Board, bool) {
 	m, err := message.Parse(line)
 	if err != nil {
 		return cur, false
 	}
-	ev, ok := pipeline.EventOf(message.Envelope{Body: m})
-	if !ok || !flow.NeedsBoard(stage, ev.Outcome) {
+	r, ok := message.ReportOf(m)
+	if !ok {
 		return cur, false
 	}
-	for _, r := range flow.Stages[stage].Rules {
-		if r.Outcome != ev.Outcome {
+	r.Stage = stage
+	return BoardAfterReport(flow, r, cur)
+}
+
+// BoardAfterReport is the board entry a verified report leads to: the
+// status and task count the flow's rule for the report checks. ok is false
+// when the report needs no board.
+func BoardAfterReport(flow *pipeline.Flow, r message.Report, cur Board) (Board, bool) {
+	outcome := pipeline.Outcome(r.Outcome)
+	if !flow.NeedsBoard(r.Stage, outcome) {
+		return cur, false
+	}
+	for _, rule := range flow.Stages[r.Stage].Rules {
+		if rule.Outcome != outcome {
 			continue
 		}
 		next := cur
-		if r.Check.TasksExist {
-			next.Tasks = ev.Tasks
+		if rule.Check.TasksExist {
+			next.Tasks = r.Tasks
 		}
-		if r.Check.Status != "" {
-			next.Status = r.Check.Status
+		if rule.Check.Status != "" {
+			next.Status = rule.Check.Status
 		}
 		return next, true
 	}
