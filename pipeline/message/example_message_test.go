@@ -84,3 +84,19 @@ func ExampleRoute() {
 	// "resume" → resume
 	// "" → spawn-next
 }
+
+// A stage of any flow reports with a Report: typed in one process, a line
+// of its own on the wire, and the story flow's own line when one says the
+// same.
+func ExampleReport() {
+	r := message.Report{Item: "US-7", Stage: 5, Outcome: "APPROVED", Score: 9, HasScore: true}
+	fmt.Println(message.Line(r))
+	m, _ := message.Parse("Stage 3 COMPLETE for US-7. Verdict: FAIL. Quality Score: 40/100. Issues: no tests")
+	back, _ := message.ReportOf(m)
+	fmt.Printf("%s %d %s\n", back.Outcome, back.Score, back.Detail)
+	fmt.Println(message.Line(back))
+	// Output:
+	// Stage 5 REPORT for US-7: APPROVED. Score: 9.
+	// FAIL 40 no tests
+	// Stage 3 COMPLETE for US-7. Verdict: FAIL. Quality Score: 40/100. Issues: no tests
+}

@@ -17,7 +17,10 @@
 // once every story it comes After has merged, and at most Workers are in
 // flight at once. Each moves through a flow on pipeline.Runtime: by default
 // the story flow (plan, validate, execute, quality gate, then a squash
-// merge), or pipeline.TaskFlow's single build stage, or the host's own.
+// merge), or pipeline.TaskFlow's single build stage, or the host's own, of
+// any number of stages (up to 1000) with outcomes of its own (Config.Flow).
+// A stage's report is a typed message.Report, decided by the flow's rule
+// for its outcome and handed to pipeline.Runtime as it is, in process.
 // Every stage is an assignment on the worker pool (worker.Dispatcher): a
 // fresh worker per stage, supervised for liveness and progress, within
 // budgets. How a stage is performed is its StageKind:
@@ -89,7 +92,9 @@
 // An agent of a plan or validation stage reports by writing a Report as
 // JSON to the file named by FOREMAN_RESULT, carrying the assignment id it
 // was given (FOREMAN_ASSIGNMENT). The stage's canonical line
-// (pipeline/message) at the end of its output is the fallback, followed by
+// (pipeline/message: the story flow's line for stages 0-3, a Report line
+// "Stage {N} REPORT for {id}: {OUTCOME}…" for any stage) at the end of its
+// output is the fallback, followed by
 // "[assignment <FOREMAN_ASSIGNMENT> key <FOREMAN_REPORT_KEY>]". Such an
 // agent that fails or says nothing pauses its story with the cause: exit
 // status, the tail of its stderr.
