@@ -2,6 +2,8 @@ package message
 
 import (
 	"testing"
+
+	"github.com/agentforeman/foreman"
 )
 
 // nearMisses are lines one edit away from canonical ones.
@@ -74,4 +76,31 @@ func TestNearMissesDoNotPanic(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzReport checks the typed side of the grammar: every Report that
+// validates is read back from its line, and from the line Line prints (the
+// story flow's own when Canonical finds one) through ReportOf.
+func FuzzReport(f *testing.F) {
+	f.Add("US-1", 0, "COMPLETE", 4, true, 3, "")
+	f.Add("US-1", 1, "NO-GO", 3, true, 0, "too big")
+	f.Add("US-1", 2, "COMPLETE", 0, false, 0, "")
+	f.Add("US-1", 3, "FAIL", 40, true, 0, "no tests. Agents: x")
+	f.Add("US-1", 3, "ERROR", 0, false, 0, "")
+	f.Add("US-1", 5, "APPROVED", 9, true, 2, "fine")
+	f.Add("US-1", 999, "X", 9999, true, 9999, " lead")
+	f.Fuzz(func(t *testing.T, item string, stage int, outcome string, score int, hasScore bool, tasks int, detail string) {
+		r := Report{Item: foreman.ItemID(item), Stage: stage, Outcome: outcome, Score: score, HasScore: hasScore, Tasks: tasks, Detail: detail}
+		if Validate(r) != nil {
+			return
+		}
+		m, err := Parse(Line(r))
+		if err != nil {
+			t.Fatalf("%#v: its line %q does not parse: %v", r, Line(r), err)
+		}
+		back, ok := ReportOf(m)
+		if !ok || back != r {
+			t.Fatalf("%#v: line %q reads back as %#v", r, Line(r), back)
+		}
+	})
 }
