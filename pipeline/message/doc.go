@@ -9,7 +9,8 @@
 // canonical line; Parse(Format(m)) == m for every valid m, which Validate
 // checks. An Envelope adds what the coordinator fences on: the sender's
 // WorkerID and the AssignmentID it works under, with the raw text; Open
-// builds one and parses it.
+// builds one and parses it, Wrap builds one of a typed message received in
+// the coordinator's own process (nothing to parse).
 //
 // The canonical lines are the story flow's, from the pipeline orchestrator's
 // message protocol (ln-1000-pipeline-orchestrator: phases/phase4_handlers.md,
