@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman"
 )
 
 // reportLines pairs Report lines with their reports; each line is exactly
@@ -143,4 +146,19 @@ func TestErrorReportFitsALine(t *testing.T) {
 		assert.Equal(t, fmt.Sprint(stage), fmt.Sprint(back.Stage))
 		assert.Equal(t, OutcomeError, back.Outcome)
 	}
+}
+
+func TestWrap(t *testing.T) {
+	r := Report{Item: "US-1", Stage: 2, Outcome: OutcomeComplete}
+	env, err := Wrap("w-1", "US-1-a3", r, time.Time{})
+	require.NoError(t, err)
+	assert.Equal(t, Message(r), env.Body)
+	assert.Equal(t, "Stage 2 COMPLETE for US-1. All tasks Done. Story set to To Review.", env.Raw)
+	env, err = Wrap("w 1", "US-1-a3", r, time.Time{})
+	assert.ErrorIs(t, err, foreman.ErrInvalidID)
+	assert.Nil(t, env.Body)
+	_, err = Wrap("w-1", "../a", r, time.Time{})
+	assert.ErrorIs(t, err, foreman.ErrInvalidID)
+	_, err = Wrap("w-1", "US-1-a3", nil, time.Time{})
+	assert.Error(t, err)
 }
