@@ -71,3 +71,6 @@ func printedLine(item foreman.ItemID, stage int, a foreman.AssignmentID, key, te
 	}
 	return message.Line(v), refused
 }
+
+// lineOf is a report's line.
+func lineOf(v message.Report) string { return message.Line(v) }
