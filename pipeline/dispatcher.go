@@ -11,6 +11,7 @@ import (
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/health"
 	"github.com/agentforeman/foreman/internal/clock"
+	"github.com/agentforeman/foreman/internal/mutant"
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/worker"
 )
@@ -171,7 +172,7 @@ func (s *DispatcherSpawner) Spawn(ctx context.Context, r SpawnRequest) error {
 	switch {
 	case closed:
 		return ErrSpawnerClosed
-	case known:
+	case known && !mutant.Active(mutant.SpawnTwice):
 		return nil
 	}
 	dir, err := s.cfg.Workspace(r.Item)
@@ -183,7 +184,7 @@ func (s *DispatcherSpawner) Spawn(ctx context.Context, r SpawnRequest) error {
 		return err
 	}
 	s.mu.Lock()
-	if _, known := s.spawns[r.Assignment]; known || s.closed {
+	if _, known := s.spawns[r.Assignment]; (known && !mutant.Active(mutant.SpawnTwice)) || s.closed {
 		s.mu.Unlock()
 		if known {
 			return nil

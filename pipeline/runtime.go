@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/clock"
+	"github.com/agentforeman/foreman/internal/mutant"
 	"github.com/agentforeman/foreman/pipeline/message"
 	"github.com/agentforeman/foreman/pipeline/store"
 )
@@ -237,6 +238,11 @@ func (r *Runtime) handle(ctx context.Context, item foreman.ItemID, ev Event, use
 	}
 	rec.State = next
 	rec.Pending = pending
+	if mutant.Active(mutant.MergeBeforePersist) {
+		if err := mergeFirst(ctx, r.cfg.Merger, rec); err != nil {
+			return s, false, err
+		}
+	}
 	if err := r.save(ctx, &rec, &ver); err != nil {
 		return s, remembered && errors.Is(err, store.ErrConflict), err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/health"
+	"github.com/agentforeman/foreman/internal/mutant"
 )
 
 // Errors of the Dispatcher, matched with errors.Is.
@@ -104,6 +105,10 @@ func (c *core) deliver(m Message, now time.Time) (Disposition, error) {
 				c.progress(w, "new commit "+m.Commit, now)
 				return Applied, nil
 			}
+		}
+		if w.state == Busy && mutant.Active(mutant.StallIsProgress) {
+			c.progress(w, "heartbeat", now)
+			return Applied, nil
 		}
 		if w.state == Busy {
 			c.out = append(c.out, effect{kind: effHeartbeat, assignment: w.assignment})

@@ -1,19 +1,12 @@
 package teamsim
 
-// Mutant names a deliberate bug; the mutants are for the package's own
-// tests, which prove the invariants catch each (docs/simulation.md).
+// Mutant names a deliberate bug the simulator switches on itself; the
+// others live in shipped code behind internal/mutant.
 type Mutant = mutant
 
-// The mutants, for the tests.
-const (
-	MutantFenceByName        = mutantFenceByName
-	MutantMergeBeforePersist = mutantMergeBeforePersist
-	MutantNoReAck            = mutantNoReAck
-	MutantStallIsProgress    = mutantStallIsProgress
-	MutantCompleteOnPause    = mutantCompleteOnPause
-	MutantSpawnTwice         = mutantSpawnTwice
-	MutantNoBudget           = mutantNoBudget
-)
+// MutantCompleteOnPause is the one mutant whose guard is still the
+// simulator's own (coord.go, until the shared coordinator carries it).
+const MutantCompleteOnPause = mutantCompleteOnPause
 
 // WithMutant switches a deliberate bug on in cfg, for the tests that prove
 // the invariants catch it. Only the package's tests can.

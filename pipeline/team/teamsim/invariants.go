@@ -108,14 +108,9 @@ func (k *checkState) init() {
 
 func (k *checkState) poolEnded(a foreman.AssignmentID) { k.poolDone[a] = true }
 
-// acked records an ACK; dropRepeat is the no-re-ACK mutant, which loses
-// every ACK after the first.
-func (k *checkState) acked(a foreman.AssignmentID, stage int, dropRepeat bool) {
-	key := ackKey{a, stage}
-	if dropRepeat && k.acks[key] > 0 {
-		return
-	}
-	k.acks[key]++
+// acked records an ACK the flow sent.
+func (k *checkState) acked(a foreman.AssignmentID, stage int) {
+	k.acks[ackKey{a, stage}]++
 }
 
 func (k *checkState) agentStarted(w *world, ag *agent) {

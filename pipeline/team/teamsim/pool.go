@@ -35,25 +35,29 @@ func newBridge(c *coord) *bridge {
 }
 
 // Spawn implements pipeline.Spawner: idempotent by assignment within the
-// process; a restarted coordinator runs the assignment again.
+// process; a restarted coordinator runs the assignment again. A spawn the
+// pool still holds is handed to the pool again, whose Submit refuses it
+// (worker.ErrItemActive): that refusal, in the shipped worker pool, is what
+// keeps the assignment to one agent (the spawn-twice mutant removes it).
+// Only an assignment whose end was reported is answered here.
 func (b *bridge) Spawn(ctx context.Context, r pipeline.SpawnRequest) error {
 	w := b.c.w
 	w.crashPoint("spawn " + string(r.Assignment))
-	if _, known := b.spawns[r.Assignment]; known && w.cfg.mutant != mutantSpawnTwice {
+	sp, known := b.spawns[r.Assignment]
+	if known && sp.ended {
 		return nil
 	}
-	b.spawns[r.Assignment] = &dispatched{req: r}
-	w.tracef("spawn %s %s stage %d", r.Item, r.Assignment, r.Stage)
+	if !known {
+		b.spawns[r.Assignment] = &dispatched{req: r}
+		w.tracef("spawn %s %s stage %d", r.Item, r.Assignment, r.Stage)
+	}
 	err := b.c.pool.Submit(ctx, worker.Item{ID: foreman.ItemID(r.Assignment), Stage: r.Stage,
 		Prompt: pipeline.DefaultPrompt(r), Worktree: "wt/" + string(r.Item)})
 	if err != nil && !errors.Is(err, worker.ErrItemActive) {
-		delete(b.spawns, r.Assignment)
+		if !known {
+			delete(b.spawns, r.Assignment)
+		}
 		return err
-	}
-	if errors.Is(err, worker.ErrItemActive) && w.cfg.mutant == mutantSpawnTwice {
-		// The bug's second half: a spawn the pool refuses is started anyway.
-		w.agents.start(w, b.c, worker.Assignment{ID: foreman.AssignmentID(string(r.Assignment) + "-again"),
-			Worker: "dup", Item: foreman.ItemID(r.Assignment), Stage: r.Stage, Attempt: 1})
 	}
 	return nil
 }
@@ -64,7 +68,7 @@ func (b *bridge) Send(_ context.Context, m pipeline.Outgoing) error {
 	w.crashPoint("send " + m.Kind.String() + " " + string(m.Assignment))
 	switch m.Kind {
 	case pipeline.EffectAck:
-		w.checks.acked(m.Assignment, m.Stage, w.cfg.mutant == mutantNoReAck)
+		w.checks.acked(m.Assignment, m.Stage)
 	case pipeline.EffectShutdown:
 		if sp := b.spawns[m.Assignment]; sp != nil {
 			sp.shutdown = true
@@ -144,16 +148,6 @@ func (c *coord) report(r pipeline.SpawnRequest, line string) {
 	if perr != nil && env.Body != nil {
 		c.handle(r.Item, pipeline.Event{Kind: pipeline.EventIdle, Worker: r.Worker, Assignment: r.Assignment})
 		return
-	}
-	if c.w.cfg.mutant == mutantMergeBeforePersist {
-		// The bug: a passing quality gate merges at once, before the
-		// flow's decision to merge is persisted.
-		if m, ok := env.Body.(message.Stage3Complete); ok && m.Verdict != message.VerdictFail {
-			if _, err := c.w.repo.Merge(c.w.ctx, pipeline.MergeRequest{Item: r.Item}); err != nil {
-				c.fault("merging "+string(r.Item), err)
-				return
-			}
-		}
 	}
 	c.deliverChecked(r.Item, env)
 }
@@ -245,13 +239,7 @@ func (t *agentTable) heartbeat(w *world, ag *agent) {
 		if ag.dead {
 			return
 		}
-		m := worker.Message{Kind: worker.MsgHeartbeat}
-		if w.cfg.mutant == mutantStallIsProgress {
-			// The bug: every heartbeat reads as a new commit, so a worker
-			// that only stays alive looks as if it progressed.
-			m.Commit = fmt.Sprintf("hb-%d", w.steps)
-		}
-		t.send(w, ag, m)
+		t.send(w, ag, worker.Message{Kind: worker.MsgHeartbeat})
 		t.heartbeat(w, ag)
 	})
 }
