@@ -69,7 +69,9 @@ type mutant string
 // report arrives again long after it was replaced). Per stage outcome:
 // NoGo, QualityFail (a gate fails; Stage 3 FAILs up to twice), StageError.
 // Per message: Duplicate and Delay (a delay of up to MaxDelay; different
-// delays reorder). Conflict is the chance that a story's merge conflicts.
+// delays reorder). Conflict is the chance that a story changes the one file
+// every such story changes: its merge conflicts when another of them landed
+// since its branch started, as with git (simRepo).
 // CrashPoint is the chance that the coordinator crashes at any store write,
 // spawn, message or merge (before or after it happened: a write that
 // happened but whose caller never learned of it, or one lost with the
@@ -92,7 +94,7 @@ func DefaultFaults() Faults {
 		OverBudget: 0.01, ReportTwice: 0.05, LateReport: 0.04,
 		NoGo: 0.08, QualityFail: 0.15, StageError: 0.01,
 		Duplicate: 0.05, Delay: 0.3, MaxDelay: 2 * time.Minute,
-		Conflict: 0.05, CrashPoint: 0.004, Crashes: 3,
+		Conflict: 0.25, CrashPoint: 0.004, Crashes: 3,
 	}
 }
 

@@ -8,15 +8,34 @@ import (
 	"github.com/agentforeman/foreman/pipeline"
 )
 
-// simRepo is the simulated repository: a main branch of squash commits,
-// each carrying its story's trailer, and a worktree (with its branch) per
-// story. A story's merge conflicts when Config.Seed says so and another story
-// merged since its worktree was made; like merge.Manager, a merge first
-// looks for its own trailer on main and then reports the commit it finds.
+// conflictFile is the one file every story marked to conflict
+// (story.conflicts) changes.
+const conflictFile = "shared.go"
+
+// simRepo is the simulated repository, a model of merge.Manager behind
+// pipeline.Git that repo_model_test.go checks against the real one on the
+// same operations: a main branch of squash commits, each carrying its
+// story's trailer, and per story a branch and a worktree.
+//
+//   - A story's branch starts at main's tip when its worktree is first
+//     made, and outlives the worktree (merge.Manager keeps it unless
+//     Config.DeleteBranchOnRemove): making the worktree again, after a
+//     pause removed it, finds the same branch.
+//   - A merge first looks for the story's trailer on main and reports the
+//     commit it finds (Already); a story without a branch is refused.
+//   - The stories Config.Seed marks (story.conflicts) all change one file,
+//     the others only files of their own: a marked story's merge conflicts
+//     when another marked story landed since its branch started, as git's
+//     three-way merge does. A conflict is then rebased at once (by the
+//     person or builder the pipeline hands it to): the branch starts again
+//     at main's tip.
 type simRepo struct {
-	w         *world
-	main      []commit
-	worktrees map[foreman.ItemID]int // the main length the worktree started from
+	w    *world
+	main []commit
+	// branches: the main length each story's branch starts from.
+	branches map[foreman.ItemID]int
+	// worktrees: the stories whose worktree exists.
+	worktrees map[foreman.ItemID]bool
 }
 
 type commit struct {
@@ -25,7 +44,7 @@ type commit struct {
 }
 
 func newSimRepo(w *world) *simRepo {
-	return &simRepo{w: w, worktrees: map[foreman.ItemID]int{}}
+	return &simRepo{w: w, branches: map[foreman.ItemID]int{}, worktrees: map[foreman.ItemID]bool{}}
 }
 
 // merged returns the commits on main whose trailer names item.
@@ -39,11 +58,18 @@ func (r *simRepo) merged(item foreman.ItemID) []commit {
 	return out
 }
 
+// marked reports whether item changes conflictFile.
+func (r *simRepo) marked(item foreman.ItemID) bool {
+	st := r.w.stories[item]
+	return st != nil && st.conflicts
+}
+
 func (r *simRepo) CreateWorktree(_ context.Context, item foreman.ItemID) error {
 	r.w.crashPoint("create worktree " + string(item))
-	if _, ok := r.worktrees[item]; !ok {
-		r.worktrees[item] = len(r.main)
+	if _, ok := r.branches[item]; !ok {
+		r.branches[item] = len(r.main)
 	}
+	r.worktrees[item] = true
 	return nil
 }
 
@@ -55,16 +81,20 @@ func (r *simRepo) RemoveWorktree(_ context.Context, item foreman.ItemID) error {
 
 func (r *simRepo) Merge(_ context.Context, req pipeline.MergeRequest) (pipeline.MergeOutcome, error) {
 	r.w.crashPoint("before merge " + string(req.Item))
+	base, ok := r.branches[req.Item]
+	if !ok {
+		return pipeline.MergeOutcome{Refused: "no branch for " + string(req.Item)}, nil
+	}
 	if c := r.merged(req.Item); len(c) > 0 {
 		return pipeline.MergeOutcome{Commit: c[0].id, Already: true}, nil
 	}
-	base, ok := r.worktrees[req.Item]
-	if !ok {
-		return pipeline.MergeOutcome{Refused: "no worktree for " + string(req.Item)}, nil
-	}
-	if st := r.w.stories[req.Item]; st != nil && st.conflicts && base < len(r.main) {
-		st.conflicts = false // a person rebases it when resolving
-		return pipeline.MergeOutcome{Conflict: []string{"shared/" + string(req.Item) + ".go"}}, nil
+	if r.marked(req.Item) {
+		for _, c := range r.main[base:] {
+			if r.marked(c.trailer) {
+				r.branches[req.Item] = len(r.main) // rebased by whoever resolves it
+				return pipeline.MergeOutcome{Conflict: []string{conflictFile}}, nil
+			}
+		}
 	}
 	c := commit{id: fmt.Sprintf("c%d", len(r.main)+1), trailer: req.Item}
 	r.main = append(r.main, c)

@@ -95,8 +95,9 @@ type world struct {
 type story struct {
 	id    foreman.ItemID
 	after []foreman.ItemID
-	// conflicts: its next merge conflicts if another story merged since
-	// its worktree was made.
+	// conflicts: it changes the file other stories marked so change: its
+	// merge conflicts if one of them landed since its branch started
+	// (simRepo).
 	conflicts bool
 }
 
