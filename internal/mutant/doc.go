@@ -15,5 +15,5 @@
 // inlines it and removes the guarded code, so a plain build holds no
 // mutant and the environment variable does nothing (the package's tests
 // check both). docs/simulation.md lists the mutants, where each lives and
-// the seed at which the simulator's invariants catch it.
+// the simulated run (by its Config.Seed) whose invariants catch it.
 package mutant
