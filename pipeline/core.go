@@ -89,7 +89,7 @@ const (
 // cannot tell a late report of an earlier worker from the current one's.
 func (s *State) sender(ev *Event) sender {
 	match := func(w foreman.WorkerID, a foreman.AssignmentID) bool {
-		return w != "" && ev.Worker == w && (ev.Assignment == a || mutant.Active(mutant.FenceByName))
+		return w != "" && ev.Worker == w && ev.Assignment == a
 	}
 	switch {
 	case match(s.Worker, s.Assignment):
@@ -140,6 +140,9 @@ func (f *Flow) AppendStep(effects []Effect, s State, ev Event, now time.Time) (S
 	default:
 		// Worker events: sender validation, then the state guard.
 		from := s.sender(&ev)
+		if from == fromStranger && mutant.Active(mutant.FenceByName) && ev.Worker != "" && ev.Worker == s.Worker {
+			from = fromCurrent // the bug: the worker's name alone, whatever its assignment
+		}
 		if from == fromStranger || (from == fromLast && ev.Kind != EventReport) {
 			if from == fromLast {
 				return s, effects, nil // an idle or a late reply from a worker already done: expected
