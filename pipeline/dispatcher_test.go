@@ -239,6 +239,7 @@ func TestDispatcherSpawnerProbesAndShutdowns(t *testing.T) {
 	require.NoError(t, ds.Spawn(ctx, r))
 	require.NoError(t, ds.Spawn(ctx, r), "idempotent")
 	<-started
+	assert.EqualValues(t, 1, ds.Dispatcher().Stats().Submitted, "a spawn repeated while it runs reaches the Dispatcher once")
 
 	// While the Dispatcher runs it, a probe is answered at once.
 	probe := Outgoing{Kind: EffectProbe, Item: "P-1", Worker: "w1", Assignment: "P-1-a1", Stage: 2}
