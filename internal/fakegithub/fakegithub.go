@@ -45,6 +45,11 @@ type Config struct {
 	// changed answer mergeable null (GitHub computes it in the
 	// background). Default 1.
 	MergeableAfter int
+	// BeforeAnswer, when set, is called with each request's method,
+	// route and status after the server made its change and before the
+	// answer is sent (a test kills its client there: the change is made,
+	// the client never learns of it). The server is locked meanwhile.
+	BeforeAnswer func(method, route string, status int)
 	// MergeMethods are the merge methods the repository allows
 	// ("merge", "squash", "rebase"). Default all three.
 	MergeMethods []string

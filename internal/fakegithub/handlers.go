@@ -72,6 +72,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if h != nil {
 		rep = h()
 	}
+	if s.cfg.BeforeAnswer != nil {
+		s.cfg.BeforeAnswer(r.Method, route, rep.status)
+	}
 	if r.Method == http.MethodGet && rep.status == http.StatusOK {
 		data, _ := json.Marshal(rep.body)
 		sum := sha256.Sum256(data)

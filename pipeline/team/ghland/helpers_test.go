@@ -133,3 +133,11 @@ func (w *world) watch(t *testing.T, l *ghland.Lander, r *reports, max int, done 
 	require.ErrorIs(t, <-ended, context.Canceled)
 	return tick
 }
+
+func gitShow(gitDir, rev, path string) string {
+	out, err := exec.Command("git", "--git-dir", gitDir, "show", rev+":"+path).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}

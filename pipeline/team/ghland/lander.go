@@ -102,7 +102,11 @@ func (l *Lander) Merge(ctx context.Context, r pipeline.MergeRequest) (pipeline.M
 	}
 	if pr != nil && pr.GetMerged() {
 		rec.PR, rec.Merged, rec.Landing = pr.GetNumber(), pr.GetMergeCommitSHA(), false
-		return pipeline.MergeOutcome{Commit: rec.Merged, Already: true}, l.save(r.Item, rec)
+		if err := l.save(r.Item, rec); err != nil {
+			return pipeline.MergeOutcome{}, err
+		}
+		l.synced(ctx) // merged before a crash: the local base may lack it
+		return pipeline.MergeOutcome{Commit: rec.Merged, Already: true}, nil
 	}
 	if pr != nil && pr.GetState() == "closed" {
 		if rec.ClosedAt == "" || rec.ClosedAt != stamp(pr.ClosedAt) {

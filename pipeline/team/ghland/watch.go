@@ -93,6 +93,7 @@ func (l *Lander) look(ctx context.Context, item foreman.ItemID, report Report) e
 		return l.save(item, rec)
 	}
 	if rec.Merged != "" { // merged before a crash kept it from being reported
+		l.synced(ctx)
 		return end(pipeline.Event{Kind: pipeline.EventMerged, Commit: rec.Merged}, nil)
 	}
 	rec.Polls++
