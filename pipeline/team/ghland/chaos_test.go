@@ -44,7 +44,9 @@ func child() int {
 	l, err := ghland.New(ghland.Config{Owner: "octocat", Repo: "Hello-World", Token: "ghs_test", BaseURL: env("GHLAND_API"),
 		Remote: env("GHLAND_REMOTE"), LocalRepo: env("GHLAND_LOCAL"), StateDir: env("GHLAND_STATE"), WriteGap: -1,
 		Interval: 20 * time.Millisecond,
-		Worktree: func(id foreman.ItemID) (string, error) { return filepath.Join(env("GHLAND_LOCAL"), ".worktrees", string(id)), nil }})
+		Worktree: func(id foreman.ItemID) (string, error) {
+			return filepath.Join(env("GHLAND_LOCAL"), ".worktrees", string(id)), nil
+		}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
