@@ -14,6 +14,9 @@ import (
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/fakegithub"
+	"github.com/agentforeman/foreman/internal/teamtest"
+	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/phases/agentcmd"
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/team/ghland"
 )
@@ -140,4 +143,9 @@ func gitShow(gitDir, rev, path string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
+}
+
+func teamAgent(script string, f *teamtest.Fixture) phases.AgentDriver {
+	return agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Format: agentcmd.FormatClaude, Env: f.Env,
+		Sandbox: agentcmd.Sandbox{Binds: []agentcmd.Bind{{Source: f.Ctl, Writable: true}}}})
 }
