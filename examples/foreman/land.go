@@ -88,8 +88,10 @@ func newLander(o options, token string, cfg team.Config, ref *teamRef) (*ghland.
 		Remote: spec.remote, Base: spec.base, Method: spec.method, Interval: spec.interval,
 		StateDir: filepath.Join(cfg.Repo, team.StateDirName, "land"), LocalRepo: cfg.Repo,
 		Worktree: func(id foreman.ItemID) (string, error) { return ref.tm.Worktree(id) },
-		Describe: func(ctx context.Context, id foreman.ItemID, title string) (string, error) { return describe(ctx, ref.tm, id, title) },
-		Logger:   cfg.Logger})
+		Describe: func(ctx context.Context, id foreman.ItemID, title string) (string, error) {
+			return describe(ctx, ref.tm, id, title)
+		},
+		Logger: cfg.Logger})
 }
 
 // describe is a pull request's story part: the story, and where its flow

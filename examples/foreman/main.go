@@ -46,13 +46,13 @@ const (
 
 // options are the command line.
 type options struct {
-	repo           string
-	plan           string
-	source         string
-	githubAPI      string
-	land           string
+	repo      string
+	plan      string
+	source    string
+	githubAPI string
+	land      string
 	// token is $GITHUB_TOKEN, taken out of the environment (-source, -land pr).
-	token string
+	token          string
 	agent          string
 	format         agentcmd.Format
 	workers        int
