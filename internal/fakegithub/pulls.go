@@ -458,8 +458,8 @@ func (s *Server) listCheckRuns(ref string) reply {
 			}
 			r.result, r.completed = &res, now
 		}
-		r.reads++
 		out = append(out, s.checkRunJSON(r))
+		r.reads++
 	}
 	return reply{status: 200, body: map[string]any{"total_count": len(out), "check_runs": out}}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/fakegithub"
 	"github.com/agentforeman/foreman/pipeline"
 )
@@ -57,4 +58,33 @@ func TestAStoryLandsThroughOnePullRequest(t *testing.T) {
 	assert.Len(t, w.gh.Pulls(), 1)
 	st := w.gh.Stats()
 	t.Logf("REST calls for one landed story: %d (%d not modified); %v", st.Requests, st.NotModified, st.ByRoute)
+}
+
+// TestAWaitingPullRequestCostsOneConditionalRequestPerInterval: while
+// its checks run, each interval sends one request per open pull request,
+// conditional: unchanged, it is a 304 that costs no rate limit.
+func TestAWaitingPullRequestCostsOneConditionalRequestPerInterval(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, fakegithub.Config{Checks: []string{"test"}, CheckReads: 20})
+	w.story(t, "US-1", "one.txt", "one\n")
+	w.story(t, "US-2", "two.txt", "two\n")
+	l := w.lander(t, nil)
+	for _, id := range []foreman.ItemID{"US-1", "US-2"} {
+		_, err := l.Merge(ctx, pipeline.MergeRequest{Item: id, Title: "Add " + string(id)})
+		require.NoError(t, err)
+	}
+	before := w.gh.Stats()
+	var r reports
+	const intervals = 15
+	ticks := w.watch(t, l, &r, intervals, func() bool { return false })
+	require.Equal(t, intervals, ticks)
+	require.Empty(t, r.all(), "still waiting")
+	after := w.gh.Stats()
+	looks := intervals + 1 // Watch looks at once, then every interval
+	sent := after.Requests - before.Requests
+	perPR := float64(sent) / float64(2*looks)
+	t.Logf("%d looks at 2 waiting pull requests: %d requests (%.2f per pull request per interval), %d answered 304, %d charged",
+		looks, sent, perPR, after.NotModified-before.NotModified, after.Charged-before.Charged)
+	assert.LessOrEqual(t, perPR, 1.0, "one request per interval per open pull request")
+	assert.Greater(t, after.NotModified-before.NotModified, sent/2, "most are 304s")
 }
