@@ -103,8 +103,7 @@ func TestKilledBetweenCreationAndRecordAndBetweenMergeAndDone(t *testing.T) {
 		cmd    *exec.Cmd
 		killed bool
 	)
-	var w *world
-	w = newWorld(t, fakegithub.Config{Checks: []string{"test"}, BeforeAnswer: func(method, route string, status int) {
+	w := newWorld(t, fakegithub.Config{Checks: []string{"test"}, BeforeAnswer: func(method, route string, status int) {
 		mu.Lock()
 		defer mu.Unlock()
 		if killAt != "" && method+" "+route == killAt && status < 300 && cmd != nil {
