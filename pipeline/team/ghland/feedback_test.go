@@ -135,3 +135,24 @@ func TestAPullRequestAPersonClosesPausesTheStory(t *testing.T) {
 	assert.Equal(t, pipeline.EventMerged, r.all()[0].ev.Kind)
 	assert.Len(t, w.gh.Pulls(), 1)
 }
+
+// TestABranchSomeoneElsePushedToPausesTheStory: the lander does not merge
+// a head it did not push.
+func TestABranchSomeoneElsePushedToPausesTheStory(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, fakegithub.Config{Checks: []string{"test"}})
+	wt := w.story(t, "US-1", "one.txt", "one\n")
+	l := w.lander(t, nil)
+	_, err := l.Merge(ctx, pipeline.MergeRequest{Item: "US-1", Title: "Add one"})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(wt, "other.txt"), []byte("someone\n"), 0o644))
+	git(t, wt, "add", "other.txt")
+	git(t, wt, "commit", "-qm", "someone else's")
+	git(t, wt, "push", "-q", w.remote, "HEAD:refs/heads/foreman/US-1")
+	var r reports
+	w.watch(t, l, &r, 20, func() bool { return len(r.all()) > 0 })
+	require.Len(t, r.all(), 1)
+	assert.Equal(t, pipeline.EventMergeFailed, r.all()[0].ev.Kind)
+	assert.Contains(t, r.all()[0].ev.Detail, "was pushed to by someone else")
+	assert.Zero(t, w.gh.Stats().ByRoute["PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge"])
+}

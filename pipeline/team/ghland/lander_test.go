@@ -3,15 +3,18 @@ package ghland_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/google/go-github/v84/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/fakegithub"
 	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/team/ghland"
 )
 
 // TestAStoryLandsThroughOnePullRequest: Merge pushes the story and opens
@@ -87,4 +90,30 @@ func TestAWaitingPullRequestCostsOneConditionalRequestPerInterval(t *testing.T) 
 		looks, sent, perPR, after.NotModified-before.NotModified, after.Charged-before.Charged)
 	assert.LessOrEqual(t, perPR, 1.0, "one request per interval per open pull request")
 	assert.Greater(t, after.NotModified-before.NotModified, sent/2, "most are 304s")
+}
+
+// TestMethodWaitLeavesTheMergeToTheQueue: with MethodWait the lander
+// never merges; once the repository's merge queue has, the story is
+// merged with the queue's commit.
+func TestMethodWaitLeavesTheMergeToTheQueue(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, fakegithub.Config{Checks: []string{"test"}})
+	w.story(t, "US-1", "one.txt", "one\n")
+	l := w.lander(t, func(c *ghland.Config) { c.Method = ghland.MethodWait })
+	_, err := l.Merge(ctx, pipeline.MergeRequest{Item: "US-1", Title: "Add one"})
+	require.NoError(t, err)
+	n, _ := l.PullRequest("US-1")
+	var r reports
+	w.watch(t, l, &r, 8, func() bool { return false })
+	assert.Empty(t, r.all(), "waits for the queue")
+	assert.Zero(t, w.gh.Stats().ByRoute["PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge"], "never merges itself")
+
+	queue := github.NewClient(nil).WithAuthToken("ghs_test")
+	queue.BaseURL, err = url.Parse(w.gh.BaseURL())
+	require.NoError(t, err)
+	res, _, err := queue.PullRequests.Merge(ctx, w.gh.Owner(), w.gh.Repo(), n, "", &github.PullRequestOptions{MergeMethod: "merge"})
+	require.NoError(t, err)
+	w.watch(t, l, &r, 8, func() bool { return len(r.all()) > 0 })
+	require.Len(t, r.all(), 1)
+	assert.Equal(t, pipeline.Event{Kind: pipeline.EventMerged, Commit: res.GetSHA()}, r.all()[0].ev)
 }

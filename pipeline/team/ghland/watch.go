@@ -142,7 +142,10 @@ func (l *Lander) look(ctx context.Context, item foreman.ItemID, report Report) e
 		return l.save(item, rec)
 	}
 	if pr.GetHead().GetSHA() != rec.Head {
-		return errors.Join(fmt.Errorf("ghland: #%d's head is %s, not the %s pushed", rec.PR, pr.GetHead().GetSHA(), rec.Head), l.save(item, rec))
+		// Someone else pushed to the story's branch: a person decides.
+		return end(pipeline.Event{Kind: pipeline.EventMergeFailed, Detail: fmt.Sprintf(
+			"its pull request #%d's branch %s was pushed to by someone else (its head is %s, not the %s the team pushed)",
+			rec.PR, l.branch(item), short(pr.GetHead().GetSHA()), short(rec.Head))}, nil)
 	}
 	if pr.Mergeable == nil { // GitHub is still computing it
 		return l.save(item, rec)
