@@ -154,7 +154,8 @@ func (l *Lander) Merge(ctx context.Context, r pipeline.MergeRequest) (pipeline.M
 			return pipeline.MergeOutcome{}, fmt.Errorf("ghland: updating #%d: %w", pr.GetNumber(), err)
 		}
 	}
-	rec.PR, rec.Head, rec.Landing, rec.ChecksDone, rec.Merging, rec.Polls = pr.GetNumber(), head, true, false, false, 0
+	rec.PR, rec.Head, rec.Landing, rec.Merging, rec.Polls = pr.GetNumber(), head, true, false, 0
+	rec.ChecksDone, rec.Reviewed = false, false
 	return pipeline.MergeOutcome{Landing: true}, l.save(r.Item, rec)
 }
 

@@ -23,8 +23,10 @@ type record struct {
 	Head string `json:"head,omitempty"`
 	// Landing: Watch follows the pull request.
 	Landing bool `json:"landing,omitempty"`
-	// ChecksDone: the checks of Head have all passed.
+	// ChecksDone: the checks of Head have all passed; Reviewed: the
+	// reviews were read since.
 	ChecksDone bool `json:"checksDone,omitempty"`
+	Reviewed   bool `json:"reviewed,omitempty"`
 	// Merging is set before the merge is asked for; Merged is the merge
 	// commit once it is known.
 	Merging bool   `json:"merging,omitempty"`

@@ -128,7 +128,7 @@ func (l *Lander) look(ctx context.Context, item foreman.ItemID, report Report) e
 			"its pull request #%d was closed without merging (%s); reopen it or resolve the story to land it again", rec.PR, pr.GetHTMLURL())},
 			func(r *record) { r.ClosedAt = closed })
 	}
-	if updated := stamp(pr.UpdatedAt); updated != rec.Updated || rec.ChecksDone {
+	if updated := stamp(pr.UpdatedAt); updated != rec.Updated || (rec.ChecksDone && !rec.Reviewed) {
 		fb, id, err := l.changesRequested(ctx, rec)
 		if err != nil {
 			return errors.Join(err, l.save(item, rec))
@@ -136,7 +136,7 @@ func (l *Lander) look(ctx context.Context, item foreman.ItemID, report Report) e
 		if fb != "" {
 			return end(l.rejected(fb), func(r *record) { r.Reviews = append(r.Reviews, id) })
 		}
-		rec.Updated = updated
+		rec.Updated, rec.Reviewed = updated, rec.ChecksDone
 	}
 	if !rec.ChecksDone || l.cfg.Method == MethodWait {
 		return l.save(item, rec)
