@@ -10,11 +10,13 @@ import (
 	"strings"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/atomicfile"
 )
 
 // record is what the Lander keeps of a story, one JSON file per story in
-// Config.StateDir, written whole (a temporary file, synced, renamed over
-// it, the directory synced): a crash leaves the old or the new one.
+// Config.StateDir, written whole with internal/atomicfile (a temporary
+// file, synced, renamed over it, the directory synced): a crash leaves
+// the old or the new one.
 type record struct {
 	// PR is the story's pull request, recorded as soon as it exists and
 	// before anything is done with it.
@@ -60,38 +62,7 @@ func (l *Lander) load(item foreman.ItemID) (record, error) {
 }
 
 func (l *Lander) save(item foreman.ItemID, rec record) error {
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(l.cfg.StateDir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(l.cfg.StateDir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), l.recordPath(item)); err != nil {
-		return err
-	}
-	d, err := os.Open(l.cfg.StateDir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.WriteJSON(l.recordPath(item), rec, 0o644)
 }
 
 // landings lists the stories Watch follows.
