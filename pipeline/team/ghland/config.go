@@ -31,21 +31,22 @@ type Config struct {
 	Owner, Repo string
 	// Token authenticates the REST calls and the push over https (a
 	// token with contents and pull requests read and write, checks and
-	// actions read). Required unless HTTPClient carries the credentials.
+	// actions read); without it, HTTPClient must carry the credentials.
+	// Required.
 	Token string
-	// BaseURL is the REST API's URL. Default https://api.github.com/.
+	// BaseURL is the REST API's URL. Default: https://api.github.com/.
 	BaseURL string
 	// HTTPClient sends the requests (its Transport under the Lander's
 	// own). Default: http.DefaultTransport, with Token as a bearer token.
 	HTTPClient *http.Client
-	// Remote is where the story branches are pushed: a git URL or path.
-	// Default https://github.com/OWNER/REPO.git (with BaseURL set to
-	// another host, set it).
+	// Remote is where the story branches are pushed: a git URL or path
+	// (with BaseURL on another host than GitHub's, set it). Default:
+	// https://github.com/OWNER/REPO.git.
 	Remote string
-	// Base is the branch the pull requests merge into. Default "main".
+	// Base is the branch the pull requests merge into. Default: "main".
 	Base string
 	// BranchPrefix names the pushed branches <BranchPrefix>/<story>.
-	// Default "foreman".
+	// Default: "foreman".
 	BranchPrefix string
 	// Worktree returns a story's worktree (team.Team.Worktree): its
 	// commits are pushed, what its agent left uncommitted is committed
@@ -54,35 +55,42 @@ type Config struct {
 	// Describe returns the story's part of a pull request's body (the
 	// story and its gate results). Default: the story's title.
 	Describe func(ctx context.Context, item foreman.ItemID, title string) (string, error)
-	// StateDir holds the Lander's record of each story (its pull request's
-	// number, written before the Lander acts on it). Required.
+	// StateDir holds the Lander's record of each story (its pull
+	// request's number, written before the Lander acts on it). Required.
 	StateDir string
 	// Interval is how often an open pull request is looked at: one
-	// conditional request per interval while it waits. Default 30 s.
+	// conditional request per interval while it waits. Default: 30 s.
 	Interval time.Duration
 	// Method merges a pull request whose checks passed: "squash",
-	// "merge", "rebase", or MethodWait; default the first of squash,
-	// merge and rebase the repository allows.
+	// "merge", "rebase", or MethodWait (a merge queue or auto-merge
+	// merges it). Default: the first of squash, merge and rebase the
+	// repository allows.
 	Method string
-	// RequiredChecks name the check runs that must pass; default every
-	// check run on the pull request's head (none: merged when mergeable).
+	// RequiredChecks name the check runs that must pass. Default: every
+	// check run on the pull request's head (none: merged once mergeable).
 	RequiredChecks []string
 	// Outcome is the outcome a failing check or a review requesting
-	// changes reports to the flow (EventLandRejected). Default
-	// pipeline.Fail: the story flow's quality gate failing.
+	// changes reports to the flow (EventLandRejected). Default:
+	// pipeline.Fail (the story flow's quality gate failing).
 	Outcome pipeline.Outcome
 	// LogTail is how many last lines of a failing check's log go into the
-	// feedback. Default 40.
+	// feedback. Default: 40.
 	LogTail int
-	// LocalRepo, when set, is the local repository whose Base branch is
-	// brought up to the merged pull request (fetched from Remote and
-	// fast-forwarded), so that the stories after it start from it.
+	// LocalRepo is the local repository whose Base branch is brought up
+	// to a merged pull request (fetched from Remote and fast-forwarded),
+	// so that the stories after it start from it. Default: none (the
+	// local Base is left alone).
 	LocalRepo string
-	// Git and GitEnv run git; default "git" and the process's environment.
-	Git    string
+	// Git is the git program. Default: "git" on the PATH.
+	Git string
+	// GitEnv is added to git's environment. Default: none (the process's
+	// environment).
 	GitEnv []string
-	// WriteGap and MaxTries: as ghsource.Config's (default 1 s and 6).
+	// WriteGap is the least time between two writes, as GitHub asks of
+	// integrations. Default: 1 s; negative: none.
 	WriteGap time.Duration
+	// MaxTries bounds the tries of one request a rate limit answers.
+	// Default: 6.
 	MaxTries int
 	// Clock times the polls and rate-limit waits. Default: the wall clock.
 	Clock foreman.Clock
