@@ -3,9 +3,11 @@ package ghland_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-github/v84/github"
 	"github.com/stretchr/testify/assert"
@@ -116,4 +118,26 @@ func TestMethodWaitLeavesTheMergeToTheQueue(t *testing.T) {
 	w.watch(t, l, &r, 8, func() bool { return len(r.all()) > 0 })
 	require.Len(t, r.all(), 1)
 	assert.Equal(t, pipeline.Event{Kind: pipeline.EventMerged, Commit: res.GetSHA()}, r.all()[0].ev)
+}
+
+// TestRateLimitsAreWaitedOutWhileLanding: a secondary rate limit's 429
+// in the middle of a landing is waited out on the clock (the transport
+// ghsource uses too), and the landing goes on.
+func TestRateLimitsAreWaitedOutWhileLanding(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, fakegithub.Config{Checks: []string{"test"}})
+	w.story(t, "US-1", "one.txt", "one\n")
+	l := w.lander(t, nil)
+	_, err := l.Merge(ctx, pipeline.MergeRequest{Item: "US-1", Title: "Add one"})
+	require.NoError(t, err)
+	w.gh.Throttle(1, http.StatusTooManyRequests, 25*time.Second)
+	start := w.clk.Now()
+	var r reports
+	w.watch(t, l, &r, 20, func() bool { return len(r.all()) > 0 })
+	require.Len(t, r.all(), 1)
+	assert.Equal(t, pipeline.EventMerged, r.all()[0].ev.Kind)
+	st := l.Stats()
+	assert.Equal(t, 1, st.Limited)
+	assert.Equal(t, 25*time.Second, st.Waited, "Retry-After, on the clock")
+	assert.GreaterOrEqual(t, w.clk.Now().Sub(start), 25*time.Second)
 }
