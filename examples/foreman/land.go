@@ -87,7 +87,10 @@ func newLander(o options, token string, cfg team.Config, ref *teamRef) (*ghland.
 	return ghland.New(ghland.Config{Owner: spec.owner, Repo: spec.repo, Token: token, BaseURL: o.githubAPI,
 		Remote: spec.remote, Base: spec.base, Method: spec.method, Interval: spec.interval,
 		StateDir: filepath.Join(cfg.Repo, team.StateDirName, "land"), LocalRepo: cfg.Repo,
-		Worktree: func(id foreman.ItemID) (string, error) { return ref.tm.Worktree(id) },
+		// What the local merge protects (merge.Config.Protected): the
+		// team's state and the story worktrees' root.
+		Protected: []string{team.StateDirName, ".worktrees"},
+		Worktree:  func(id foreman.ItemID) (string, error) { return ref.tm.Worktree(id) },
 		Describe: func(ctx context.Context, id foreman.ItemID, title string) (string, error) {
 			return describe(ctx, ref.tm, id, title)
 		},

@@ -81,6 +81,12 @@ type Config struct {
 	// so that the stories after it start from it. Default: none (the
 	// local Base is left alone).
 	LocalRepo string
+	// Protected are repository-relative paths no landed change may touch
+	// (the team's state directory, the worktrees' root): a story whose
+	// branch adds, changes or deletes anything at or under one is refused
+	// (it pauses) before anything is pushed. Names are compared ignoring
+	// case. Default: none.
+	Protected []string
 	// Git is the git program. Default: "git" on the PATH.
 	Git string
 	// GitEnv is added to git's environment. Default: none (the process's

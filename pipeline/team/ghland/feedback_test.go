@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentforeman/foreman/internal/fakegithub"
 	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/team/ghland"
 )
 
 // ciOn is a CI whose check "test" fails while one.txt says "bad", with
@@ -155,4 +156,24 @@ func TestABranchSomeoneElsePushedToPausesTheStory(t *testing.T) {
 	assert.Equal(t, pipeline.EventMergeFailed, r.all()[0].ev.Kind)
 	assert.Contains(t, r.all()[0].ev.Detail, "was pushed to by someone else")
 	assert.Zero(t, w.gh.Stats().ByRoute["PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge"])
+}
+
+// TestABranchTouchingAProtectedPathIsRefusedBeforeThePush: an agent that
+// forces the team's state into its commits gets no pull request; the
+// story pauses with the paths.
+func TestABranchTouchingAProtectedPathIsRefusedBeforeThePush(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, fakegithub.Config{})
+	wt := w.story(t, "US-1", "one.txt", "one\n")
+	require.NoError(t, os.MkdirAll(filepath.Join(wt, ".Foreman"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(wt, ".Foreman", "secret"), []byte("x\n"), 0o644))
+	git(t, wt, "add", "-f", ".")
+	git(t, wt, "commit", "-qm", "sneaky")
+	l := w.lander(t, func(c *ghland.Config) { c.Protected = []string{".foreman", ".worktrees"} })
+	out, err := l.Merge(ctx, pipeline.MergeRequest{Item: "US-1", Title: "Add one"})
+	require.NoError(t, err)
+	assert.Contains(t, out.Refused, "touches protected paths")
+	assert.Contains(t, out.Refused, ".Foreman/secret")
+	assert.Empty(t, w.gh.Pulls())
+	assert.Empty(t, gitShow(w.remote, "foreman/US-1", "one.txt"), "nothing pushed")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentforeman/foreman"
@@ -50,6 +51,9 @@ func (l *Lander) push(ctx context.Context, item foreman.ItemID, title string) (s
 		return "", err
 	}
 	head = strings.TrimSpace(head)
+	if err := l.unprotected(ctx, item, dir); err != nil {
+		return "", err
+	}
 	pg := l.gitRunner(true)
 	if _, err := pg.Run(ctx, dir, "push", "-q", "--force", l.cfg.Remote, head+":refs/heads/"+l.branch(item)); err != nil {
 		return "", fmt.Errorf("ghland: pushing %s: %w", item, err)
@@ -85,4 +89,44 @@ func (l *Lander) syncLocal(ctx context.Context) error {
 	}
 	_, err = g.Run(ctx, dir, "update-ref", "refs/heads/"+base, remote, strings.TrimSpace(old))
 	return err
+}
+
+// protectedError is a story whose branch touches a protected path.
+type protectedError struct {
+	item  foreman.ItemID
+	paths []string
+}
+
+func (e *protectedError) Error() string {
+	return fmt.Sprintf("the branch of %s touches protected paths, which no landed change may: %s", e.item, strings.Join(e.paths, ", "))
+}
+
+// unprotected checks that the worktree's commits since they left the
+// local Base touch no Config.Protected path.
+func (l *Lander) unprotected(ctx context.Context, item foreman.ItemID, dir string) error {
+	if len(l.cfg.Protected) == 0 {
+		return nil
+	}
+	g := l.gitRunner(false)
+	base, err := g.Run(ctx, dir, "merge-base", "HEAD", "refs/heads/"+l.cfg.Base)
+	if err != nil {
+		return err
+	}
+	out, err := g.Run(ctx, dir, "diff", "--name-only", "--no-renames", "-z", strings.TrimSpace(base), "HEAD", "--")
+	if err != nil {
+		return err
+	}
+	var bad []string
+	for _, p := range strings.Split(out, "\x00") {
+		for _, prot := range l.cfg.Protected {
+			prot = strings.Trim(filepath.ToSlash(filepath.Clean(prot)), "/")
+			if p != "" && (strings.EqualFold(p, prot) || strings.HasPrefix(strings.ToLower(p), strings.ToLower(prot)+"/")) {
+				bad = append(bad, p)
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return &protectedError{item: item, paths: bad}
+	}
+	return nil
 }

@@ -128,6 +128,10 @@ func (l *Lander) Merge(ctx context.Context, r pipeline.MergeRequest) (pipeline.M
 		rec.ClosedAt = ""
 	}
 	head, err := l.push(ctx, r.Item, title)
+	var prot *protectedError
+	if errors.As(err, &prot) {
+		return pipeline.MergeOutcome{Refused: prot.Error()}, nil
+	}
 	if err != nil {
 		return pipeline.MergeOutcome{}, err
 	}
