@@ -30,7 +30,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv("GHLAND_CHILD") != "" {
 		os.Exit(child())
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if binaries.path != "" {
+		os.RemoveAll(filepath.Dir(binaries.path))
+	}
+	os.Exit(code)
 }
 
 // child lands story US-1 as a host would: Merge, then Watch until the
