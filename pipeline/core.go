@@ -57,6 +57,8 @@ const (
 	// onIgnore: a worker event with nothing left to do (an idle after the
 	// last report); fenced, then ignored.
 	onIgnore
+	// onLandRejected: a lander's feedback on a merging item (land.go).
+	onLandRejected
 )
 
 // table is the whole item lifecycle: every (status, event) pair not listed
@@ -67,7 +69,8 @@ var table = [numStatuses][numEventKinds]handler{
 		EventProbeTimeout: onProbeTimeout, EventUnparseable: onUnparseable},
 	StatusMerging: {EventReport: onLateReport, EventStatusReply: onIgnore, EventIdle: onIgnore,
 		EventProbeTimeout: onIgnore, EventUnparseable: onIgnore,
-		EventMerged: onMerged, EventMergeConflict: onMergeConflict, EventMergeFailed: onMergeFailed},
+		EventMerged: onMerged, EventMergeConflict: onMergeConflict, EventMergeFailed: onMergeFailed,
+		EventLandRejected: onLandRejected},
 	StatusDone: {EventReport: onLateReport, EventStatusReply: onIgnore, EventIdle: onIgnore,
 		EventProbeTimeout: onIgnore, EventUnparseable: onIgnore},
 	StatusPaused: {EventReport: onLateReport, EventStatusReply: onIgnore, EventIdle: onIgnore,
@@ -136,7 +139,7 @@ func (f *Flow) AppendStep(effects []Effect, s State, ev Event, now time.Time) (S
 	switch h {
 	case invalid:
 		return s, effects, &TransitionError{Item: s.Item, Status: s.Status, Event: ev.Kind}
-	case onStart, onResolve, onMerged, onMergeConflict, onMergeFailed:
+	case onStart, onResolve, onMerged, onMergeConflict, onMergeFailed, onLandRejected:
 	default:
 		// Worker events: sender validation, then the state guard.
 		from := s.sender(&ev)
@@ -193,6 +196,8 @@ func (f *Flow) AppendStep(effects []Effect, s State, ev Event, now time.Time) (S
 		err = f.resolve(&t, &s, &ev, now)
 	case onMerged, onMergeConflict, onMergeFailed:
 		err = f.merged(&t, &s, h, &ev, now)
+	case onLandRejected:
+		err = f.landRejected(&t, &s, &ev, now)
 	case onReport:
 		err = f.report(&t, &s, &ev, now)
 	case onStatusReply:

@@ -351,6 +351,9 @@ func TestStatusEventTable(t *testing.T) {
 		for ev := EventStart; ev < numEventKinds; ev++ {
 			s := states[st]
 			e := from(s, Event{Kind: ev, Stage: s.Stage, Outcome: Pass, Score: "90"})
+			if ev == EventLandRejected {
+				e.Outcome = Fail // a lander's feedback is a failure
+			}
 			next, _, err := f.Step(s, e, t0)
 			if table[st][ev] == invalid {
 				var te *TransitionError

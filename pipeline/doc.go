@@ -105,7 +105,10 @@
 // The runtime acts through small interfaces: Spawner, Messenger, Worktrees
 // and Merger (Git adapts a merge.Manager, mapping its typed refusals to a
 // MergeOutcome: a conflict pauses naming the files, nothing to merge or a
-// dirty worktree pauses for a person, a lost push keeps the landed merge),
+// dirty worktree pauses for a person, a lost push keeps the landed merge;
+// a Lander, such as pipeline/team/ghland's pull requests, answers
+// MergeOutcome.Landing at once and reports the end later through Handle,
+// a check's or a review's feedback as EventLandRejected),
 // Board (FileBoard: one JSON file written atomically with
 // internal/atomicfile), Escalator, and Reporter (FileReporter: a section per
 // item appended to <root>/docs/tasks/reports/pipeline-{date}.md with stage

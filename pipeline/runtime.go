@@ -507,6 +507,8 @@ func (r *Runtime) execute(ctx context.Context, s State, e Effect) (*Event, error
 			return nil, err
 		}
 		switch {
+		case out.Landing:
+			return nil, nil // the Lander reports the end (Lander.Watch)
 		case len(out.Conflict) > 0:
 			return &Event{Kind: EventMergeConflict, Files: out.Conflict}, nil
 		case out.Refused != "":

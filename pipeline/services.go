@@ -9,7 +9,7 @@ import (
 	"github.com/agentforeman/foreman/merge"
 )
 
-//go:generate go tool mockgen -destination pipelinemock/mocks.go -package pipelinemock github.com/agentforeman/foreman/pipeline Spawner,Messenger,Worktrees,Merger,Board,Escalator,Reporter,DiffStater,Inbox
+//go:generate go tool mockgen -destination pipelinemock/mocks.go -package pipelinemock github.com/agentforeman/foreman/pipeline Spawner,Messenger,Worktrees,Merger,Lander,Board,Escalator,Reporter,DiffStater,Inbox
 
 // SpawnRequest asks for a fresh worker on one assignment.
 type SpawnRequest struct {
@@ -87,6 +87,10 @@ type MergeOutcome struct {
 	Already  bool
 	Conflict []string // conflicting files; the merge changed nothing
 	Refused  string   // why it was refused (nothing to merge, dirty worktree, failed check, protected path)
+	// Landing: a Lander took the change and lands it later (a pull
+	// request waiting for its checks); the item stays MERGING until the
+	// Lander reports the end.
+	Landing bool
 }
 
 // Merger squash-merges items. It must recognise an item it already merged
@@ -94,6 +98,24 @@ type MergeOutcome struct {
 // fault: the effect stays pending and is retried.
 type Merger interface {
 	Merge(ctx context.Context, r MergeRequest) (MergeOutcome, error)
+}
+
+// Lander is a Merger whose landings take time: a pull request that waits
+// for its checks and reviews. Merge hands the change over (pushes it,
+// opens or updates the pull request) and answers at once, with
+// MergeOutcome.Landing, so that no caller waits for a check; it stays
+// idempotent by item (asked again after a restart, it finds what it
+// handed over). Watch runs while the host runs: it follows every landing
+// handed over, also those of a process before it, and reports each one's
+// end through report as an Event for Runtime.Handle: EventMerged (with
+// the Commit), EventMergeFailed (a cause a person must act on: the pull
+// request was closed), or EventLandRejected (feedback for the build
+// stage, within the flow's cycles). A report may be made twice (a crash
+// between the report and the Lander's record of it): one the item no
+// longer takes is a *TransitionError, which the Lander treats as taken.
+type Lander interface {
+	Merger
+	Watch(ctx context.Context, report func(ctx context.Context, item foreman.ItemID, ev Event) error) error
 }
 
 // Escalator hands an escalation to a person.

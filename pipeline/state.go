@@ -156,11 +156,18 @@ const (
 	EventMergeFailed
 	// EventResolve: a person resolved a PAUSED item; it restarts at Stage.
 	EventResolve
+	// EventLandRejected: a Lander refused a MERGING item's change with
+	// feedback (a failing check's name and log tail, a review requesting
+	// changes) in Detail: the flow applies the rule of the stage the item
+	// merged from for Outcome (the story flow's quality FAIL: a rework at
+	// the build stage within its quality cycles, Detail as its feedback;
+	// past the cycles, a pause).
+	EventLandRejected
 	numEventKinds
 )
 
 var eventNames = [numEventKinds]string{"", "Start", "Report", "StatusReply", "Idle", "ProbeTimeout",
-	"Unparseable", "Merged", "MergeConflict", "MergeFailed", "Resolve"}
+	"Unparseable", "Merged", "MergeConflict", "MergeFailed", "Resolve", "LandRejected"}
 
 func (k EventKind) String() string {
 	if k > 0 && k < numEventKinds {

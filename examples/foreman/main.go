@@ -46,10 +46,13 @@ const (
 
 // options are the command line.
 type options struct {
-	repo           string
-	plan           string
-	source         string
-	githubAPI      string
+	repo      string
+	plan      string
+	source    string
+	githubAPI string
+	land      string
+	// token is $GITHUB_TOKEN, taken out of the environment (-source, -land pr).
+	token          string
 	agent          string
 	format         agentcmd.Format
 	workers        int
@@ -127,7 +130,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.repo, "repo", ".", "the git repository to work on (its main worktree); stories merge onto its main branch")
 	fs.StringVar(&o.plan, "plan", "", "the stories file (YAML; -h shows one); required to run, unless -source")
 	fs.StringVar(&o.source, "source", "", "take the stories from an issue tracker instead of -plan: github:OWNER/REPO?label=foreman (the open\nissues with the label; the token in $GITHUB_TOKEN, which no agent or gate gets); needs -gate")
-	fs.StringVar(&o.githubAPI, "github-api", os.Getenv("GITHUB_API_URL"), "with -source github:...: the REST API's base URL (GitHub Enterprise: https://HOST/api/v3/;\ndefault $GITHUB_API_URL, else https://api.github.com/)")
+	fs.StringVar(&o.land, "land", "local", landUsage)
+	fs.StringVar(&o.githubAPI, "github-api", os.Getenv("GITHUB_API_URL"), "with -source github:... and -land pr: the REST API's base URL (GitHub Enterprise: https://HOST/api/v3/;\ndefault $GITHUB_API_URL, else https://api.github.com/)")
 	fs.StringVar(&o.agent, "agent", "", "the agent command, split like a shell would; {prompt} is replaced by the stage's prompt\n(default for -format claude or codex: that CLI's own non-interactive command); not needed with -role coordinator,\nwhose worker hosts run the agent and the gates")
 	fs.Func("format", "the agent's output format: text, claude or codex (default text)", func(s string) error {
 		f, err := agentcmd.ParseFormat(s)
@@ -223,6 +227,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.workerRole != "" && o.role != roleCoordinator {
 		return o, fmt.Errorf("-worker-role goes with -role coordinator (a worker host gives its role in -db)")
+	}
+	if _, _, err := parseLand(o); err != nil {
+		return o, err
 	}
 	if o.workers < 0 {
 		return o, fmt.Errorf("-workers %d: at least 1", o.workers)

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentforeman/foreman/pipeline/team"
+	"github.com/agentforeman/foreman/pipeline/team/ghsource"
 	"github.com/agentforeman/foreman/pipeline/team/teammetrics"
 )
 
@@ -37,6 +38,20 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "foreman:", err)
 		return exitUsage
+	}
+	// The token leaves the environment before anything runs, for -source
+	// and -land alike: no agent or gate inherits it.
+	if o.source != "" || (o.land != "" && o.land != "local") {
+		o.token = ghsource.TakeToken()
+	}
+	var ref teamRef
+	lander, err := newLander(o, o.token, cfg, &ref)
+	if err != nil {
+		fmt.Fprintln(stderr, "foreman:", err)
+		return exitUsage
+	}
+	if lander != nil {
+		cfg.Merger = lander
 	}
 	out := &printer{w: stdout}
 	if o.role == roleCoordinator {
@@ -72,6 +87,7 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		return exitFault
 	}
 	defer tm.Close()
+	ref.tm = tm
 
 	if err := tm.Add(ctx, plan.Stories...); err != nil {
 		fmt.Fprintln(stderr, "foreman:", err)
@@ -160,6 +176,10 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		out.block(st.Text())
 	}
 	out.printf("%s\n", res.String())
+	if lander != nil {
+		st := lander.Stats()
+		out.printf("pull requests: %d requests (%d not modified), %d rate-limited, waited %s\n", st.Requests, st.NotModified, st.Limited, st.Waited)
+	}
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintln(stderr, "foreman: stopped; run the same command again to go on")

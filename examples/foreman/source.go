@@ -34,7 +34,7 @@ func followSource(ctx context.Context, tm *team.Team, o options, out *printer, s
 		fmt.Fprintln(stderr, "foreman:", err)
 		return nil, exitUsage
 	}
-	cfg.Token = ghsource.TakeToken()
+	cfg.Token = o.token // taken from $GITHUB_TOKEN before the team opened
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = o.githubAPI
 	}

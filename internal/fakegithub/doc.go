@@ -35,6 +35,34 @@
 //   - With Config.Token set, a request without "Authorization: Bearer
 //     <token>" (or "token <token>") gets 401 Bad credentials.
 //
+// Pull requests, on the branches of a real bare repository (Config.GitDir,
+// which the code under test pushes to with git), follow the description's
+// "pull-request", "pull-request-simple", "check-run",
+// "pull-request-review", "review-comment" and "full-repository" examples:
+//
+//   - Creating a second open pull request of the same head and base is 422
+//     "A pull request already exists for owner:branch."; one whose head has
+//     no commits beyond its base is 422 "No commits between ...".
+//   - mergeable is null for the first Config.MergeableAfter reads after
+//     the head moved (GitHub computes it in the background), then true
+//     or false as `git merge-tree` finds it (mergeable_state clean or
+//     dirty); the list's entries do not carry it.
+//   - Every commit a pull request's head points at gets a check run per
+//     Config.Checks; each read of the commit's check runs moves them one
+//     step, queued, in_progress, completed (Config.CheckReads), and
+//     Config.CI decides the conclusion, output and log. An Actions job's
+//     log is a 302 to a signed URL that needs no token.
+//   - Merging (squash, merge, or rebase as a fast-forward; only the
+//     Config.MergeMethods the repository allows, else 405) writes the
+//     commit into the bare repository; a sha that is not the head is 409;
+//     a pull request that is closed, merged or conflicting is 405.
+//   - Reopening a pull request whose branch moved since it was closed is
+//     422, as GitHub refuses it.
+//   - Pull requests and issues share their numbers, as on GitHub; the
+//     issues list does not include pull requests here.
+//
 // Tests change the repository as a person would (CreateIssue, SetLabels,
-// CloseIssue, ...) and read what the code did (Issue, Comments, Stats).
+// CloseIssue, ClosePull, Review, ...) and read what the code did (Issue,
+// Pull, Pulls, Stats); Config.BeforeAnswer lets a test kill its client
+// between a change and its answer.
 package fakegithub

@@ -27,6 +27,41 @@ type Config struct {
 	// Clock dates issues and comments and times the rate limit's reset.
 	// Default: the wall clock.
 	Clock clock.Clock
+
+	// GitDir is the repository's git directory (a bare repository the
+	// code under test pushes to): pull requests' heads and bases are its
+	// branches, and a merge writes its commit there. Required for pull
+	// requests.
+	GitDir string
+	// Checks names the check runs the repository's CI makes for every
+	// commit a pull request's head points at; CI decides how each ends.
+	// A check run is queued when first seen, in progress at the next read
+	// of its commit's check runs, and completed at the one after
+	// (CheckReads changes how many reads that takes).
+	Checks     []string
+	CI         func(check, sha string) CheckResult
+	CheckReads int
+	// MergeableAfter is how many reads of a pull request after its head
+	// changed answer mergeable null (GitHub computes it in the
+	// background). Default 1.
+	MergeableAfter int
+	// BeforeAnswer, when set, is called with each request's method,
+	// route and status after the server made its change and before the
+	// answer is sent (a test kills its client there: the change is made,
+	// the client never learns of it). The server is locked meanwhile.
+	BeforeAnswer func(method, route string, status int)
+	// MergeMethods are the merge methods the repository allows
+	// ("merge", "squash", "rebase"). Default all three.
+	MergeMethods []string
+}
+
+// CheckResult is how a check run ends: its conclusion ("success",
+// "failure", ...), its output's title and summary, and its log (served
+// as a GitHub Actions job's log).
+type CheckResult struct {
+	Conclusion     string
+	Title, Summary string
+	Log            string
 }
 
 // Server is a fake GitHub REST API on 127.0.0.1.
@@ -44,6 +79,8 @@ type Server struct {
 	reset     time.Time
 	throttle  []throttle
 	stats     Stats
+	pulls     map[int]*pull
+	runs      []*checkRun
 }
 
 // Stats counts the requests the server answered.
@@ -101,8 +138,17 @@ func New(cfg Config) *Server {
 	if cfg.RateLimit <= 0 {
 		cfg.RateLimit = 5000
 	}
+	if cfg.CheckReads <= 0 {
+		cfg.CheckReads = 2
+	}
+	if cfg.MergeableAfter <= 0 {
+		cfg.MergeableAfter = 1
+	}
+	if cfg.MergeMethods == nil {
+		cfg.MergeMethods = []string{"merge", "squash", "rebase"}
+	}
 	s := &Server{cfg: cfg, clk: clock.OrReal(cfg.Clock), issues: map[int]*issue{}, next: 1, nextID: 1000,
-		labels: map[string]*label{}, remaining: cfg.RateLimit}
+		labels: map[string]*label{}, remaining: cfg.RateLimit, pulls: map[int]*pull{}}
 	s.reset = s.clk.Now().Add(time.Hour).Truncate(time.Second)
 	s.stats.ByRoute = map[string]int{}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))

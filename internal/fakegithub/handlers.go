@@ -23,6 +23,8 @@ type reply struct {
 	status int
 	body   any
 	header http.Header
+	// raw, when set, is sent as it is (text/plain) instead of body.
+	raw []byte
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
@@ -31,6 +33,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.stats.Requests++
 	route, h := s.route(r)
 	s.stats.ByRoute[r.Method+" "+route]++
+	if strings.HasPrefix(r.URL.Path, "/_logs/") {
+		// A log's download URL is signed by GitHub and needs no token
+		// (nor costs any rate limit).
+		s.write(w, r, h(), false)
+		return
+	}
 	if s.cfg.Token != "" {
 		auth := r.Header.Get("Authorization")
 		if auth != "Bearer "+s.cfg.Token && auth != "token "+s.cfg.Token {
@@ -63,6 +71,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	rep := reply{status: http.StatusNotFound, body: basicError("Not Found", docs)}
 	if h != nil {
 		rep = h()
+	}
+	if s.cfg.BeforeAnswer != nil {
+		s.cfg.BeforeAnswer(r.Method, route, rep.status)
 	}
 	if r.Method == http.MethodGet && rep.status == http.StatusOK {
 		data, _ := json.Marshal(rep.body)
@@ -98,6 +109,12 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, rep reply, charge
 	h.Set("x-ratelimit-reset", strconv.FormatInt(s.reset.Unix(), 10))
 	h.Set("x-ratelimit-resource", "core")
 	h.Set("X-GitHub-Api-Version-Selected", "2022-11-28")
+	if rep.raw != nil {
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(rep.status)
+		_, _ = w.Write(rep.raw)
+		return
+	}
 	if rep.status == http.StatusNotModified || rep.body == nil {
 		w.WriteHeader(rep.status)
 		return
@@ -112,6 +129,12 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, rep reply, charge
 func (s *Server) route(r *http.Request) (string, func() reply) {
 	prefix := "/repos/" + s.cfg.Owner + "/" + s.cfg.Repo
 	path := r.URL.Path
+	if path == prefix && r.Method == http.MethodGet {
+		return "/repos/{owner}/{repo}", func() reply { return reply{status: 200, body: s.repoJSON()} }
+	}
+	if strings.HasPrefix(path, "/_logs/") && r.Method == http.MethodGet {
+		return "/_logs/{job_id}", func() reply { return s.jobLog(path) }
+	}
 	if !strings.HasPrefix(path, prefix+"/") {
 		return path, nil
 	}
@@ -124,6 +147,8 @@ func (s *Server) route(r *http.Request) (string, func() reply) {
 		return base + "issues", func() reply { return s.listIssues(r) }
 	case len(parts) == 1 && parts[0] == "issues" && r.Method == http.MethodPost:
 		return base + "issues", func() reply { return s.createIssue(r) }
+	case parts[0] == "pulls" || parts[0] == "commits" || parts[0] == "actions" || parts[0] == "":
+		return s.routePulls(r, parts)
 	case len(parts) < 2 || parts[0] != "issues":
 		return path, nil
 	}

@@ -129,8 +129,10 @@ type Config struct {
 	// of Repo squash-merging with Merge and MergeCheck, with conflict
 	// triage): a coordinator whose stages run on other hosts merges what
 	// the hosts pushed to a shared repository (see merge/gitremote), and a
-	// conflict there pauses the story without triage. Default: the team's
-	// merge.Manager of Repo, with conflict triage.
+	// conflict there pauses the story without triage. A Merger that is a
+	// pipeline.Lander (pipeline/team/ghland: through pull requests) lands
+	// while the Run goes on; its Watch runs during every Run. Default: the
+	// team's merge.Manager of Repo, with conflict triage.
 	Merger pipeline.Merger
 
 	// Snapshotter records a build's change in the run loop. Default:

@@ -76,6 +76,17 @@
 // far it got, each report under a key the source writes once; Run does
 // both on the clock.
 //
+// # Where stories land
+//
+// A story that passes its flow is squash-merged onto the local target
+// branch by default. A Config.Merger that is a pipeline.Lander lands it
+// elsewhere while the Run goes on: pipeline/team/ghland opens a pull
+// request, waits for its checks and reviews and merges it; a failing
+// check or a review requesting changes sends the story back to its
+// builder with the check's log tail or the review as feedback (within
+// the flow's quality cycles; an EventLanding records it), and a pull
+// request a person closes pauses the story.
+//
 // # What an agent gets, and how it reports
 //
 // Every agent runs in the story's worktree with, in its environment,

@@ -185,6 +185,7 @@ func (t *Team) runUntilDone(ctx context.Context, rs *runState) error {
 		stop()
 		return err
 	}
+	t.watchLanding(rs)
 	go func() { graphDone <- t.graph.Run(ctx, graphSession, rs.wakeups, t.onGraphStep(rs)) }()
 	rs.wake(taskgraph.WakeUp{Text: "next"})
 	select {

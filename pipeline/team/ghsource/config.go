@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/ghclient"
 )
 
 // TokenEnv is the environment variable holding the token.
@@ -76,16 +77,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.BaseURL == "" {
 		c.BaseURL = "https://api.github.com/"
 	}
-	u, err := url.Parse(c.BaseURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return bad("BaseURL %q is not an http(s) URL", c.BaseURL)
+	base, err := ghclient.CheckBaseURL(c.BaseURL, c.Token != "")
+	if err != nil {
+		return bad("%v", err)
 	}
-	if u.Scheme == "http" && c.Token != "" && !loopback(u.Hostname()) {
-		return bad("BaseURL %q is plain http: the token would travel in clear", c.BaseURL)
-	}
-	if !strings.HasSuffix(c.BaseURL, "/") {
-		c.BaseURL += "/"
-	}
+	c.BaseURL = base
 	if c.IDPrefix == "" {
 		c.IDPrefix = "issue-"
 	}
@@ -102,10 +98,6 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxTries = 6
 	}
 	return c, nil
-}
-
-func loopback(host string) bool {
-	return host == "localhost" || strings.HasPrefix(host, "127.") || host == "::1"
 }
 
 // ParseSpec reads a source spec, "github:OWNER/REPO" with optional query

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/google/go-github/v84/github"
-	"golang.org/x/oauth2"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/ghclient"
 	"github.com/agentforeman/foreman/pipeline/team"
 )
 
@@ -22,8 +21,7 @@ import (
 // concurrent use.
 type Source struct {
 	cfg Config
-	gh  *github.Client
-	tr  *transport
+	gh  *ghclient.Client
 	log *slog.Logger
 }
 
@@ -38,39 +36,23 @@ func New(cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	base := http.DefaultTransport
-	if cfg.HTTPClient != nil && cfg.HTTPClient.Transport != nil {
-		base = cfg.HTTPClient.Transport
+	gh, err := ghclient.New(ghclient.Options{Token: cfg.Token, BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient,
+		WriteGap: cfg.WriteGap, MaxTries: cfg.MaxTries, Clock: cfg.Clock, UserAgent: "foreman-ghsource"})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	clk := cfg.Clock
-	if clk == nil {
-		clk = foreman.RealClock()
-	}
-	tr := &transport{base: base, clk: clk, gap: cfg.WriteGap, maxTries: cfg.MaxTries, cache: map[string]cached{}}
-	var rt http.RoundTripper = tr
-	if cfg.Token != "" {
-		rt = &oauth2.Transport{Source: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: cfg.Token, TokenType: "Bearer"}), Base: tr}
-	}
-	hc := &http.Client{Transport: rt}
-	if cfg.HTTPClient != nil {
-		hc.Timeout = cfg.HTTPClient.Timeout
-	}
-	gh := github.NewClient(hc)
-	// Rate limits are waited out below go-github, on the Source's clock.
-	gh.DisableRateLimitCheck = true
-	if gh.BaseURL, err = url.Parse(cfg.BaseURL); err != nil {
-		return nil, fmt.Errorf("%w: BaseURL: %v", ErrInvalidConfig, err)
-	}
-	gh.UserAgent = "foreman-ghsource"
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Source{cfg: cfg, gh: gh, tr: tr, log: log}, nil
+	return &Source{cfg: cfg, gh: gh, log: log}, nil
 }
 
 // Stats counts the requests sent so far.
-func (s *Source) Stats() Stats { return s.tr.snapshot() }
+func (s *Source) Stats() Stats { return s.gh.Stats() }
+
+// Stats counts what the source asked of GitHub (see ghclient.Stats).
+type Stats = ghclient.Stats
 
 // StoryID is the story id of issue n.
 func (s *Source) StoryID(n int) foreman.ItemID {

@@ -1,4 +1,4 @@
-package ghsource
+package ghclient
 
 import (
 	"bytes"
@@ -50,7 +50,8 @@ type Stats struct {
 	Waited time.Duration
 }
 
-func (tr *transport) snapshot() Stats {
+// Stats returns the counts so far.
+func (tr *transport) Stats() Stats {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.stats
