@@ -35,6 +35,8 @@ import (
 //	<id>.hang           the plan stage writes a line (its FOREMAN_RESULT)
 //	                    to <id>.started, a FIFO the test reads (startsOf),
 //	                    and hangs
+//	<id>.hold           a FIFO: the build waits until the test writes to
+//	                    it (release), once
 const scriptedAgent = `#!/bin/sh
 set -eu
 ctl=%CTL%
@@ -59,7 +61,8 @@ planner) report complete ',"tasks":2,"score":4'
 validator) if [ -e "$ctl/$id.nogo" ]; then report no-go ',"score":2,"summary":"the story is unclear"'; else report go ',"score":9'; fi
    [ -e "$ctl/$id.line" ] && echo "Stage 1 COMPLETE for $id. Verdict: GO. Readiness: 9. [assignment $FOREMAN_ASSIGNMENT key $FOREMAN_REPORT_KEY]"
    ;;
-*) if [ -e "$ctl/$id.nochange" ]; then report complete ',"summary":"all done (not really)"'; exit 0; fi
+*) if [ -p "$ctl/$id.hold" ]; then cat "$ctl/$id.hold" > /dev/null; rm -f "$ctl/$id.hold"; fi
+   if [ -e "$ctl/$id.nochange" ]; then report complete ',"summary":"all done (not really)"'; exit 0; fi
    content=ok
    case "$*" in *REVIEW-FIX*) content=reviewed;; esac
    if [ -e "$ctl/$id.bad" ]; then

@@ -3,7 +3,9 @@ package team_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,6 +24,10 @@ func TestReadStatusWithoutAnAgentWhileTheTeamRuns(t *testing.T) {
 
 	tm := f.newTeam(t)
 	require.NoError(t, tm.Add(ctx, team.Story{ID: "A", Title: "a"}, team.Story{ID: "B", Title: "b"}))
+	// B's build waits for the checks below: the Run is still going when
+	// they look, however far the subscriber lags behind the events.
+	hold := filepath.Join(f.ctl, "B.hold")
+	require.NoError(t, syscall.Mkfifo(hold, 0o644))
 	sub := tm.Subscribe(ctx, 0)
 	wait := runInBackground(t, tm)
 	for e := range sub {
@@ -42,6 +48,7 @@ func TestReadStatusWithoutAnAgentWhileTheTeamRuns(t *testing.T) {
 			_, err = other.Run(ctx)
 			assert.ErrorIs(t, err, team.ErrBusy)
 			require.NoError(t, other.Close())
+			require.NoError(t, os.WriteFile(hold, []byte("go\n"), 0o644)) // blocks until B's build reads it
 			break
 		}
 	}
