@@ -26,23 +26,31 @@ type Inbox interface {
 // AgentSpawnerConfig configures an AgentSpawner. Agent, Workspace and Inbox
 // are required.
 type AgentSpawnerConfig struct {
-	// Agent runs one assignment (for example an agentcmd.Driver).
+	// Agent runs one assignment (for example an agentcmd.Driver). Required.
 	Agent phases.AgentDriver
-	// Workspace returns the item's worktree (merge.Manager.Path).
+	// Workspace returns the item's worktree (merge.Manager.Path). Required.
 	Workspace func(item foreman.ItemID) (string, error)
-	// Prompt renders the stage's task; default DefaultPrompt.
+	// Prompt renders the stage's task. Default: DefaultPrompt.
 	Prompt func(r SpawnRequest) string
 	// Checkpoints, when set, lets a Resume spawn continue the crashed
-	// agent's session or add the CHECKPOINT RESUME block.
+	// agent's session or add the CHECKPOINT RESUME block. Default: none
+	// (nil: a Resume spawn gets the plain prompt and a fresh session).
 	Checkpoints health.CheckpointLoader
 	// Inbox receives each agent's report (a ReportingAgent's typed one,
 	// else the last canonical line of its final message, else of its
 	// output) and, for an agent that ended without one, EventIdle.
+	// Required.
 	Inbox Inbox
-	// Timeouts bound each execution by stage; the zero value means no limit.
+	// Timeouts bound each execution by stage. Default: none (the zero
+	// value: no limit beyond cancellation).
 	Timeouts StageTimeouts
-	Clock    foreman.Clock
-	Logger   *slog.Logger
+	// Clock stamps the envelope of each report handed to Inbox. Default:
+	// the wall clock.
+	Clock foreman.Clock
+	// Logger receives a record per agent that ended without a report and
+	// per report, event or probe answer that could not be delivered.
+	// Default: none (nil discards them).
+	Logger *slog.Logger
 }
 
 // StageTimeouts bounds agent executions: Stages[n] for stage n when it is

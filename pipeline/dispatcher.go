@@ -31,27 +31,32 @@ type DispatcherSpawnerConfig struct {
 	// in-process Runtime's agent. Worker.OnEvent is called before the
 	// spawner's own hook. Everything else (MaxWorkers, the liveness,
 	// progress and probe timeouts, budgets, Escalator, Clock) is the host's.
+	// Worker.Agent is required. Default: worker.Config's defaults for the
+	// rest.
 	Worker worker.Config
-	// Workspace returns the item's worktree (merge.Manager.Path).
+	// Workspace returns the item's worktree (merge.Manager.Path). Required.
 	Workspace func(item foreman.ItemID) (string, error)
-	// Prompt renders the stage's task; default DefaultPrompt. The
-	// assignment block (AssignmentBlock) is appended.
+	// Prompt renders the stage's task; the assignment block
+	// (AssignmentBlock) is appended. Default: DefaultPrompt.
 	Prompt func(r SpawnRequest) string
 	// Checkpoints, when set, lets a Resume spawn continue the crashed
-	// agent's session or add the CHECKPOINT RESUME block.
+	// agent's session or add the CHECKPOINT RESUME block. Default: none
+	// (nil: a Resume spawn gets the plain prompt and a fresh session).
 	Checkpoints health.CheckpointLoader
 	// Inbox receives each agent's report and, for an assignment that ended
 	// without one (completed silently, or parked by the Dispatcher),
 	// EventIdle; EventStatusReply and EventProbeTimeout answer probes.
+	// Required.
 	Inbox Inbox
 	// Timeouts bound each execution by stage (on top of
+	// Worker.AgentTimeout). Default: none (the zero value: no limit but
 	// Worker.AgentTimeout).
 	Timeouts StageTimeouts
 	// ProbeTimeout is how long a probed assignment that this spawner knows
 	// of but the Dispatcher does not hold yet has before EventProbeTimeout is
-	// reported (default health.DefaultProbeTimeout), on Worker.Clock. One
-	// the Dispatcher has finished with, or this spawner never ran, gets
-	// EventProbeTimeout at once.
+	// reported, on Worker.Clock. One the Dispatcher has finished with, or
+	// this spawner never ran, gets EventProbeTimeout at once. Default: 2 min
+	// (health.DefaultProbeTimeout; zero or negative: the default).
 	ProbeTimeout time.Duration
 	// Review, when set, reviews the work of every stage RequireReview
 	// names (all of them when RequireReview is nil) before the stage
@@ -61,10 +66,17 @@ type DispatcherSpawnerConfig struct {
 	// gives the stage to a fresh worker with every reviewer's feedback in
 	// its prompt (worker.Assignment.MemoryContext), and the rejection after
 	// Worker.MaxReviewRejections ends the stage with an ERROR report that
-	// carries the last feedback, which pauses the item.
-	Review        ReviewFunc
+	// carries the last feedback, which pauses the item. Default: none
+	// (nil: no review; the agent's successful execution completes the
+	// stage).
+	Review ReviewFunc
+	// RequireReview names the stages Review reviews; it is not called
+	// when Review is nil. Default: none (nil: every stage).
 	RequireReview func(r SpawnRequest) bool
-	Logger        *slog.Logger
+	// Logger receives a record per assignment that ended without a report
+	// and per probe answer or review verdict that could not be delivered.
+	// Default: none (nil discards them).
+	Logger *slog.Logger
 }
 
 // DispatcherSpawner is a Spawner and Messenger that runs each assignment

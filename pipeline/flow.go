@@ -234,13 +234,14 @@ func (f *Flow) NeedsBoard(stage int, o Outcome) bool {
 // StoryConfig sets StoryFlow's limits. Zero values mean the story flow's
 // defaults; a negative value means 0.
 type StoryConfig struct {
-	// ValidationRetries: NO-GO verdicts that are retried with a fresh
-	// validator before the item pauses (default 1).
+	// ValidationRetries is how many NO-GO verdicts are retried with a
+	// fresh validator before the item pauses. Default: 1.
 	ValidationRetries int
-	// QualityCycles: FAIL verdicts that pause the item; fewer are reworked
-	// at Stage 2 (default 2: one rework).
+	// QualityCycles is how many FAIL verdicts pause the item; fewer are
+	// reworked at Stage 2. Default: 2 (one rework).
 	QualityCycles int
-	// CrashBudget: confirmed crashes that are resumed (default 1).
+	// CrashBudget is how many confirmed crashes are resumed. Default: 1
+	// (health.DefaultCrashBudget).
 	CrashBudget int
 }
 

@@ -41,25 +41,44 @@ type record struct {
 // defaults; Store, Spawner, Messenger, Worktrees, Merger and Board are
 // required.
 type RuntimeConfig struct {
-	// Flow: default StoryFlow(StoryConfig{}).
+	// Flow is the items' flow of stages; NewRuntime validates it.
+	// Default: StoryFlow(StoryConfig{}).
 	Flow *Flow
-	// Store keeps one record per item (kind Kind, default RecordKind).
+	// Store keeps one record per item, of kind Kind. Required.
 	Store store.Store
-	Kind  string
+	// Kind is the store kind of the item records. Default: RecordKind
+	// ("item").
+	Kind string
 
-	Spawner   Spawner
+	// Spawner starts the workers. Required.
+	Spawner Spawner
+	// Messenger delivers the coordinator's messages to workers. Required.
 	Messenger Messenger
+	// Worktrees makes and removes the items' worktrees (Git adapts a
+	// merge.Manager). Required.
 	Worktrees Worktrees
-	Merger    Merger
-	Board     Board
-	// Escalator: nil means escalations are only logged (and kept in the
-	// item's State.Pause).
+	// Merger squash-merges done items (Git adapts a merge.Manager).
+	// Required.
+	Merger Merger
+	// Board is the kanban board re-read to check a worker's claims and
+	// updated when an item moves (FileBoard is one). Required.
+	Board Board
+	// Escalator hands escalations to a person; every escalation is also
+	// logged and kept in the item's State.Pause. Default: none (nil:
+	// escalations are only logged and kept).
 	Escalator Escalator
-	// Reporter: nil means no report is written.
+	// Reporter writes an item's section of the run report when it is DONE
+	// or PAUSED (FileReporter is one). Default: none (nil: no report is
+	// written).
 	Reporter Reporter
 
-	Clock  foreman.Clock // nil: the wall clock
-	Logger *slog.Logger  // nil: discard
+	// Clock stamps each transition (State.Updated). Default: the wall
+	// clock.
+	Clock foreman.Clock
+	// Logger receives the runtime's records: escalations, ignored, stale
+	// and duplicate messages, reports without a rule. Default: none (nil
+	// discards them).
+	Logger *slog.Logger
 }
 
 // Stats counts what a Runtime did since it started.

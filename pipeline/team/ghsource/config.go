@@ -25,37 +25,39 @@ var ErrInvalidConfig = errors.New("ghsource: invalid config")
 type Config struct {
 	// Owner and Repo name the repository. Required.
 	Owner, Repo string
-	// Label marks the issues that are the team's stories. Default
+	// Label marks the issues that are the team's stories. Default:
 	// "foreman".
 	Label string
 	// Token authenticates to GitHub (a personal access token or an app's
-	// installation token, with issues read and write). Required unless
-	// HTTPClient carries the credentials. See TakeToken.
+	// installation token, with issues read and write); see TakeToken.
+	// Default: none; required unless HTTPClient carries the credentials
+	// (with neither, New fails with ErrInvalidConfig).
 	Token string
-	// BaseURL is the REST API's URL. Default https://api.github.com/;
-	// GitHub Enterprise Server's is https://HOST/api/v3/.
+	// BaseURL is the REST API's URL; GitHub Enterprise Server's is
+	// https://HOST/api/v3/. Default: https://api.github.com/.
 	BaseURL string
 	// HTTPClient sends the requests (its Transport under the Source's
 	// own). Default: http.DefaultTransport, with Token as a bearer token.
 	HTTPClient *http.Client
-	// IDPrefix makes a story's id from its issue's number: "issue-" (the
-	// default) makes issue #12 the story issue-12.
+	// IDPrefix makes a story's id from its issue's number: "issue-" makes
+	// issue #12 the story issue-12. Default: "issue-".
 	IDPrefix string
 	// StateLabels prefixes the labels that say a story's state on its
-	// issue: <prefix>working, <prefix>paused, <prefix>merged. Default
+	// issue: <prefix>working, <prefix>paused, <prefix>merged. Default:
 	// Label + ":".
 	StateLabels string
 	// WriteGap is the least time between two writes (comments, labels,
 	// closing), as GitHub asks of integrations to stay clear of its
-	// secondary rate limits. Default 1 s; negative: none.
+	// secondary rate limits; negative: none. Default: 1 s.
 	WriteGap time.Duration
 	// MaxTries bounds the tries of one request that a rate limit
-	// answers; each waits as GitHub says. Default 6.
+	// answers; each waits as GitHub says. Default: 6 (zero or negative:
+	// the default).
 	MaxTries int
 	// Clock times rate-limit waits and write gaps. Default: the wall clock.
 	Clock foreman.Clock
 	// Logger receives what the Source notices (a story held back for an
-	// open issue it is blocked by). Default: discarded.
+	// open issue it is blocked by). Default: none (nil discards it).
 	Logger *slog.Logger
 }
 
