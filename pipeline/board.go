@@ -22,7 +22,7 @@ type BoardStory struct {
 }
 
 // Board is the kanban board the coordinator re-reads to check a worker's
-// claims and updates when an item is done. FileBoard is the default.
+// claims and updates when an item is done. FileBoard is one; RuntimeConfig.Board is required.
 type Board interface {
 	Story(ctx context.Context, item foreman.ItemID) (BoardStory, error)
 	SetStatus(ctx context.Context, item foreman.ItemID, status string) error

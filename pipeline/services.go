@@ -139,7 +139,7 @@ type ReportEntry struct {
 }
 
 // Reporter writes an item's section of the run report when it is DONE or
-// PAUSED. FileReporter is the default.
+// PAUSED. FileReporter is one; without a Reporter no report is written.
 type Reporter interface {
 	AppendReport(ctx context.Context, e ReportEntry) error
 }
