@@ -32,6 +32,9 @@ type recordCase struct {
 	turns func(dir string) []modeltest.Turn
 	runs  [][]string // CLI arguments; "{session}" is the first run's session id
 	env   []string   // extra environment (Claude Code)
+	// stderr keeps what the CLI printed on stderr too, in <name>.stderr
+	// (Gemini CLI's retries show only there).
+	stderr bool
 }
 
 func recordCases() []recordCase {
@@ -100,7 +103,10 @@ func recordCases() []recordCase {
 		{name: "gemini_success", cli: realagent.Gemini, turns: say("Hello from the scripted model."), runs: [][]string{gemini("Say hello.")}},
 		{name: "gemini_tool_use", cli: realagent.Gemini, turns: toolUse, runs: [][]string{gemini("Make two files.", "--approval-mode", "yolo")}},
 		{name: "gemini_refused", cli: realagent.Gemini, turns: refused, runs: [][]string{gemini("Write a file.")}},
-		{name: "gemini_retry_429", cli: realagent.Gemini, turns: then(modeltest.RateLimited(0), 1), runs: [][]string{gemini("Say hello.")}},
+		{name: "gemini_retry_429", cli: realagent.Gemini, turns: then(modeltest.RateLimited(0), 1), runs: [][]string{gemini("Say hello.")},
+			stderr: true},
+		{name: "gemini_retry_500", cli: realagent.Gemini, turns: then(modeltest.ServerError(), 1), runs: [][]string{gemini("Say hello.")},
+			stderr: true},
 		{name: "gemini_401", cli: realagent.Gemini, turns: then(modeltest.Unauthorized(), 5), runs: [][]string{gemini("Say hello.")}},
 		{name: "gemini_429_terminal", cli: realagent.Gemini, turns: then(modeltest.RateLimited(time.Hour), 5), runs: [][]string{gemini("Say hello.")}},
 		{name: "gemini_resume", cli: realagent.Gemini, turns: resume,
@@ -137,6 +143,10 @@ func TestRecord(t *testing.T) {
 				}
 				got, err := os.ReadFile(filepath.Join(out, e.Name()))
 				require.NoError(t, err)
+				if strings.HasSuffix(e.Name(), ".stderr") {
+					assert.Equal(t, retryLines(want), retryLines(got), "%s: the CLI's retry lines changed; re-record with -args -record and check the parsers", e.Name())
+					continue
+				}
 				assert.Equal(t, shape(t, want), shape(t, got), "%s: the output's shape changed; re-record with -args -record and check the parsers", e.Name())
 			}
 		})
@@ -180,9 +190,15 @@ func TestRecord(t *testing.T) {
 				if len(c.runs) > 1 {
 					name = c.name + "_run" + string(rune('1'+i))
 				}
-				text := normalize(r.stdout, map[string]string{dir: "/workspace", home: "/home/agent",
-					srv.URL(): "http://127.0.0.1:PORT", strings.TrimPrefix(srv.URL(), "http://"): "127.0.0.1:PORT"})
-				require.NoError(t, os.WriteFile(filepath.Join(out, name+".jsonl"), text, 0o644))
+				repl := map[string]string{dir: "/workspace", home: "/home/agent",
+					srv.URL(): "http://127.0.0.1:PORT", strings.TrimPrefix(srv.URL(), "http://"): "127.0.0.1:PORT"}
+				require.NoError(t, os.WriteFile(filepath.Join(out, name+".jsonl"), normalize(r.stdout, repl), 0o644))
+				if c.stderr {
+					if root, err := realagent.ModuleRoot(); err == nil {
+						repl[root] = "/foreman"
+					}
+					require.NoError(t, os.WriteFile(filepath.Join(out, name+".stderr"), normalize(r.stderr, repl), 0o644))
+				}
 			}
 		})
 	}
@@ -215,6 +231,19 @@ func shape(t *testing.T, jsonl []byte) []string {
 			s += fmt.Sprintf(" item:%v", item["type"])
 		}
 		out = append(out, s)
+	}
+	return out
+}
+
+// retryLines are the lines of a CLI's stderr announcing a retry (Gemini
+// CLI's "Attempt N failed with status S. Retrying with backoff..."), up to
+// the "...": what agentcmd's Gemini parser reads there.
+func retryLines(stderr []byte) []string {
+	var out []string
+	for _, l := range strings.Split(string(stderr), "\n") {
+		if i := strings.Index(l, "Retrying with backoff..."); i >= 0 {
+			out = append(out, l[:i+len("Retrying with backoff...")])
+		}
 	}
 	return out
 }

@@ -344,6 +344,11 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, parser O
 			if l.stderr {
 				errOut.addLine(l.text)
 				ev.Kind, ev.Text = phases.StreamStderr, l.text
+				if sp, ok := parser.(stderrParser); ok {
+					if k, text, ok := sp.parseStderr(l.text); ok {
+						ev.Kind, ev.Text = k, text
+					}
+				}
 			} else {
 				out.addLine(l.text)
 				ev.Kind, ev.Text = parser.ParseLine(l.text)

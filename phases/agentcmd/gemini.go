@@ -40,7 +40,13 @@ import (
 // is a rate limit when it is a 429 or a quota (RESOURCE_EXHAUSTED; "Suggested
 // retry after Ns" names the reset), else an API error with the status Gemini
 // CLI quotes. Gemini CLI retries a 429 and a 5xx by itself, up to 10 times,
-// printing each retry on stderr only, never on this stream.
+// printing each retry on stderr only, never on this stream ("Attempt N
+// failed with status S. Retrying with backoff... _ApiError: {...}"): the
+// parser reads those stderr lines too (the Driver hands them to it), and
+// each is a phases.StreamRetry event naming the status, the RPC status and
+// the attempt, like Claude Code's api_retry ("model API 429
+// RESOURCE_EXHAUSTED: retry 1 of 10"). Its stack trace's lines stay
+// stderr.
 //
 // A tool call refused by Gemini CLI's rules is a permission denial: a tool
 // its approval mode leaves out (tool_result error type tool_not_registered
@@ -290,4 +296,39 @@ func classifyGeminiError(msg string) (*phases.AgentRateLimit, *phases.AgentAPIEr
 	return nil, e
 }
 
-var _ OutputParser = (*geminiParser)(nil)
+// stderrParser is a parser that also reads the agent's stderr lines: a
+// line it recognizes becomes an event of the kind it says (ok), any other
+// stays phases.StreamStderr.
+type stderrParser interface {
+	parseStderr(line string) (kind phases.StreamKind, text string, ok bool)
+}
+
+// geminiRetry is Gemini CLI's retry notice on stderr (retryWithBackoff):
+// "Attempt 2 failed with status 429. Retrying with backoff... _ApiError:
+// {"error":{"code":429,...,"status":"RESOURCE_EXHAUSTED"}}".
+var geminiRetry = regexp.MustCompile(`^Attempt (\d+) failed(?: with status (\d+))?\. Retrying with backoff\.\.\.(.*)$`)
+
+// geminiMaxAttempts is Gemini CLI 0.61's retryWithBackoff maxAttempts for a
+// model call: the first attempt and 9 retries.
+const geminiMaxAttempts = 10
+
+func (p *geminiParser) parseStderr(line string) (phases.StreamKind, string, bool) {
+	m := geminiRetry.FindStringSubmatch(strings.TrimSpace(line))
+	if m == nil {
+		return "", "", false
+	}
+	text := "model API"
+	if m[2] != "" {
+		text += " " + m[2]
+	}
+	if rpc := geminiRPCStatus.FindStringSubmatch(m[3]); rpc != nil {
+		text += " " + rpc[1]
+	}
+	attempt, _ := strconv.Atoi(m[1])
+	return phases.StreamRetry, fmt.Sprintf("%s: retry %d of %d", text, attempt, geminiMaxAttempts-1), true
+}
+
+var (
+	_ OutputParser = (*geminiParser)(nil)
+	_ stderrParser = (*geminiParser)(nil)
+)
