@@ -63,6 +63,9 @@ type options struct {
 	verbose        bool
 	http           string
 	notify         string
+	// mcp serves the team's MCP report tool to the agents (-mcp=false:
+	// they report through the result file or the printed line).
+	mcp bool
 
 	role       string
 	db         string
@@ -148,6 +151,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.author, "author", "", "author of the squash commits, 'Name <email>' (default Foreman <foreman@localhost>)")
 	fs.BoolVar(&o.verbose, "v", false, "log the library's warnings to stderr")
 	fs.StringVar(&o.http, "http", "127.0.0.1:0", "serve the live status page (and its actions) while the team runs, at this address; the URL with its\naccess token is printed at start (every read and action needs the token; the page answers only requests\nnaming its address or a loopback name); an address beyond this machine gets a warning; empty: no page")
+	fs.BoolVar(&o.mcp, "mcp", true, "serve the agents the team's MCP report tool (Claude Code, Codex and Gemini CLI are wired to it);\n-mcp=false: they report through the result file or the printed line only")
 	fs.StringVar(&o.notify, "notify", "", "POST escalations and the run's end as JSON to this URL (a webhook), signed with the secret in\n$"+envNotifySecret+" (HMAC-SHA256; see go doc pipeline/team/teamnotify)")
 	fs.StringVar(&o.role, "role", "", "run one part of a team spread over hosts: coordinator (campaigns for the lease, leads the team) or\nworker (performs stages); needs -db and -remote, and -repo is then this host's clone of -remote")
 	fs.StringVar(&o.db, "db", "", "with -role or -status: the team's PostgreSQL database, postgres://...")

@@ -287,6 +287,7 @@ func teamConfig(o options, plan team.Plan, stderr io.Writer) (team.Config, error
 		Workers:    workers,
 		Merge:      mc,
 		MergeCheck: check,
+		MCP:        team.MCPConfig{Off: !o.mcp},
 		Logger:     log,
 	}, nil
 }
