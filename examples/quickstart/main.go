@@ -8,6 +8,7 @@
 //	go run ./examples/quickstart
 //	go run ./examples/quickstart -keep -parallel 2
 //	go run ./examples/quickstart -agent 'claude -p {prompt} --output-format stream-json --verbose' -format claude
+//	go run ./examples/quickstart -real claude   # real Claude Code, a scripted model (after .ci/install-agents)
 //
 // Each story goes through the story flow (plan, validate, build, quality
 // gate, squash merge) in a git worktree of its own. US-003's first build
@@ -44,7 +45,10 @@ type options struct {
 	parallel int
 	agent    string
 	format   agentcmd.Format
-	keep     bool
+	// real names a real agent CLI (claude, codex) to run against a
+	// scripted model server started in this process.
+	real string
+	keep bool
 	// dir is where the run's directory is made; "" means the system's
 	// temporary directory.
 	dir     string
@@ -62,6 +66,7 @@ func main() {
 		o.format = f
 		return err
 	})
+	flag.StringVar(&o.real, "real", "", "claude or codex: the real agent CLI (as .ci/install-agents installs it) does the stories' work,\nagainst a scripted model server in this process: real Claude Code at work, with no account, key or network")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's directory (repository, the team's state in repo/.foreman, the agent script)")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "wall-clock limit of the whole run")
 	flag.Parse()
@@ -83,6 +88,10 @@ go test), real squash merges, the team's status as it changes and a summary.
   go run ./examples/quickstart -keep       keep the repository to look at its git log
   go run ./examples/quickstart -agent 'my-agent {prompt}'
                                            a real agent CLI does the work
+  go run ./examples/quickstart -real claude
+                                           real Claude Code (or codex) does the work, its model a
+                                           script served in this process: no account needed
+                                           (run .ci/install-agents once first)
 
 Flags:
 `)
@@ -106,6 +115,13 @@ func (o options) validate() ([]string, error) {
 		return nil, fmt.Errorf("-stories %d: want 1 to 20", o.stories)
 	case o.parallel < 1:
 		return nil, fmt.Errorf("-parallel %d: want at least 1", o.parallel)
+	case o.real != "" && (o.agent != "" || o.format != ""):
+		return nil, errors.New("-real runs its own CLI: leave out -agent and -format")
+	case o.real != "":
+		if _, _, ok := realCLI(o.real); !ok {
+			return nil, fmt.Errorf("-real %q: claude or codex", o.real)
+		}
+		return nil, nil
 	case o.agent == "":
 		return nil, nil
 	}
@@ -152,22 +168,32 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 	if err := newRepo(ctx, res.Repo); err != nil {
 		return res, err
 	}
-	if o.agent == "" && (o.format == "" || o.format == agentcmd.FormatText) {
+	agent := agentcmd.Config{Argv: argv, Format: o.format, Env: gitEnv(), Sandbox: agentSandbox(o.agent)}
+	var onEvent func(team.Event)
+	if o.real != "" {
+		ra, err := startReal(o.real, res.Dir, stories)
+		if err != nil {
+			return res, err
+		}
+		defer ra.close()
+		agent, onEvent = ra.cfg, ra.onEvent
+	} else if o.agent == "" && (o.format == "" || o.format == agentcmd.FormatText) {
 		script := filepath.Join(res.Dir, "agent.sh")
 		if err := os.WriteFile(script, []byte(agentScript(stories)), 0o755); err != nil {
 			return res, err
 		}
-		argv = []string{script, "{prompt}"}
+		agent.Argv = []string{script, "{prompt}"}
 	}
 
 	p := &printer{w: out, start: began}
 	tm, err := team.New(ctx, team.Config{
 		Repo:     res.Repo,
-		Agent:    agentcmd.New(agentcmd.Config{Argv: argv, Format: o.format, Env: gitEnv(), Sandbox: agentSandbox(o.agent)}),
+		Agent:    agentcmd.New(agent),
 		Gates:    gatePlan(),
 		Workers:  o.parallel,
 		Merge:    mergeConfig(),
 		Feedback: gateWatch{p},
+		OnEvent:  onEvent,
 	})
 	if err != nil {
 		return res, err

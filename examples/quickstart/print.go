@@ -43,6 +43,10 @@ func (p *printer) plan(repo string, plan []team.Story, o options) {
 		}
 		p.printf("  %s  %s%s\n", s.ID, s.Title, after)
 	}
+	if o.real != "" {
+		p.printf("\nThe agents are the real %s CLI; its model is a script this program serves (modeltest), so its\n"+
+			"answers are fixed but its tools, sessions and permission rules are the real ones.\n", o.real)
+	}
 	if o.agent == "" && o.format == "" {
 		p.printf("\nScripted agent: US-003's first build has a bug the gates catch; US-002 changes the line of\ncalc.go that US-001 changes, and lands second: the team rebases it, the rebase conflicts, and\nits agent, given the conflict once, keeps its own line.\n")
 		if o.parallel < 2 {
