@@ -161,6 +161,13 @@ func TestRealCLIsLandAPlan(t *testing.T) {
 				}
 			}
 			assert.Equal(t, []string{"FAIL", "PASS"}, gates, "the build failed its gates once, then fixed them")
+			var fed []int
+			for _, r := range srv.Requests() {
+				if r.Script == "A build" && strings.Contains(r.Latest, "found BAD in the files above") {
+					fed = append(fed, r.Seq)
+				}
+			}
+			assert.Len(t, fed, 1, "the gates' output reached the model once, as the resumed session's new input")
 			served := srv.Usage("")
 			assert.Equal(t, served.InputTokens+served.OutputTokens+served.CacheReadInputTokens+served.CacheCreationInputTokens, st.Tokens,
 				"the tokens the CLIs reported are those served")
