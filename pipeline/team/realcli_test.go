@@ -15,6 +15,7 @@ import (
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/demo"
 	"github.com/agentforeman/foreman/internal/realagent"
+	"github.com/agentforeman/foreman/internal/stress"
 	"github.com/agentforeman/foreman/merge"
 	"github.com/agentforeman/foreman/modeltest"
 	"github.com/agentforeman/foreman/phases"
@@ -59,6 +60,23 @@ func realCLIs() []realCLI {
 			return agentcmd.New(cfg)
 		}},
 	}
+}
+
+// geminiCLI is Gemini CLI as realCLIs has the others.
+func geminiCLI() realCLI {
+	return realCLI{realagent.Gemini, agentcmd.FormatGemini, func(t *testing.T, url string, cfg agentcmd.Config) *agentcmd.Driver {
+		home := filepath.Join(t.TempDir(), "home")
+		env, err := realagent.GeminiEnv(url, home, nil)
+		require.NoError(t, err)
+		// In the OS sandbox the host's home is hidden: the settings that
+		// select API-key authentication are bound in as its ~/.gemini.
+		cfg.Sandbox.Binds = append(cfg.Sandbox.Binds, agentcmd.Bind{Source: filepath.Join(home, ".gemini"), Target: "~/.gemini", Writable: true})
+		if agentcmd.New(cfg).Sandboxed() {
+			env = withoutVars(env, "HOME")
+		}
+		cfg.Env = append(env, demo.GitEnv()...)
+		return agentcmd.New(cfg)
+	}}
 }
 
 // realTeam is a team on a throwaway repository whose agents are the real
@@ -120,8 +138,11 @@ func runReal(t *testing.T, tm *team.Team) team.Result {
 // gates gets their output and fixes it in its next iteration, in the CLI's
 // own resumed session; tokens reported equal the tokens served.
 func TestRealCLIsLandAPlan(t *testing.T) {
-	for _, cli := range realCLIs() {
+	for _, cli := range append(realCLIs(), geminiCLI()) {
 		t.Run(string(cli.name), func(t *testing.T) {
+			if cli.name == realagent.Gemini {
+				stress.Long(t) // a minute: Gemini CLI takes 5-8 s a run (its model router's request first); CI runs it
+			}
 			build := append(writeAndCommit("a.txt", "BAD\n"), modeltest.Say("written"))
 			build = append(build, modeltest.Turn{When: "found BAD", Reply: func(in modeltest.Input) modeltest.Turn {
 				a, _ := realagent.ReadAssignment(in.Prompt)
