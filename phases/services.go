@@ -168,6 +168,11 @@ type StreamEvent struct {
 	// when the parser could extract one.
 	Line string
 	Text string
+	// SessionID is the agent's own session id (what its CLI resumes), set
+	// on the first event after its output named it, long before the run
+	// ends: a host that records it can resume the session after it, or
+	// the agent, was killed mid-run. Empty on every other event.
+	SessionID string
 }
 
 // StreamCallback receives agent output as it is produced. It is called from

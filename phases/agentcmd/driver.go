@@ -330,6 +330,7 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, parser O
 		exited            bool
 		timedOut, stopped bool
 		stopReason        string
+		announced         bool
 		ctxErr            error
 		ctxDone           = ctx.Done()
 	)
@@ -352,6 +353,13 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, parser O
 			} else {
 				out.addLine(l.text)
 				ev.Kind, ev.Text = parser.ParseLine(l.text)
+				if !announced {
+					// The session the agent runs in, as soon as its output
+					// names one, for a host that resumes it after a crash.
+					if id := parser.Summary().SessionID; id != "" && checkSessionID(p.d.cfg.Format, id) == nil {
+						ev.SessionID, announced = id, true
+					}
+				}
 				if st, ok := parser.(stopper); ok && stage == stageRunning && !exited && stopReason == "" {
 					if why := st.stopNow(); why != "" {
 						stopReason, stopped = why, true

@@ -22,6 +22,7 @@ const (
 	kindDecision = "team.decision" // decision, by story id
 	kindMemory   = "team.memory"   // memory, by story id
 	kindTriage   = "team.triage"   // triageRecord, by story id
+	// kindSession (sessions.go): sessionRecord, by assignment id.
 )
 
 // graphSession is the id of the team's task graph session.

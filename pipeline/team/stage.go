@@ -57,6 +57,15 @@ func (r stageRunner) perform(ctx context.Context, req phases.AgentRequest, onEve
 	}
 	st := t.cfg.Stages[a.Stage]
 	onEvent = t.watchRetries(a, onEvent)
+	if st.Kind != StageGate {
+		// A stage cut short (its host killed, its worker stalled) runs
+		// again under the same assignment: its agent resumes the session
+		// it had begun.
+		if req.SessionID == "" {
+			req.SessionID = t.interruptedSession(ctx, a.Assignment)
+		}
+		onEvent = t.recordSessions(ctx, a.Item, a.Assignment, req.SessionID, onEvent)
+	}
 	// The agent may run the project's own checks (a CLI that allows
 	// commands one by one is told which).
 	req.Constraints.Commands = append(slices.Clip(req.Constraints.Commands), t.gateCommands()...)
