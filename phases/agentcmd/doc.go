@@ -25,6 +25,9 @@
 // Code's and Codex's are UUIDs; others 1 to 128 of [A-Za-z0-9._:-], never
 // starting with "-"): a request with another is a *SessionIDError, and one
 // read from an agent's output is dropped from the result.
+// The first stream event after the agent's output names its session
+// carries it (phases.StreamEvent.SessionID), long before the run ends, so
+// that a host can record it and resume the session after a crash.
 //
 // # The agent's environment
 //
