@@ -2,17 +2,21 @@ package team
 
 import (
 	"context"
+	"errors"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/pipeline/store"
 )
 
-// kindSession holds the agent session each assignment's CLI announced
-// (sessionRecord, by assignment id), written as soon as the CLI names it.
-// An assignment's stage runs again only when its first execution was cut
-// short (its host killed or stopped, its worker stalled): the CLI then
+// kindSession holds the agent session each running assignment's CLI
+// announced (sessionRecord, by assignment id), written as soon as the CLI
+// names it and removed when the stage's execution ends by itself. One
+// left behind is an execution cut short (its host killed or stopped, its
+// worker stalled): when the assignment's stage runs again, its CLI
 // resumes that session (Claude Code --resume, codex exec resume, Gemini
 // CLI --resume) with the conversation so far, instead of starting over.
+// A stage run again after it ended (a reviewer's rejection) starts afresh.
 const kindSession = "team.session"
 
 // sessionRecord is the session an assignment's agent ran in.
@@ -33,6 +37,21 @@ func (t *Team) interruptedSession(ctx context.Context, a foreman.AssignmentID) s
 		return ""
 	}
 	return rec.Session
+}
+
+// forgetSession removes the assignment's session record: its execution
+// ended by itself.
+func (t *Team) forgetSession(ctx context.Context, a foreman.AssignmentID) {
+	rec, err := t.db.Get(ctx, kindSession, string(a))
+	if errors.Is(err, store.ErrNotFound) {
+		return
+	}
+	if err == nil {
+		_, err = t.db.Apply(ctx, store.Op{Kind: kindSession, ID: string(a), ExpectVersion: rec.Version, Delete: true})
+	}
+	if err != nil && ctx.Err() == nil {
+		t.log.Warn("team: removing an assignment's agent session record", "assignment", a, "err", err)
+	}
 }
 
 // recordSessions passes a stage's agent output on to onEvent, first

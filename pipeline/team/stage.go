@@ -65,6 +65,11 @@ func (r stageRunner) perform(ctx context.Context, req phases.AgentRequest, onEve
 			req.SessionID = t.interruptedSession(ctx, a.Assignment)
 		}
 		onEvent = t.recordSessions(ctx, a.Item, a.Assignment, req.SessionID, onEvent)
+		defer func() {
+			if ctx.Err() == nil {
+				t.forgetSession(ctx, a.Assignment)
+			}
+		}()
 	}
 	// The agent may run the project's own checks (a CLI that allows
 	// commands one by one is told which).
