@@ -146,7 +146,8 @@
 // tools. A CLI retrying a refused key (a 401 or 403: Claude Code's api_retry,
 // Codex's "Reconnecting...") is stopped at its first retry, the cause in
 // AgentResult.Error and APIError; other retries (a 429, a 529) are
-// phases.StreamRetry events, and the CLI goes on.
+// phases.StreamRetry events, and the CLI goes on (Gemini CLI announces its
+// retries on stderr only: the driver hands stderr lines to its parser).
 //
 // # Stopping it
 //
