@@ -354,11 +354,7 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, parser O
 				out.addLine(l.text)
 				ev.Kind, ev.Text = parser.ParseLine(l.text)
 				if !announced {
-					// The session the agent runs in, as soon as its output
-					// names one, for a host that resumes it after a crash.
-					if id := parser.Summary().SessionID; id != "" && checkSessionID(p.d.cfg.Format, id) == nil {
-						ev.SessionID, announced = id, true
-					}
+					ev.SessionID, announced = sessionNamed(parser, p.d.cfg.Format)
 				}
 				if st, ok := parser.(stopper); ok && stage == stageRunning && !exited && stopReason == "" {
 					if why := st.stopNow(); why != "" {
