@@ -2,6 +2,7 @@ package riverbench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -79,19 +81,87 @@ func report(b *testing.B, start time.Time) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "handoffs/s")
 }
 
-// BenchmarkHandoffs: b.N durable hand-offs each (use -benchtime Nx).
-func BenchmarkHandoffs(b *testing.B) {
-	b.Run("foreman", func(b *testing.B) { benchForeman(b, false, linger) })
-	b.Run("foreman-processes", func(b *testing.B) { benchForeman(b, true, linger) })
-	b.Run("foreman-processes-nolinger", func(b *testing.B) { benchForeman(b, true, 0) })
-	b.Run("river-insert", func(b *testing.B) { benchRiver(b, false) })
-	b.Run("river-insertmany", func(b *testing.B) { benchRiver(b, true) })
+// reportCPU reports the CPU time per hand-off of the benchmark's processes
+// (this one and its host processes) and of PostgreSQL's.
+func reportCPU(b *testing.B, m *cpuMeter) {
+	client, pg := m.stop()
+	b.ReportMetric(float64(client.Microseconds())/float64(b.N), "client-cpu-µs/op")
+	b.ReportMetric(float64(pg.Microseconds())/float64(b.N), "pg-cpu-µs/op")
 }
 
-// benchForeman runs the hosts in this process (each with its own
-// connection pool) or, with processes, as separate processes: this test
-// binary run again (see TestMain).
-func benchForeman(b *testing.B, processes bool, linger time.Duration) {
+// BenchmarkHandoffs: b.N durable hand-offs each (use -benchtime Nx).
+func BenchmarkHandoffs(b *testing.B) {
+	b.Run("foreman", func(b *testing.B) { benchForeman(b, setup{linger: linger}) })
+	b.Run("foreman-processes", func(b *testing.B) { benchForeman(b, setup{processes: true, linger: linger}) })
+	b.Run("foreman-processes-nolinger", func(b *testing.B) { benchForeman(b, setup{processes: true}) })
+	b.Run("foreman-env", func(b *testing.B) { benchForeman(b, envSetup(b)) })
+	b.Run("river-defaults-64", func(b *testing.B) { benchRiver(b, riverDefaults, inFlight, true) })
+	b.Run("river-tuned-64-insert", func(b *testing.B) { benchRiver(b, riverTuned, inFlight, false) })
+	b.Run("river-tuned-64", func(b *testing.B) { benchRiver(b, riverTuned, inFlight, true) })
+	b.Run("river-tuned-2000", func(b *testing.B) { benchRiver(b, riverTuned, 2000, true) })
+}
+
+// riverSettings are a river client's fetch settings.
+type riverSettings struct {
+	fetchCooldown, fetchPollInterval time.Duration
+}
+
+var (
+	// riverDefaults: river's own defaults (zero values: FetchCooldown
+	// 100 ms, FetchPollInterval 1 s), labelled "river at its defaults".
+	riverDefaults = riverSettings{}
+	// riverTuned: the settings river's own benchmark gives its client
+	// (cmd/river/riverbench/river_bench.go: FetchCooldown 2 ms,
+	// FetchPollInterval 20 ms; it runs 2,000 workers). Everything else is
+	// river's default there as here.
+	riverTuned = riverSettings{fetchCooldown: 2 * time.Millisecond, fetchPollInterval: 20 * time.Millisecond}
+)
+
+// setup is how Foreman's side runs: hosts in this process (each with its
+// own connection pool) or, with processes, as separate processes (this
+// test binary run again, see TestMain); how many hosts of what capacity
+// (default 4 of 16: 64 in flight); the Dispatcher's MaxWorkers, how many
+// assignments are handed out at once (default 4 x in flight); and the
+// hosts' Linger.
+type setup struct {
+	processes       bool
+	hosts, capacity int
+	dispatch        int
+	linger          time.Duration
+}
+
+func (s setup) resolve() setup {
+	s.hosts = cmp.Or(s.hosts, hosts)
+	s.capacity = cmp.Or(s.capacity, inFlight/hosts)
+	s.dispatch = cmp.Or(s.dispatch, 4*s.hosts*s.capacity)
+	return s
+}
+
+// envSetup reads a setup from RIVERBENCH_SETUP
+// ("processes hosts capacity dispatch linger", e.g. "1 4 16 256 0s"); the
+// benchmark skips without it (an aid for trying settings).
+func envSetup(b *testing.B) setup {
+	v := os.Getenv("RIVERBENCH_SETUP")
+	if v == "" {
+		b.Skip("RIVERBENCH_SETUP is not set")
+	}
+	var s setup
+	var proc int
+	var l string
+	if _, err := fmt.Sscan(v, &proc, &s.hosts, &s.capacity, &s.dispatch, &l); err != nil {
+		b.Fatal("RIVERBENCH_SETUP:", err)
+	}
+	s.processes = proc != 0
+	var err error
+	if s.linger, err = time.ParseDuration(l); err != nil {
+		b.Fatal("RIVERBENCH_SETUP:", err)
+	}
+	return s
+}
+
+func benchForeman(b *testing.B, s setup) {
+	s = s.resolve()
+	processes, linger := s.processes, s.linger
 	ctx := context.Background()
 	pool := database(b)
 	schema := freshSchema(b, pool, "riverbench_foreman_")
@@ -110,7 +180,7 @@ func benchForeman(b *testing.B, processes bool, linger time.Duration) {
 		b.Fatal(err)
 	}
 	completed := make(chan struct{}, b.N)
-	d, err := worker.New(worker.Config{Transport: tr, MaxWorkers: 4 * inFlight, Commits: worker.NoCommits,
+	d, err := worker.New(worker.Config{Transport: tr, MaxWorkers: s.dispatch, Commits: worker.NoCommits,
 		OnEvent: func(e worker.Event) {
 			if e.Kind == worker.EventCompleted {
 				completed <- struct{}{}
@@ -123,11 +193,12 @@ func benchForeman(b *testing.B, processes bool, linger time.Duration) {
 	hctx, stopHosts := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var hs []*pgtransport.Host
-	for i := range hosts {
+	var pids []int
+	for i := range s.hosts {
 		name := fmt.Sprintf("host-%d", i)
 		if processes {
 			cmd := exec.CommandContext(hctx, os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), hostProcessEnv+"="+schema, "RIVERBENCH_HOST_NAME="+name, "RIVERBENCH_LINGER="+linger.String())
+			cmd.Env = append(os.Environ(), hostProcessEnv+"="+schema, "RIVERBENCH_HOST_NAME="+name, "RIVERBENCH_LINGER="+linger.String(), fmt.Sprintf("RIVERBENCH_CAPACITY=%d", s.capacity))
 			cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 			cmd.Stderr = os.Stderr
 			out, err := cmd.StdoutPipe()
@@ -140,11 +211,12 @@ func benchForeman(b *testing.B, processes bool, linger time.Duration) {
 			if _, err := bufio.NewReader(out).ReadString('\n'); err != nil { // "ready": the clock starts with every host up
 				b.Fatal("host process:", err)
 			}
+			pids = append(pids, cmd.Process.Pid)
 			wg.Add(1)
 			go func() { defer wg.Done(); _ = cmd.Wait() }()
 			continue
 		}
-		h, err := newHost(ctx, newPool(b, os.Getenv("FOREMAN_TEST_POSTGRES"), 4), schema, name, linger)
+		h, err := newHost(ctx, newPool(b, os.Getenv("FOREMAN_TEST_POSTGRES"), 4), schema, name, s.capacity, linger)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -153,6 +225,8 @@ func benchForeman(b *testing.B, processes bool, linger time.Duration) {
 		go func() { defer wg.Done(); _ = h.Run(hctx) }()
 	}
 	b.ResetTimer()
+	resetStatements(b, pool)
+	cpu := startCPU(pids)
 	start := time.Now()
 	for i := range b.N {
 		if err := d.Submit(ctx, worker.Item{ID: foreman.ItemID(fmt.Sprintf("item-%d", i)), Prompt: "noop", Worktree: "/nowhere"}); err != nil {
@@ -163,6 +237,8 @@ func benchForeman(b *testing.B, processes bool, linger time.Duration) {
 		<-completed
 	}
 	report(b, start)
+	reportCPU(b, cpu)
+	dumpStatements(b, pool)
 	b.StopTimer()
 	var rounds int64
 	for _, h := range hs {
@@ -204,7 +280,12 @@ func runHostProcess(schema string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	h, err := newHost(ctx, pool, schema, os.Getenv("RIVERBENCH_HOST_NAME"), linger)
+	capacity, err := strconv.Atoi(os.Getenv("RIVERBENCH_CAPACITY"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	h, err := newHost(ctx, pool, schema, os.Getenv("RIVERBENCH_HOST_NAME"), capacity, linger)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -215,12 +296,12 @@ func runHostProcess(schema string) int {
 }
 
 // newHost is a worker host whose agent does nothing and succeeds.
-func newHost(ctx context.Context, pool *pgxpool.Pool, schema, name string, linger time.Duration) (*pgtransport.Host, error) {
+func newHost(ctx context.Context, pool *pgxpool.Pool, schema, name string, capacity int, linger time.Duration) (*pgtransport.Host, error) {
 	agent := worker.AgentFunc(func(context.Context, phases.AgentRequest, phases.StreamCallback) (phases.AgentResult, error) {
 		return phases.AgentResult{Success: true}, nil
 	})
 	return pgtransport.NewHost(ctx, pgtransport.HostConfig{
-		Pool: pool, Schema: schema, Name: name, Capacity: inFlight / hosts, Linger: linger,
+		Pool: pool, Schema: schema, Name: name, Capacity: capacity, Linger: linger,
 		Runtime: worker.RuntimeConfig{Agent: agent, Commits: worker.NoCommits},
 	})
 }
@@ -235,7 +316,7 @@ type noopWorker struct {
 
 func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil }
 
-func benchRiver(b *testing.B, many bool) {
+func benchRiver(b *testing.B, set riverSettings, maxWorkers int, many bool) {
 	ctx := context.Background()
 	pool := database(b)
 	schema := freshSchema(b, pool, "riverbench_river_")
@@ -252,21 +333,27 @@ func benchRiver(b *testing.B, many bool) {
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &noopWorker{})
-	// River's default settings (see the package doc: not those of river's
-	// own benchmark).
 	client, err := river.NewClient(driver, &river.Config{
-		Schema: schema, Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: inFlight}},
+		FetchCooldown: set.fetchCooldown, FetchPollInterval: set.fetchPollInterval,
+		Schema: schema, Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: maxWorkers}},
 		Workers: workers, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Completed means marked completed in the database: river's completer
+	// writes in batches and sends the subscription's events after the
+	// write (river's own benchmark counts the same way), the counterpart
+	// of a DONE delivered to the Dispatcher after it was written.
+	done, cancelSub := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: b.N + 1000, Kinds: []river.EventKind{river.EventKindJobCompleted}})
+	defer cancelSub()
 	if err := client.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = client.Stop(ctx) }()
-	countSQL := "SELECT count(*) FROM " + pgx.Identifier{schema}.Sanitize() + ".river_job WHERE state = 'completed'"
 	b.ResetTimer()
+	resetStatements(b, pool)
+	cpu := startCPU(nil)
 	start := time.Now()
 	if many {
 		const chunk = 500
@@ -295,19 +382,11 @@ func benchRiver(b *testing.B, many bool) {
 		}
 		wg.Wait()
 	}
-	// Completed means marked completed in the database (river's completer
-	// writes in batches), the counterpart of a DONE delivered to the
-	// Dispatcher after it was written.
-	for {
-		var n int
-		if err := pool.QueryRow(ctx, countSQL).Scan(&n); err != nil {
-			b.Fatal(err)
-		}
-		if n >= b.N {
-			break
-		}
-		time.Sleep(2 * time.Millisecond) // a benchmark's completion poll
+	for range b.N {
+		<-done
 	}
 	report(b, start)
+	reportCPU(b, cpu)
+	dumpStatements(b, pool)
 	b.StopTimer()
 }

@@ -18,7 +18,7 @@ import (
 // SchemaVersion is the version of the transport's tables this build writes
 // and reads (kept in the table transport_schema, apart from the store's
 // own version).
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // The transport's tables, in the store's PostgreSQL schema ("@." stands for
 // it). An assignment row lives from the coordinator's ASSIGN until its
@@ -80,6 +80,7 @@ func migrations(fenceLock, fenceTerm, schema string) []string {
 		END
 		$fn$`,
 		hostFunctions(schema),
+		indexedHostFunctions(schema),
 	}
 }
 
