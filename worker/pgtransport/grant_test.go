@@ -80,6 +80,9 @@ func TestAWorkerRoleCanWriteNothingButItsOwnClaims(t *testing.T) {
 		{"taking the commands directly", `DELETE FROM ` + s + `wt_commands`},
 		{"writing DONE for another host's claim", `SELECT * FROM ` + s + `wt_host_write('good', ARRAY['a1'], ARRAY['` + done + `'], ARRAY[true])`},
 		{"beating for another host's claim", `SELECT * FROM ` + s + `wt_heartbeats('good', ARRAY['a1'], ARRAY['c0ffee'], ARRAY[0::bigint])`},
+		{"writing DONE for another host's claim in a round", `SELECT * FROM ` + s + `wt_host_round('good', 'default', ARRAY['a1'], ARRAY['` + done + `'], ARRAY[true], '{}', '{}', '{}', 0)`},
+		{"beating for another host's claim in a round", `SELECT * FROM ` + s + `wt_host_round('good', 'default', '{}', '{}', '{}', ARRAY['a1'], ARRAY['c0ffee'], ARRAY[0::bigint], 0)`},
+		{"writing DONE for another host's claim beside a round's claims", `SELECT * FROM ` + s + `wt_host_round('evil', 'default', ARRAY['a1'], ARRAY['` + done + `'], ARRAY[true], '{}', '{}', '{}', 5)`},
 		{"writing a record", `INSERT INTO ` + s + `records (kind, id, version, data, updated_at) VALUES ('team.story', 'x', 1, '', now())`},
 		{"changing a record", `UPDATE ` + s + `records SET data = ''`},
 		{"reading the records", `SELECT data FROM ` + s + `records`},
@@ -113,12 +116,16 @@ func TestAWorkerRoleCanWriteNothingButItsOwnClaims(t *testing.T) {
 	require.Equal(t, "evil", claimedBy(t, e, "a2"))
 	requireRefused(t, q(`SELECT * FROM `+s+`wt_host_write('evil', ARRAY['a2'], ARRAY['`+done+`'], ARRAY[true])`),
 		"writing another assignment's DONE under its own claim")
+	requireRefused(t, q(`SELECT * FROM `+s+`wt_host_round('evil', 'default', ARRAY['a2'], ARRAY['`+done+`'], ARRAY[true], '{}', '{}', '{}', 0)`),
+		"writing another assignment's DONE under its own claim in a round")
 	// Naming the other host cannot reach its commands either.
 	require.NoError(t, c.Send(ctx, worker.Command{Kind: worker.CommandProbe, Worker: "w1", Assignment: "a1"}))
 	require.NoError(t, c.Flush(ctx))
 	var taken int
 	require.NoError(t, evilPool.QueryRow(ctx, `SELECT count(*) FROM `+s+`wt_take_commands('good')`).Scan(&taken))
 	assert.Zero(t, taken, "another role's commands are not its to take")
+	require.NoError(t, evilPool.QueryRow(ctx, `SELECT count(*) FROM `+s+`wt_host_round('good', 'default', '{}', '{}', '{}', '{}', '{}', '{}', 0)`).Scan(&taken))
+	assert.Zero(t, taken, "another role's commands are not its to take in a round either")
 
 	// The honest host's claim, its command and its lease are untouched.
 	assert.Equal(t, "good", claimedBy(t, e, "a1"))

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/clock"
 	"github.com/agentforeman/foreman/worker"
@@ -100,84 +98,63 @@ func (h *Host) round(ctx context.Context) error {
 	}
 	h.mu.Unlock()
 
-	b := &pgx.Batch{}
-	if len(out) > 0 {
-		ids, bodies, finals := make([]string, len(out)), make([]string, len(out)), make([]bool, len(out))
-		for i, m := range out {
-			ids[i], bodies[i], finals[i] = string(m.assignment), string(m.body), m.final
-		}
-		b.Queue(h.sql.hostWrite, h.cfg.Name, ids, bodies, finals).QueryRow(func(row pgx.Row) error {
-			var written, finished, notified int64
-			if err := row.Scan(&written, &finished, &notified); err != nil {
-				return err
-			}
-			h.mu.Lock()
-			h.stats.Messages += written
-			h.stats.Dropped += int64(len(out)) - written
-			h.mu.Unlock()
-			return nil
-		})
+	ids, bodies, finals := make([]string, len(out)), make([]string, len(out)), make([]bool, len(out))
+	for i, m := range out {
+		ids[i], bodies[i], finals[i] = string(m.assignment), string(m.body), m.final
 	}
-	var kept map[string]bool
-	if len(beats) > 0 {
-		ids, commits, outs := make([]string, 0, len(beats)), make([]string, 0, len(beats)), make([]int64, 0, len(beats))
-		for id, bt := range beats {
-			var us int64
-			if !bt.output.IsZero() {
-				us = bt.output.UnixMicro()
-			}
-			ids, commits, outs = append(ids, string(id)), append(commits, bt.commit), append(outs, us)
+	beatIDs, commits, outs := make([]string, 0, len(beats)), make([]string, 0, len(beats)), make([]int64, 0, len(beats))
+	for id, bt := range beats {
+		var us int64
+		if !bt.output.IsZero() {
+			us = bt.output.UnixMicro()
 		}
-		kept = map[string]bool{}
-		b.Queue(h.sql.heartbeats, h.cfg.Name, ids, commits, outs).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					return err
-				}
-				kept[id] = true
-			}
-			return rows.Err()
-		})
+		beatIDs, commits, outs = append(beatIDs, string(id)), append(commits, bt.commit), append(outs, us)
 	}
 	type command struct {
 		assignment foreman.AssignmentID
 		kind       worker.CommandKind
 		reason     string
 	}
-	var cmds []command
-	b.Queue(h.sql.takeCommands, h.cfg.Name).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var seq int64
-			var c command
-			var kind int16
-			if err := rows.Scan(&seq, &c.assignment, &kind, &c.reason); err != nil {
-				return err
-			}
-			c.kind = worker.CommandKind(kind)
-			cmds = append(cmds, c)
-		}
-		return rows.Err()
-	})
 	type claimed struct {
 		seq  int64
 		body []byte
 	}
-	var claims []claimed
-	if free > 0 {
-		b.Queue(h.sql.claim, h.cfg.Name, h.cfg.Queue, free).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var c claimed
-				if err := rows.Scan(&c.seq, &c.body); err != nil {
-					return err
-				}
-				claims = append(claims, c)
+	var (
+		cmds    []command
+		claims  []claimed
+		written int64
+		kept    = map[string]bool{}
+	)
+	// One call does the round (wt_host_round): the messages in order, the
+	// heartbeats, the commands waiting, new claims up to free.
+	rows, err := h.cfg.Pool.Query(ctx, h.sql.hostRound, h.cfg.Name, h.cfg.Queue, ids, bodies, finals, beatIDs, commits, outs, free)
+	if err == nil {
+		for rows.Next() {
+			var what string
+			var seq *int64
+			var id, text *string
+			var kind *int16
+			if err = rows.Scan(&what, &seq, &id, &kind, &text); err != nil {
+				break
 			}
-			return rows.Err()
-		})
+			switch what {
+			case "w":
+				written = *seq
+			case "b":
+				kept[*id] = true
+			case "c":
+				cmds = append(cmds, command{assignment: foreman.AssignmentID(*id), kind: worker.CommandKind(*kind), reason: *text})
+			case "a":
+				claims = append(claims, claimed{seq: *seq, body: []byte(*text)})
+			}
+		}
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
 	}
-	if err := h.cfg.Pool.SendBatch(ctx, b).Close(); err != nil {
-		// Nothing of the round happened (one transaction): keep what was
+	if err != nil {
+		// Nothing of the round happened (one statement): keep what was
 		// to be written, ahead of what came since.
 		h.mu.Lock()
 		h.out = append(out, h.out...)
@@ -191,6 +168,8 @@ func (h *Host) round(ctx context.Context) error {
 	}
 	h.mu.Lock()
 	h.stats.Rounds++
+	h.stats.Messages += written
+	h.stats.Dropped += int64(len(out)) - written
 	h.stats.Beats += int64(len(kept))
 	if len(beats) > 0 {
 		h.stats.BeatWrites++

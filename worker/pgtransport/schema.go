@@ -186,7 +186,8 @@ func hostFunctions(schema string) string {
 // call (wt_refuse_foreign is theirs only).
 func hostFunctionSignatures() []string {
 	return []string{"wt_claim(text, text, int)", "wt_host_write(text, text[], text[], bool[])",
-		"wt_heartbeats(text, text[], text[], bigint[])", "wt_take_commands(text)"}
+		"wt_heartbeats(text, text[], text[], bigint[])", "wt_take_commands(text)",
+		"wt_host_round(text, text, text[], text[], bool[], text[], text[], bigint[], int)"}
 }
 
 const (

@@ -5,6 +5,7 @@ type statements struct {
 	fence, insert, stop, probe, supersede, notify string
 	deleteMessages, readMessages, readBeats       string
 	hostWrite, heartbeats, takeCommands, claim    string
+	hostRound                                     string
 }
 
 func newStatements(schema string) statements {
@@ -71,9 +72,11 @@ func newStatements(schema string) statements {
 		heartbeats:   `SELECT o_id FROM @.wt_heartbeats($1, $2, $3, $4)`,
 		takeCommands: `SELECT o_seq, o_assignment, o_kind, o_reason FROM @.wt_take_commands($1)`,
 		claim:        `SELECT o_seq, o_body FROM @.wt_claim($1, $2, $3)`,
+		// A host's round in one call: the four above in that order.
+		hostRound: `SELECT o_what, o_seq, o_id, o_kind, o_text FROM @.wt_host_round($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 	}
 	for _, p := range []*string{&s.fence, &s.insert, &s.stop, &s.probe, &s.supersede, &s.deleteMessages,
-		&s.readMessages, &s.readBeats, &s.hostWrite, &s.heartbeats, &s.takeCommands, &s.claim} {
+		&s.readMessages, &s.readBeats, &s.hostWrite, &s.heartbeats, &s.takeCommands, &s.claim, &s.hostRound} {
 		*p = sqlFor(schema, *p)
 	}
 	return s
