@@ -263,6 +263,9 @@ func TestMain(m *testing.M) {
 	if schema := os.Getenv(hostProcessEnv); schema != "" {
 		os.Exit(runHostProcess(schema))
 	}
+	if schema := os.Getenv(beatProcessEnv); schema != "" {
+		os.Exit(runBeatProcess(schema))
+	}
 	os.Exit(m.Run())
 }
 

@@ -3,7 +3,10 @@ package team_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -12,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/demo"
+	"github.com/agentforeman/foreman/merge"
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/sqlitestore"
@@ -30,10 +35,15 @@ import (
 // from the team's state copied into a SQLite file (what another process
 // reads).
 //
+// Each run also reports the process's peak resident set so far
+// (getrusage's maxrss, peak-rss-MB): FOREMAN_SCALE_SIZES=10000 runs one
+// size alone, so that the peak is that size's, in-memory store included.
+//
 //	go test -run '^$' -bench Scale -benchtime 20x -timeout 30m ./pipeline/team/
+//	FOREMAN_SCALE_SIZES=10000 go test -run '^$' -bench 'Scale$/run' -timeout 30m ./pipeline/team/
 func BenchmarkScale(b *testing.B) {
 	var cpuAt100 float64
-	for _, n := range []int{100, 1000, 10000} {
+	for _, n := range scaleSizes(b) {
 		tm, mem, repo := scaleTeam(b, n)
 		// One run of n stories (not repeated per b.N): its figures are
 		// reported by the run sub-benchmark.
@@ -56,7 +66,10 @@ func BenchmarkScale(b *testing.B) {
 			}
 			b.ReportMetric(cpuPerStory, "cpu-ms/story")
 			b.ReportMetric(float64(wall.Microseconds())/1000/float64(n), "ms/story")
-			b.ReportMetric(cpuPerStory/cpuAt100, "x100")
+			if cpuAt100 > 0 {
+				b.ReportMetric(cpuPerStory/cpuAt100, "x100")
+			}
+			b.ReportMetric(peakRSSMB(b), "peak-rss-MB")
 		})
 		ctx := context.Background()
 		b.Run(fmt.Sprintf("status/%d", n), func(b *testing.B) {
@@ -158,9 +171,102 @@ func copyToSQLite(b *testing.B, mem store.Store, path string) {
 	}
 }
 
+// scaleSizes are the plan sizes BenchmarkScale runs: FOREMAN_SCALE_SIZES
+// (comma-separated), default 100, 1,000 and 10,000.
+func scaleSizes(b *testing.B) []int {
+	v := os.Getenv("FOREMAN_SCALE_SIZES")
+	if v == "" {
+		return []int{100, 1000, 10000}
+	}
+	var sizes []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		require.NoError(b, err, "FOREMAN_SCALE_SIZES")
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// peakRSSMB is the process's peak resident set so far (maxrss, which Linux
+// reports in KiB), in MB.
+func peakRSSMB(b *testing.B) float64 {
+	var ru syscall.Rusage
+	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return float64(ru.Maxrss) * 1024 / 1e6
+}
+
 // processCPU is the process's user+system CPU time.
 func processCPU(b *testing.B) time.Duration {
 	var ru syscall.Rusage
 	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkScaleGit: one run of FOREMAN_SCALE_GIT_STORIES (default 1,000)
+// independent no-op stories through the team on a real repository (a git
+// worktree per story, the build's commit by a shell, the squash merge)
+// with the team's default store (SQLite in the repository), 16 workers;
+// and, in the same process just before it, as many through the in-memory
+// team of BenchmarkScale. Reported per story for each: the coordinator's
+// own CPU (cpu-ms/story; for git, the ratio to the in-memory run as
+// x-memory), the CPU of the processes it started (children-cpu-ms/story:
+// git and the build's shell) and the wall time. The snapshotter and gates
+// are no-ops in both, as in BenchmarkTeamStory.
+//
+//	go test -run '^$' -bench ScaleGit -timeout 60m ./pipeline/team/
+func BenchmarkScaleGit(b *testing.B) {
+	n := 1000
+	if v := os.Getenv("FOREMAN_SCALE_GIT_STORIES"); v != "" {
+		var err error
+		n, err = strconv.Atoi(v)
+		require.NoError(b, err, "FOREMAN_SCALE_GIT_STORIES")
+	}
+	stories := make([]team.Story, n)
+	for i := range stories {
+		stories[i] = team.Story{ID: foreman.ItemID(fmt.Sprintf("S%05d", i)), Title: "bench"}
+	}
+	var memCPU float64
+	for _, kind := range []string{"memory", "git"} {
+		var tm *team.Team
+		if kind == "memory" {
+			tm, _, _ = scaleTeam(b, n)
+		} else {
+			var err error
+			tm, err = team.New(context.Background(), team.Config{
+				Repo: benchRepo(b), Workers: 16, Agent: benchAgent{}, Gates: gatePlan(),
+				Snapshotter: changedSnapshot{}, Verifier: passingVerifier{},
+				Merge: merge.Config{GitEnv: demo.IsolatedGitConfig()},
+			})
+			require.NoError(b, err)
+		}
+		require.NoError(b, tm.Add(context.Background(), stories...))
+		cpu0, child0, wall0 := processCPU(b), childrenCPU(b), time.Now()
+		res, err := tm.Run(context.Background())
+		cpu, child, wall := processCPU(b)-cpu0, childrenCPU(b)-child0, time.Since(wall0)
+		require.NoError(b, err)
+		require.Equal(b, n, res.Merged, res.String())
+		require.NoError(b, tm.Close())
+		perStory := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(n) }
+		if kind == "memory" {
+			memCPU = perStory(cpu)
+		}
+		b.Run(fmt.Sprintf("%s/%d", kind, n), func(b *testing.B) {
+			for b.Loop() {
+			}
+			b.ReportMetric(perStory(cpu), "cpu-ms/story")
+			b.ReportMetric(perStory(child), "children-cpu-ms/story")
+			b.ReportMetric(perStory(wall), "ms/story")
+			if kind == "git" {
+				b.ReportMetric(perStory(cpu)/memCPU, "x-memory")
+			}
+		})
+	}
+}
+
+// childrenCPU is the user+system CPU time of the processes this one
+// started and waited for.
+func childrenCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru))
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
