@@ -27,10 +27,14 @@ import (
 // it (so the graph has edges and blocked stories), on an idle team with
 // the memory store, served by the handler with its default Config. One op
 // is a new tab opening the page: paint-ms is from the navigation's start
-// to the frame after the one whose DOM holds every story's row (a
+// to the frame after the one whose DOM first holds stories' rows (a
 // MutationObserver installed before the page's own script, then two
-// animation frames: the rows are on screen); fcp-ms is Chromium's
-// first-contentful-paint (the page's frame, before the status arrives).
+// animation frames: the rows are on screen), all-rows-ms the same for
+// every story's row (the page draws a long table a part a frame); fcp-ms is Chromium's
+// first-contentful-paint (the page's frame, before the status arrives);
+// status-ms is when the status's last byte arrived (resource timing),
+// rendered-ms when the page's script had built the page from it (its
+// render sets body[data-seq] last).
 // Without Chromium it skips.
 //
 //	go test -run '^$' -bench PageFirstPaint -benchtime 5x ./pipeline/team/teamweb/
@@ -75,13 +79,26 @@ func BenchmarkPageFirstPaint(b *testing.B) {
 	require.NoError(b, chromedp.Do(bctx)) // the browser starts before the clock
 	watch := `(() => {
 		const want = ` + strconv.Itoa(n) + `;
+		const painted = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(performance.now()))));
+		let first;
+		window.__foremanRendered = new Promise((resolve) => {
+			const seen = () => {
+				if (!document.body || !document.body.dataset.seq) return false;
+				resolve(performance.now());
+				return true;
+			};
+			const o = new MutationObserver(() => { if (seen()) o.disconnect(); });
+			o.observe(document, { attributes: true, subtree: true, attributeFilter: ["data-seq"] });
+		});
 		window.__foremanPainted = new Promise((resolve) => {
 			let obs;
 			const check = () => {
 				const body = document.querySelector("#stories tbody");
-				if (!body || body.children.length < want) return false;
+				if (!body || !body.querySelector("tr[data-story]")) return false;
+				if (!first) first = painted();
+				if (body.children.length < want) return false;
 				if (obs) obs.disconnect();
-				requestAnimationFrame(() => requestAnimationFrame(() => resolve(performance.now())));
+				painted().then((all) => first.then((f) => resolve([f, all])));
 				return true;
 			};
 			const start = () => {
@@ -92,23 +109,36 @@ func BenchmarkPageFirstPaint(b *testing.B) {
 			if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start); else start();
 		});
 	})()`
-	var paint, fcp float64
+	var paint, all, fcp, status, rendered float64
 	for b.Loop() {
 		tab, closeTab := chromedp.NewContext(bctx)
 		require.NoError(b, chromedp.Do(tab))
 		_, err := chromedp.Call(tab, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: watch})
 		require.NoError(b, err)
 		require.NoError(b, chromedp.Do(tab, chromedp.Navigate(srv.URL+"/#token="+testToken)))
-		p, err := chromedp.Run(tab, chromedp.Evaluate[float64](`window.__foremanPainted`, chromedp.EvalAwaitPromise))
+		p, err := chromedp.Run(tab, chromedp.Evaluate[[]float64](`window.__foremanPainted`, chromedp.EvalAwaitPromise))
 		require.NoError(b, err)
+		require.Len(b, p, 2)
 		f, err := chromedp.Run(tab, chromedp.Evaluate[float64](
 			`(performance.getEntriesByName("first-contentful-paint")[0] || {startTime: 0}).startTime`))
 		require.NoError(b, err)
-		paint, fcp = paint+p, fcp+f
+		nodes, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll("#graph g.node").length`))
+		require.NoError(b, err)
+		require.LessOrEqual(b, nodes, 200, "a long plan's graph draws the stories that need a look, 200 at most")
+		rd, err := chromedp.Run(tab, chromedp.Evaluate[float64](`window.__foremanRendered`, chromedp.EvalAwaitPromise))
+		require.NoError(b, err)
+		rendered += rd
+		st, err := chromedp.Run(tab, chromedp.Evaluate[float64](
+			`(performance.getEntriesByType("resource").find((e) => e.name.includes("api/status")) || {responseEnd: 0}).responseEnd`))
+		require.NoError(b, err)
+		paint, all, fcp, status = paint+p[0], all+p[1], fcp+f, status+st
 		closeTab()
 	}
 	b.ReportMetric(paint/float64(b.N), "paint-ms")
+	b.ReportMetric(all/float64(b.N), "all-rows-ms")
 	b.ReportMetric(fcp/float64(b.N), "fcp-ms")
+	b.ReportMetric(status/float64(b.N), "status-ms")
+	b.ReportMetric(rendered/float64(b.N), "rendered-ms")
 }
 
 // chromiumPath finds a Chromium or Chrome binary, or skips.

@@ -9,6 +9,13 @@
   const NODE_W = 190, NODE_H = 58, GAP_X = 56, GAP_Y = 16, PAD = 8;
   const SVG = "http://www.w3.org/2000/svg";
   const MAX_EVENTS = 200;
+  // A plan larger than GRAPH_MAX stories (the server's own threshold for a
+  // summary graph) has its graph drawn for the stories that need a look
+  // (running, paused, blocked, the first GRAPH_MAX of them) and its table
+  // drawn FIRST_ROWS rows at once and the rest ROWS_PER_STEP a frame, so
+  // that the page paints at once however long the plan.
+  const GRAPH_MAX = 200, FIRST_ROWS = 300, ROWS_PER_STEP = 1500;
+  let renderGen = 0;      // a newer render stops an older one's rows
 
   const $ = (sel) => document.querySelector(sel);
   let status = null;      // the last status read
@@ -123,7 +130,13 @@
 
   // Stories in columns by depth (a story is one column right of the deepest
   // story it comes after), edges from each dependency to its dependent.
-  function renderGraph(stories) {
+  function renderGraph(all) {
+    let stories = all;
+    if (all.length > GRAPH_MAX) {
+      stories = all.filter((s) => s.state === "running" || s.state === "paused" || s.state === "blocked").slice(0, GRAPH_MAX);
+    }
+    $("#graph-section h2").textContent = stories === all ? "Dependency graph" :
+      `Dependency graph: the ${stories.length} running, paused or blocked stories of ${all.length} (the table lists all)`;
     const byID = new Map(stories.map((s) => [s.id, s]));
     const depth = new Map();
     const depthOf = (s, seen) => {
@@ -241,12 +254,24 @@
       [el("tr", {}, el("td", { colspan: 5, class: "empty" }, "No worker is busy."))]));
   }
 
-  function renderStories(stories) {
-    $("#stories tbody").replaceChildren(...stories.map((s) => el("tr", { "data-story": s.id, "data-state": s.state },
+  function storyRow(s) {
+    return el("tr", { "data-story": s.id, "data-state": s.state },
       el("td", { class: "mono" }, s.id), el("td", {}, s.title), el("td", {}, stateBadge(s.state)),
       el("td", {}, stageText(s)), el("td", {}, (s.after || []).join(", ")), el("td", {}, s.attempts),
       el("td", { class: "num", "data-tokens": s.tokens || 0 }, tokens(s.tokens)), el("td", { class: "num" }, dollars(s.costUSD)),
-      el("td", { class: "last", title: s.last || "" }, s.last || ""), el("td", { class: "mono" }, short(s.commit)))));
+      el("td", { class: "last", title: s.last || "" }, s.last || ""), el("td", { class: "mono" }, short(s.commit)));
+  }
+
+  function renderStories(stories) {
+    const gen = ++renderGen;
+    const body = $("#stories tbody");
+    body.replaceChildren(...stories.slice(0, FIRST_ROWS).map(storyRow));
+    const more = (from) => {
+      if (gen !== renderGen || from >= stories.length) return;
+      body.append(...stories.slice(from, from + ROWS_PER_STEP).map(storyRow));
+      requestAnimationFrame(() => more(from + ROWS_PER_STEP));
+    };
+    if (stories.length > FIRST_ROWS) requestAnimationFrame(() => more(FIRST_ROWS));
   }
 
   // ---- events ------------------------------------------------------------
