@@ -1,29 +1,51 @@
 // Package riverbench measures the PostgreSQL worker transport
 // (worker/pgtransport) against river (github.com/riverqueue/river), the
 // most used Go job queue on PostgreSQL, on the same database in the same
-// run. It is a module of its own so that Foreman never depends on river.
+// run, and the transport with 10,000 remote runs heartbeating. It is a
+// module of its own so that Foreman never depends on river.
+//
+// # Hand-offs (BenchmarkHandoffs)
 //
 // A durable hand-off is one assignment created by a coordinator's
 // Dispatcher, claimed by a worker host, completed by its (no-op) agent, and
 // its DONE written to the database and delivered back to the Dispatcher.
 // River's counterpart is one no-op job inserted, fetched by a river client,
-// worked and marked completed in the database. Both keep 64 runs going at
-// once: river one client's 64 workers, Foreman 4 worker hosts of 16 (in
-// this process with a connection pool each, or as 4 processes: the test
-// binary run again), with up to 256 assignments handed out so that a host
-// that finishes one claims the next in the same round trip. Run, as root
-// on Debian,
+// worked and marked completed in the database (counted from river's
+// subscription, whose completion events river sends after its completer's
+// write, as river's own benchmark counts).
 //
-//	cd bench/riverbench && ../../.ci/with-postgres go test -run '^$' -bench . -benchtime 5000x
+// At 64 in flight: Foreman's default hosts, 4 worker hosts of 16 as 4
+// processes (the test binary run again) with no linger
+// (foreman-processes-nolinger), the same with a 5 ms linger, and 4 hosts in
+// this process (foreman), with up to 256 assignments handed out; river one
+// client's 64 workers. At full tilt: Foreman at its best here
+// (foreman-best: 2 hosts of 128 in this process, 1,024 handed out, 5 ms
+// linger) against river's 2,000 workers.
+//
+// River runs configured as river's own benchmark configures itself
+// (cmd/river/riverbench/river_bench.go: FetchCooldown 2 ms,
+// FetchPollInterval 20 ms, MaxWorkers 2,000; river-tuned-*), and at its
+// defaults (FetchCooldown 100 ms, FetchPollInterval 1 s: river-defaults-64,
+// which caps it near 64 / 100 ms = 640 jobs/s); a comparison must say which.
+// Every variant reports the CPU time per hand-off of its client processes
+// and of PostgreSQL's processes (from /proc: run as root).
+//
+// # Heartbeats (BenchmarkHeartbeats)
+//
+// 10,000 runs that never finish, on simulated remote hosts (pgtransport.Host
+// instances, 25 per process in 4 processes by default), each heartbeating
+// every 10 s through PostgreSQL to one coordinator: the coordinator's CPU,
+// PostgreSQL's CPU, commits, rows updated and WAL bytes per second.
+//
+// # Running
+//
+// As root on Debian,
+//
+//	cd bench/riverbench && ../../.ci/with-postgres go test -run '^$' -bench Handoffs -benchtime 5000x
+//	cd bench/riverbench && ../../.ci/with-postgres go test -run '^$' -bench Heartbeats -benchtime 3x
 //
 // or with FOREMAN_TEST_POSTGRES set to a throwaway database; without one
 // the benchmarks skip. docs/performance.md keeps the figures.
-//
-// River runs here with its default settings (FetchCooldown 100 ms,
-// FetchPollInterval 1 s), which cap it near MaxWorkers / FetchCooldown:
-// about 640 jobs/s at 64 workers. River's own benchmark (cmd/river/riverbench)
-// sets FetchCooldown 2 ms and FetchPollInterval 20 ms; so configured it ran
-// at 1.0-2.0x Foreman's default rate on the same machine
-// (docs/performance.md). A comparison from this benchmark is one against
-// river's defaults, and must say so.
+// RIVERBENCH_SETUP and RIVERBENCH_PGSS (handoff_test.go, pgss_test.go) are
+// aids for trying settings and reading pg_stat_statements.
 package riverbench

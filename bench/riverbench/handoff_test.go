@@ -94,6 +94,12 @@ func BenchmarkHandoffs(b *testing.B) {
 	b.Run("foreman", func(b *testing.B) { benchForeman(b, setup{linger: linger}) })
 	b.Run("foreman-processes", func(b *testing.B) { benchForeman(b, setup{processes: true, linger: linger}) })
 	b.Run("foreman-processes-nolinger", func(b *testing.B) { benchForeman(b, setup{processes: true}) })
+	// Foreman at its best on this benchmark: 2 hosts of 128 in this
+	// process, 1,024 assignments handed out, linger 5 ms (against river's
+	// 2,000 workers: each at full tilt).
+	b.Run("foreman-best", func(b *testing.B) {
+		benchForeman(b, setup{hosts: 2, capacity: 128, dispatch: 1024, linger: linger})
+	})
 	b.Run("foreman-env", func(b *testing.B) { benchForeman(b, envSetup(b)) })
 	b.Run("river-defaults-64", func(b *testing.B) { benchRiver(b, riverDefaults, inFlight, true) })
 	b.Run("river-tuned-64-insert", func(b *testing.B) { benchRiver(b, riverTuned, inFlight, false) })

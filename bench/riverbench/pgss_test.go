@@ -10,8 +10,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// dumpStatements prints pg_stat_statements' top statements (a profiling aid:
-// RIVERBENCH_PGSS=1 with a server that preloads the extension).
+// A profiling aid: with RIVERBENCH_PGSS=1, on a server that preloads
+// pg_stat_statements (shared_preload_libraries=pg_stat_statements,
+// pg_stat_statements.track=all, pg_stat_statements.track_planning=on),
+// each benchmark prints its top statements by time, nested ones included.
+
+// resetStatements empties pg_stat_statements before the timed part.
 func resetStatements(b *testing.B, pool *pgxpool.Pool) {
 	if os.Getenv("RIVERBENCH_PGSS") == "" {
 		return
@@ -21,11 +25,12 @@ func resetStatements(b *testing.B, pool *pgxpool.Pool) {
 	_, _ = pool.Exec(ctx, "SELECT pg_stat_statements_reset()")
 }
 
+// dumpStatements prints the top statements by execution and planning time.
 func dumpStatements(b *testing.B, pool *pgxpool.Pool) {
 	if os.Getenv("RIVERBENCH_PGSS") == "" {
 		return
 	}
-	rows, err := pool.Query(context.Background(), `SELECT calls, total_exec_time + total_plan_time, rows, plans || ' plans ' || round(total_plan_time::numeric,1) || 'ms ' || query FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25`)
+	rows, err := pool.Query(context.Background(), `SELECT calls, total_exec_time + total_plan_time, rows, plans || ' plans ' || round(total_plan_time::numeric,1) || 'ms ' || query FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 25`)
 	if err != nil {
 		b.Log(err)
 		return
