@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -41,6 +43,7 @@ import (
 //
 //	go test -run '^$' -bench Scale -benchtime 20x -timeout 30m ./pipeline/team/
 //	FOREMAN_SCALE_SIZES=10000 go test -run '^$' -bench 'Scale$/run' -timeout 30m ./pipeline/team/
+//	FOREMAN_SCALE_STORE=sqlite FOREMAN_SCALE_SIZES=10000 go test -run '^$' -bench 'Scale$/run' -timeout 30m ./pipeline/team/
 func BenchmarkScale(b *testing.B) {
 	var cpuAt100 float64
 	for _, n := range scaleSizes(b) {
@@ -57,6 +60,7 @@ func BenchmarkScale(b *testing.B) {
 		cpu, wall := processCPU(b)-cpu0, time.Since(wall0)
 		require.NoError(b, err)
 		require.Equal(b, n, res.Merged, res.String())
+		writeHeap(b, n)
 		cpuPerStory := float64(cpu.Microseconds()) / 1000 / float64(n)
 		if n == 100 {
 			cpuAt100 = cpuPerStory
@@ -97,7 +101,9 @@ func BenchmarkScale(b *testing.B) {
 				require.NoError(b, err)
 			}
 		})
-		copyToSQLite(b, mem, filepath.Join(repo, team.StateDirName, "foreman.db"))
+		if mem != nil {
+			copyToSQLite(b, mem, filepath.Join(repo, team.StateDirName, "foreman.db"))
+		}
 		b.Run(fmt.Sprintf("readstatus/%d", n), func(b *testing.B) {
 			for b.Loop() {
 				st, err := team.ReadStatus(ctx, team.Config{Repo: repo})
@@ -109,10 +115,16 @@ func BenchmarkScale(b *testing.B) {
 	}
 }
 
-// scaleTeam is a team on an in-memory store and repository.
+// scaleTeam is a team on an in-memory store and repository; with
+// FOREMAN_SCALE_STORE=sqlite, on the team's default store instead (SQLite
+// in the repository), whose records live on disk (the store returned is
+// then nil).
 func scaleTeam(b *testing.B, n int) (*team.Team, store.Store, string) {
 	repo := benchRepo(b)
-	mem := store.NewMemory(store.MemoryOptions{})
+	var mem store.Store
+	if os.Getenv("FOREMAN_SCALE_STORE") != "sqlite" {
+		mem = store.NewMemory(store.MemoryOptions{})
+	}
 	var commits atomic.Int64
 	tm, err := team.New(context.Background(), team.Config{
 		Repo: repo, Workers: 16, Store: mem, Agent: lineAgent{}, Gates: gatePlan(),
@@ -185,6 +197,20 @@ func scaleSizes(b *testing.B) []int {
 		sizes = append(sizes, n)
 	}
 	return sizes
+}
+
+// writeHeap writes the heap in use after a run of n stories to
+// $FOREMAN_SCALE_HEAP.n (a profile for go tool pprof), when it is set.
+func writeHeap(b *testing.B, n int) {
+	path := os.Getenv("FOREMAN_SCALE_HEAP")
+	if path == "" {
+		return
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", path, n))
+	require.NoError(b, err)
+	defer f.Close()
+	runtime.GC()
+	require.NoError(b, pprof.WriteHeapProfile(f))
 }
 
 // peakRSSMB is the process's peak resident set so far (maxrss, which Linux
