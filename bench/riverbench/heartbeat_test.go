@@ -48,6 +48,8 @@ type beatCounter struct {
 	seen    map[foreman.AssignmentID]bool
 	started atomic.Int64
 	beats   atomic.Int64
+	want    int64
+	all     chan struct{} // closed once want runs have heartbeated
 }
 
 func (c *beatCounter) Deliver(ctx context.Context, m worker.Message) (worker.Disposition, error) {
@@ -56,7 +58,9 @@ func (c *beatCounter) Deliver(ctx context.Context, m worker.Message) (worker.Dis
 		c.mu.Lock()
 		if !c.seen[m.Assignment] {
 			c.seen[m.Assignment] = true
-			c.started.Add(1)
+			if c.started.Add(1) == c.want {
+				close(c.all)
+			}
 		}
 		c.mu.Unlock()
 	}
@@ -128,7 +132,7 @@ func BenchmarkHeartbeats(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	counter := &beatCounter{next: d, seen: map[foreman.AssignmentID]bool{}}
+	counter := &beatCounter{next: d, seen: map[foreman.AssignmentID]bool{}, want: int64(runs), all: make(chan struct{})}
 	tr.Start(counter)
 
 	hctx, stopHosts := context.WithCancel(ctx)
@@ -167,11 +171,10 @@ func BenchmarkHeartbeats(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for counter.started.Load() < int64(runs) {
-		if time.Since(begin) > 5*time.Minute {
-			b.Fatalf("only %d of %d runs heartbeated after 5 minutes", counter.started.Load(), runs)
-		}
-		time.Sleep(100 * time.Millisecond) // a benchmark's wait for the runs to start
+	select {
+	case <-counter.all:
+	case <-time.After(5 * time.Minute):
+		b.Fatalf("only %d of %d runs heartbeated after 5 minutes", counter.started.Load(), runs)
 	}
 	b.Logf("%d runs on %d hosts (%d processes) started in %s", runs, beatProcs*hostsPerProc, beatProcs, time.Since(begin).Round(time.Millisecond))
 	time.Sleep(beatPeriod) // one period to settle: every run has beaten on its own clock since
