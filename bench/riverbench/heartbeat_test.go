@@ -83,9 +83,12 @@ func envInt(b *testing.B, name string, def int) int {
 type dbCounters struct {
 	commits, updated, inserted, deleted int64
 	wal                                 int64 // WAL bytes written
+	// The assignment table's updates, and those of them that were HOT
+	// (no index entry written).
+	assignUpdates, assignHOT int64
 }
 
-func readCounters(b *testing.B, pool *pgxpool.Pool) dbCounters {
+func readCounters(b *testing.B, pool *pgxpool.Pool, schema string) dbCounters {
 	ctx := context.Background()
 	var c dbCounters
 	if _, err := pool.Exec(ctx, `SELECT pg_stat_clear_snapshot()`); err != nil {
@@ -94,6 +97,11 @@ func readCounters(b *testing.B, pool *pgxpool.Pool) dbCounters {
 	err := pool.QueryRow(ctx, `SELECT xact_commit, tup_updated, tup_inserted, tup_deleted,
 		pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint
 		FROM pg_stat_database WHERE datname = current_database()`).Scan(&c.commits, &c.updated, &c.inserted, &c.deleted, &c.wal)
+	if err != nil {
+		b.Fatal(err)
+	}
+	err = pool.QueryRow(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables
+		WHERE schemaname = $1 AND relname = 'wt_assignments'`, schema).Scan(&c.assignUpdates, &c.assignHOT)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -106,7 +114,8 @@ func readCounters(b *testing.B, pool *pgxpool.Pool) dbCounters {
 // process CPU (coordinator-cpu-%, of one core), PostgreSQL's (pg-cpu-%, all
 // its processes), the host processes' (hosts-cpu-%), transactions
 // committed, rows updated and WAL bytes per second, and heartbeats the
-// Dispatcher received per second.
+// Dispatcher received per second, and the share of the assignment table's
+// updates that were HOT (wrote no index entry).
 func BenchmarkHeartbeats(b *testing.B) {
 	runs := envInt(b, "RIVERBENCH_BEAT_RUNS", beatRuns)
 	hostsPerProc := envInt(b, "RIVERBENCH_BEAT_HOSTS", beatHostsPerProc)
@@ -182,11 +191,11 @@ func BenchmarkHeartbeats(b *testing.B) {
 	b.ResetTimer()
 	cpu := startCPU(nil)
 	hostCPU := startCPU(pids)
-	before, beats := readCounters(b, pool), counter.beats.Load()
+	before, beats := readCounters(b, pool, schema), counter.beats.Load()
 	start := time.Now()
 	time.Sleep(time.Duration(b.N) * beatPeriod)
 	el := time.Since(start).Seconds()
-	after := readCounters(b, pool)
+	after := readCounters(b, pool, schema)
 	coord, pg := cpu.stop()
 	withHosts, _ := hostCPU.stop()
 	b.StopTimer()
@@ -198,6 +207,9 @@ func BenchmarkHeartbeats(b *testing.B) {
 	b.ReportMetric(float64(after.updated-before.updated)/el, "rows-updated/s")
 	b.ReportMetric(float64(after.inserted+after.deleted-before.inserted-before.deleted)/el, "rows-ins+del/s")
 	b.ReportMetric(float64(after.wal-before.wal)/el/1024, "wal-KiB/s")
+	if n := after.assignUpdates - before.assignUpdates; n > 0 {
+		b.ReportMetric(100*float64(after.assignHOT-before.assignHOT)/float64(n), "hot-updates-%")
+	}
 	b.ReportMetric(float64(counter.beats.Load()-beats)/el, "beats/s")
 	b.ReportMetric(0, "ns/op")
 }
