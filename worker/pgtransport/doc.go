@@ -24,10 +24,11 @@
 //
 // Send does not wait: one writer writes queued commands in order, many per
 // transaction (Flush waits for them). A host does everything in one round
-// trip per round: the messages its runs sent since the last round, the
-// heartbeats of all its runs in one UPDATE (a heartbeat changes the
-// assignment's row in place and adds none), the commands waiting for it,
-// and new claims up to its Capacity. So the database sees one statement
+// trip per round, one call of one function: the messages its runs sent
+// since the last round, the heartbeats of all its runs in one UPDATE (a
+// heartbeat changes the assignment's row in place, a HOT update that
+// writes no index entry), the commands waiting for it, and new claims up
+// to its Capacity. So the database sees one statement
 // per host per PollInterval for heartbeats however many runs each host
 // has, and the coordinator reads new heartbeats with one indexed query per
 // PollInterval. LISTEN/NOTIFY wakes hosts for new work and commands and the
@@ -80,9 +81,10 @@
 //
 // A worker host runs agents, which may be hostile, so it should not log
 // in with the coordinators' role, which can write everything (the store's
-// records, the leader's lease). A host does all its work through four
-// SECURITY DEFINER functions (wt_claim, wt_host_write, wt_heartbeats,
-// wt_take_commands), and GrantWorker gives a role of its own exactly that:
+// records, the leader's lease). A host does all its work through
+// SECURITY DEFINER functions (wt_host_round, which does a round in one
+// call, and wt_claim, wt_host_write, wt_heartbeats and wt_take_commands,
+// each one part of it), and GrantWorker gives a role of its own exactly that:
 // EXECUTE on them, USAGE on the schema and SELECT on the version tables,
 // no privilege on any table. Each claim records the role the host logged
 // in with (session_user) beside the host's name; a host's every later

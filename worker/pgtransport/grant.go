@@ -19,9 +19,10 @@ import (
 // (pgstore.ErrNoRole).
 //
 // The role gets USAGE on the schema, SELECT on the two version tables
-// (pgstore.GrantOpen), and EXECUTE on the host's four SECURITY DEFINER
+// (pgstore.GrantOpen), and EXECUTE on the host's SECURITY DEFINER
 // functions: claim open assignments, write messages and heartbeats for
-// assignments it claimed, and take the commands for them. It gets no
+// assignments it claimed, and take the commands for them (wt_host_round
+// does all four in one call). It gets no
 // privilege on any table: it cannot read the queue, the messages or the
 // store's records, write another role's claims, messages or commands,
 // touch the leases, or create anything. A host calling a function for an
