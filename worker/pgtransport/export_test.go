@@ -3,8 +3,17 @@ package pgtransport
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentforeman/foreman/pipeline/pgstore"
 	"github.com/agentforeman/foreman/worker"
 )
+
+// MigrateTo migrates the transport's tables in st's schema to version
+// (older than SchemaVersion: the state an earlier build left).
+func MigrateTo(ctx context.Context, pool *pgxpool.Pool, st *pgstore.Store, version int) error {
+	return migrateLocked(ctx, pool, st, version)
+}
 
 // Inject queues m to be written as if one of this host's runs had sent it,
 // whether or not the host holds its assignment (a late or rogue writer).

@@ -224,7 +224,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, st *pgstore.Store) error {
 	if found == SchemaVersion {
 		return nil
 	}
-	err = migrateLocked(ctx, pool, st)
+	err = migrateLocked(ctx, pool, st, SchemaVersion)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == insufficientPrivilege {
 		return fmt.Errorf("%w: schema %q has the transport's tables at version %d, this build needs %d, and this role cannot make them (%w): "+
@@ -253,7 +253,9 @@ func readVersion(ctx context.Context, q interface {
 	return found, nil
 }
 
-func migrateLocked(ctx context.Context, pool *pgxpool.Pool, st *pgstore.Store) error {
+// migrateLocked migrates the tables to version target (SchemaVersion but in
+// the tests of an upgrade).
+func migrateLocked(ctx context.Context, pool *pgxpool.Pool, st *pgstore.Store, target int) error {
 	schema := st.Schema()
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -274,18 +276,18 @@ func migrateLocked(ctx context.Context, pool *pgxpool.Pool, st *pgstore.Store) e
 	if found > SchemaVersion {
 		return &SchemaVersionError{Schema: schema, Found: found, Supported: SchemaVersion}
 	}
-	if found == SchemaVersion {
+	if found >= target {
 		return nil
 	}
 	lock, term := st.FenceSQL("p_lease")
 	steps := migrations(lock, term, schema)
-	for v := found; v < SchemaVersion; v++ {
+	for v := found; v < target; v++ {
 		if _, err := tx.Exec(ctx, sqlFor(schema, steps[v])); err != nil {
 			return fmt.Errorf("pgtransport: migrating to version %d: %w", v+1, err)
 		}
 	}
 	if _, err := tx.Exec(ctx, sqlFor(schema, `INSERT INTO @.`+schemaTable+` (id, version) VALUES (1, $1)
-		ON CONFLICT (id) DO UPDATE SET version = excluded.version`), SchemaVersion); err != nil {
+		ON CONFLICT (id) DO UPDATE SET version = excluded.version`), target); err != nil {
 		return fmt.Errorf("pgtransport: migrate: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

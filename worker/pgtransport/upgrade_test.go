@@ -1,0 +1,71 @@
+package pgtransport_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/worker"
+	"github.com/agentforeman/foreman/worker/pgtransport"
+)
+
+// Tables an earlier build left at version 2, with work in them (an open
+// assignment and one a host of that build claimed and beat for), are
+// migrated to this build's version by the next coordinator: the
+// heartbeat index goes, and this build's hosts claim, beat for and finish
+// the work through wt_host_round.
+func TestTablesOfVersion2AreMigratedWithTheirWork(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	require.NoError(t, pgtransport.MigrateTo(ctx, e.pool, e.store, 2))
+	s := pgx.Identifier{e.schema}.Sanitize() + "."
+	leader := e.lead(t, "coordinator")
+	for _, id := range []string{"a1", "a2"} {
+		body, err := json.Marshal(assignment(id, "w-"+id).Assign)
+		require.NoError(t, err)
+		_, err = e.pool.Exec(ctx, `INSERT INTO `+s+`wt_assignments (id, queue, slot, lease, term, body) VALUES ($1, 'default', $2, $3, $4, $5)`,
+			id, "w-"+id, leader.Lease(), leader.Term(), string(body))
+		require.NoError(t, err)
+	}
+	var claimed int
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT count(*) FROM `+s+`wt_claim('old-host', 'default', 1)`).Scan(&claimed))
+	require.Equal(t, 1, claimed)
+	var beats int
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT count(*) FROM `+s+`wt_heartbeats('old-host', ARRAY['a1'], ARRAY[''], ARRAY[0::bigint])`).Scan(&beats))
+	require.Equal(t, 1, beats, "the version 2 host beats for its claim")
+	index := func() bool {
+		var found bool
+		require.NoError(t, e.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, e.schema+".wt_assignments_beat").Scan(&found))
+		return found
+	}
+	require.True(t, index(), "version 2 has the heartbeat index")
+
+	in := newInbox()
+	e.coordinator(t, pgtransport.Config{Leader: leader, PollInterval: 50 * time.Millisecond}, in)
+	var version int
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT version FROM `+s+`transport_schema`).Scan(&version))
+	assert.Equal(t, pgtransport.SchemaVersion, version)
+	assert.False(t, index(), "version 3 has no heartbeat index")
+	assert.Equal(t, "old-host", claimedBy(t, e, "a1"), "the claim of the version 2 host survives the migration")
+
+	h, err := pgtransport.NewHost(ctx, pgtransport.HostConfig{Pool: e.pool, Schema: e.schema, Name: "new-host", NoListen: true,
+		Runtime: worker.RuntimeConfig{Agent: newBlocking(), Commits: worker.NoCommits}})
+	require.NoError(t, err)
+	require.NoError(t, h.Round(ctx))
+	require.Equal(t, int64(1), h.Stats().Claimed, "the open assignment of version 2 is claimed")
+	assert.Equal(t, "new-host", claimedBy(t, e, "a2"))
+	h.Inject(worker.Message{Kind: worker.MsgDone, Worker: "w-a2", Assignment: "a2"})
+	require.NoError(t, h.Round(ctx))
+	in.await(t, "a2's DONE from the new host", func(m worker.Message) bool { return m.Kind == worker.MsgDone && m.Assignment == "a2" })
+	// The old host's claim is still its own: the new host's round does not
+	// write for it.
+	h.Inject(worker.Message{Kind: worker.MsgDone, Worker: "w-a1", Assignment: "a1"})
+	require.NoError(t, h.Round(ctx))
+	assert.Equal(t, "old-host", claimedBy(t, e, "a1"))
+	assert.Equal(t, int64(1), h.Stats().Dropped, "a DONE for a claim that is not this host's is not written")
+}
