@@ -158,6 +158,11 @@ const (
 	// work is being done until the provider answers. Its Text names the
 	// status, the attempt and the delay.
 	StreamRetry StreamKind = "retry"
+	// StreamSandbox is the driver, not the agent: what the agent's OS
+	// sandbox refused or repaired once the agent was gone (agentcmd: a
+	// moved HEAD put back, a forged or foreign ref not carried back). No
+	// parser of agent output reports it, so an agent cannot print one.
+	StreamSandbox StreamKind = "sandbox"
 )
 
 // StreamEvent is one line of agent output, as it happens.

@@ -87,8 +87,12 @@
 //     is gone the driver carries its own branch, and only it, back with git
 //     update-ref (checking the old value; git refuses a missing object or
 //     a non-commit), and puts the worktree's HEAD back on its branch if the
-//     agent moved it. What it refused or repaired is logged and reported
-//     to the StreamCallback as a stderr line starting "agentcmd: sandbox:".
+//     agent moved it; what the agent did to other branches in its copy
+//     (moved, made, deleted) is not carried back. What it refused or
+//     repaired is logged and reported to the StreamCallback as a
+//     phases.StreamSandbox event, a line starting "agentcmd: sandbox:"
+//     (a kind no parser of agent output reports: pipeline/team counts each
+//     as a refusal of the story's agent).
 //     An agent in a repository's main worktree (no linked worktree) writes
 //     its .git, except config, hooks, info, refs and packed-refs;
 //   - it runs in its own pid, IPC and UTS namespaces, with no

@@ -146,7 +146,7 @@ func (d *Driver) Execute(ctx context.Context, req phases.AgentRequest, onEvent p
 			d.cfg.Logger.Warn("sandboxed agent's git state", "workspace", req.WorkspacePath, "note", note)
 			if onEvent != nil {
 				line := "agentcmd: sandbox: " + note
-				onEvent(phases.StreamEvent{Time: d.cfg.Clock.Now(), Kind: phases.StreamStderr, Line: line, Text: line})
+				onEvent(phases.StreamEvent{Time: d.cfg.Clock.Now(), Kind: phases.StreamSandbox, Line: line, Text: line})
 			}
 		}
 	}

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/agentforeman/foreman/internal/atomicfile"
@@ -26,8 +28,10 @@ type gitLayout struct {
 	// "" for a detached HEAD; before its value then.
 	branch, before string
 	// refsCopy is the private copy of the branch's ref directory the agent
-	// writes; "" without a branch.
+	// writes; "" without a branch. copied are the refs it held, by their
+	// path in it, with their values, to tell what else the agent moved.
 	refsCopy string
+	copied   map[string]string
 }
 
 // linked reports whether the workspace is a linked worktree.
@@ -147,7 +151,7 @@ func (g *gitLayout) mounts(ws string) ([]mount, func(), error) {
 	cleanup := func() { _ = os.RemoveAll(tmp) }
 	g.refsCopy = filepath.Join(tmp, "refs")
 	logs := filepath.Join(tmp, "logs")
-	if err := copyRefs(refDir, g.refsCopy); err != nil {
+	if g.copied, err = copyRefs(refDir, g.refsCopy); err != nil {
 		return nil, cleanup, err
 	}
 	if err := os.Mkdir(logs, 0o755); err != nil {
@@ -161,9 +165,10 @@ func (g *gitLayout) mounts(ws string) ([]mount, func(), error) {
 }
 
 // copyRefs copies the loose refs under src (regular files; no links) to
-// dst.
-func copyRefs(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
+// dst, and returns them: their values by their paths under src.
+func copyRefs(src, dst string) (map[string]string, error) {
+	refs := map[string]string{}
+	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -180,10 +185,54 @@ func copyRefs(src, dst string) error {
 			if err != nil {
 				return err
 			}
+			refs[rel] = strings.TrimSpace(string(data))
 			return os.WriteFile(target, data, 0o644)
 		}
 		return nil
 	})
+	return refs, err
+}
+
+// maxRefNotes bounds the notes about other refs the agent moved.
+const maxRefNotes = 5
+
+// otherRefs says which refs of its private copy, other than its own branch
+// (own, a path in the copy), the agent created, moved or deleted: none is
+// carried back.
+func (g *gitLayout) otherRefs(own string) []string {
+	prefix := filepath.Dir(g.branch) + "/"
+	var notes []string
+	note := func(format string, args ...any) {
+		if len(notes) < maxRefNotes {
+			notes = append(notes, fmt.Sprintf(format, args...))
+		}
+	}
+	seen := map[string]bool{}
+	_ = filepath.WalkDir(g.refsCopy, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return nil
+		}
+		rel, err := filepath.Rel(g.refsCopy, p)
+		if err != nil || rel == own || strings.HasSuffix(rel, ".lock") {
+			return nil
+		}
+		seen[rel] = true
+		data, _ := os.ReadFile(p)
+		before, had := g.copied[rel]
+		switch after := strings.TrimSpace(string(data)); {
+		case !had:
+			note("refused the agent's new ref %s%s: not carried back", prefix, rel)
+		case after != before:
+			note("refused the agent's move of %s%s (another branch): not carried back", prefix, rel)
+		}
+		return nil
+	})
+	for _, rel := range slices.Sorted(maps.Keys(g.copied)) {
+		if rel != own && !seen[rel] {
+			note("refused the agent's deletion of %s%s (another branch): not carried back", prefix, rel)
+		}
+	}
+	return notes
 }
 
 // objectIDPattern is a full object name (SHA-1 or SHA-256).
@@ -208,6 +257,7 @@ func (g *gitLayout) carryBack(ctx context.Context) []string {
 			notes = append(notes, fmt.Sprintf("the agent moved HEAD (%q); put back on %s", strings.TrimSpace(string(data)), g.branch))
 		}
 	}
+	notes = append(notes, g.otherRefs(filepath.Base(g.branch))...)
 	data, err := os.ReadFile(filepath.Join(g.refsCopy, filepath.Base(g.branch)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return notes // never written (a packed ref), or removed: the branch stays

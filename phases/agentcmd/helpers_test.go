@@ -51,7 +51,7 @@ func (r *recorder) lines(kind phases.StreamKind) []string {
 func (r *recorder) stdoutLines() []string {
 	var out []string
 	for _, ev := range r.events {
-		if ev.Kind != phases.StreamStderr {
+		if ev.Kind != phases.StreamStderr && ev.Kind != phases.StreamSandbox {
 			out = append(out, ev.Line)
 		}
 	}

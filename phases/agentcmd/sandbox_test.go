@@ -164,6 +164,8 @@ git symbolic-ref HEAD refs/heads/main && echo "head moved"
 	assert.NoFileExists(t, filepath.Join(hostHome, "planted"))
 	assert.Contains(t, out, "move-other-branch ok", "its private copy of the branches' directory")
 	assert.Equal(t, bBefore, l.ref(t, "foreman/B"), "another story's branch did not move")
+	assert.Contains(t, rec.lines(phases.StreamSandbox),
+		"agentcmd: sandbox: refused the agent's move of refs/heads/foreman/B (another branch): not carried back", "and the transcript says so")
 
 	assert.Contains(t, out, "env clean")
 	assert.Contains(t, out, "home own")
@@ -190,7 +192,7 @@ git symbolic-ref HEAD refs/heads/main && echo "head moved"
 	assert.Equal(t, "the agent's work", gitOut(t, l.repo, "log", "-1", "--format=%s", "foreman/A"))
 	assert.Equal(t, mainBefore, gitOut(t, l.repo, "rev-parse", "foreman/A~1"))
 	assert.Empty(t, gitOut(t, l.wtA, "status", "--porcelain"))
-	assert.Contains(t, rec.lines(phases.StreamStderr), "agentcmd: sandbox: the agent moved HEAD (\"ref: refs/heads/main\"); put back on refs/heads/foreman/A")
+	assert.Contains(t, rec.lines(phases.StreamSandbox), "agentcmd: sandbox: the agent moved HEAD (\"ref: refs/heads/main\"); put back on refs/heads/foreman/A")
 	gitOut(t, l.repo, "fsck", "--no-progress")
 }
 
@@ -240,8 +242,8 @@ func TestSandboxRefusesAForgedBranch(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, res.Success, res.Stderr)
 			assert.Equal(t, before, l.ref(t, "foreman/A"))
-			require.NotEmpty(t, rec.lines(phases.StreamStderr))
-			assert.Contains(t, strings.Join(rec.lines(phases.StreamStderr), "\n"), tt.note)
+			require.NotEmpty(t, rec.lines(phases.StreamSandbox))
+			assert.Contains(t, strings.Join(rec.lines(phases.StreamSandbox), "\n"), tt.note)
 		})
 	}
 }

@@ -28,6 +28,7 @@ const (
 	notifySecret = "notify-secret-5f1c9e"
 	dbPassword   = "hunter2-db-7a3d"
 	homeSecret   = "machine example.com login me password home-secret-9b2e"
+	envSecret    = "checkout-secret-4c8a"
 )
 
 // hostileBase is a directory for the team's repository outside /tmp,
@@ -81,6 +82,15 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 	})
 	ctx := context.Background()
 	require.NoError(t, demo.NewGoModuleRepo(ctx, p.repo))
+	// The host's own settings in its checkout, ignored by git: in no
+	// story's worktree.
+	require.NoError(t, os.WriteFile(filepath.Join(p.repo, ".env"), []byte("API_TOKEN="+envSecret+"\n"), 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Join(p.repo, ".git", "info"), 0o755))
+	exclude, err := os.OpenFile(filepath.Join(p.repo, ".git", "info", "exclude"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	require.NoError(t, err)
+	_, err = exclude.WriteString("\n.env\n")
+	require.NoError(t, err)
+	require.NoError(t, exclude.Close())
 	g := gitexec.Runner{Env: demo.IsolatedGitConfig()}
 	mainBefore, err := g.Run(ctx, p.repo, "rev-parse", "main")
 	require.NoError(t, err)
@@ -136,9 +146,8 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 	}
 	attempts := attemptsSeen(seen)
 	t.Logf("attempts: %q", attempts)
-	t.Logf("read-sibling: %s", between(seen["OUT build"], "ATTEMPT read-sibling", "ATTEMPT sibling"))
 	for _, name := range []string{"main-checkout", "main-file", "git-hook", "git-config", "state-dir", "database", "remove-state",
-		"sibling-worktree", "host-home", "host-home-secret", "list-results", "victim-result-file", "move-main", "push-main", "tag"} {
+		"read-sibling", "read-main-env", "sibling-worktree", "host-home", "host-home-secret", "list-results", "victim-result-file", "move-main", "push-main", "tag"} {
 		assert.True(t, strings.HasPrefix(attempts[name], "REFUSED"), "%s: %s", name, attempts[name])
 	}
 	// Done in the agent's private copy of its branch's directory and
@@ -150,7 +159,7 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 	require.Contains(t, env, "FOREMAN_ITEM=OUT", "the agent printed its environment")
 	for _, r := range srv.Requests() {
 		body := string(r.Body)
-		for _, secret := range []string{notifySecret, dbPassword, "home-secret-9b2e", "FOREMAN_NOTIFY_SECRET", "DATABASE_URL"} {
+		for _, secret := range []string{notifySecret, dbPassword, "home-secret-9b2e", envSecret, "FOREMAN_NOTIFY_SECRET", "DATABASE_URL"} {
 			assert.NotContains(t, body, secret, "request %d (%s) carried a host secret", r.Seq, r.Script)
 		}
 	}
@@ -211,6 +220,9 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 	assert.Contains(t, refused["ECHO"], "the prompt's example report line, printed back without the key")
 	assert.Contains(t, refused["ECHO"], "a printed report line without its assignment's id and key")
 	assert.Contains(t, refused["ECHO"], "a printed report line with a wrong key")
+	assert.Contains(t, refused["GIT"], "the OS sandbox: refused the agent's", "its move of OK's branch")
+	assert.Contains(t, refused["GIT"], "refs/heads/foreman/OK")
+	assert.Contains(t, refused["GIT"], "the OS sandbox: the agent moved HEAD")
 	assert.Empty(t, refused["V"])
 	assert.Empty(t, refused["OK"])
 	byID := map[foreman.ItemID]team.StoryStatus{}
@@ -219,6 +231,7 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 	}
 	assert.GreaterOrEqual(t, byID["RPT"].Refused, int64(3))
 	assert.GreaterOrEqual(t, byID["ECHO"].Refused, int64(3))
+	assert.GreaterOrEqual(t, byID["GIT"].Refused, int64(2))
 	assert.Contains(t, st.Text(), "Refused: ")
 	var validations []string
 	for _, e := range tm.Events(0) {

@@ -8,16 +8,20 @@ import (
 	"strings"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/phases/agentmcp"
+	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/store"
 )
 
 // EventRefused: a story's agent acted beyond its own assignment and was
 // refused: a report or status query through the MCP server for another
 // assignment, its MCP token used after its stage ended, a result file
-// naming another assignment, or printed report lines without its
+// naming another assignment, printed report lines without its
 // assignment's id and key (the prompt's example line echoed back among
-// them). Story, Stage, Worker and Assignment are the agent's own; Detail
+// them), or what its OS sandbox refused or repaired after it
+// (phases.StreamSandbox: another story's branch moved in its private copy
+// of the refs, its HEAD moved off its branch). Story, Stage, Worker and Assignment are the agent's own; Detail
 // says what it tried. Nothing of it was applied. The story's status
 // counts them (StoryStatus.Refused).
 const EventRefused EventKind = "refused"
@@ -73,6 +77,22 @@ func (t *Team) refuse(ctx context.Context, r refusal) {
 // whose token it carried (agentmcp.Config.OnRefused).
 func (t *Team) mcpRefused(ctx context.Context, r agentmcp.Refusal) {
 	t.refuse(ctx, refusal{Item: r.By.Item, Stage: r.By.Stage, Worker: r.By.Worker, Assignment: r.By.ID, Detail: r.String()})
+}
+
+// watchSandbox records what the agent's OS sandbox refused or repaired
+// once the agent was gone (phases.StreamSandbox: agentcmd's "agentcmd:
+// sandbox: ..." lines, such as another story's branch moved in the agent's
+// private copy, or its HEAD put back) as refusals of the assignment.
+func (t *Team) watchSandbox(ctx context.Context, a pipeline.AgentAssignment, onEvent phases.StreamCallback) phases.StreamCallback {
+	return func(ev phases.StreamEvent) {
+		if ev.Kind == phases.StreamSandbox {
+			t.refuse(ctx, refusal{Item: a.Item, Stage: a.Stage, Worker: a.Worker, Assignment: a.Assignment,
+				Detail: "the OS sandbox: " + strings.TrimPrefix(ev.Text, "agentcmd: sandbox: ")})
+		}
+		if onEvent != nil {
+			onEvent(ev)
+		}
+	}
 }
 
 // addRefused adds one to a story's refusals: a read-modify-write at the

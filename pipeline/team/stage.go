@@ -56,7 +56,7 @@ func (r stageRunner) perform(ctx context.Context, req phases.AgentRequest, onEve
 		return phases.AgentResult{}, nil, errors.New("team: a stage prompt without a valid assignment block")
 	}
 	st := t.cfg.Stages[a.Stage]
-	onEvent = t.watchRetries(a, onEvent)
+	onEvent = t.watchSandbox(ctx, a, t.watchRetries(a, onEvent))
 	if st.Kind != StageGate {
 		// A stage cut short (its host killed, its worker stalled) runs
 		// again under the same assignment: its agent resumes the session

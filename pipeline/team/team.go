@@ -89,7 +89,7 @@ func New(ctx context.Context, cfg Config) (*Team, error) {
 		// The reviewer works in the same worktree as the builder, after it:
 		// a lease of its own (a directory of its own) keeps the two drivers
 		// from taking each other for an orphan.
-		if cfg.Reviewer, err = prepareAgent(cfg.Reviewer, filepath.Join(cfg.StateDir, "review"), cfg.StateDir, "the reviewer", log); err != nil {
+		if cfg.Reviewer, err = prepareAgent(cfg.Reviewer, filepath.Join(cfg.StateDir, "review"), agentHidden(cfg), "the reviewer", log); err != nil {
 			return nil, err
 		}
 	}
@@ -122,24 +122,48 @@ func prepareConfig(ctx context.Context, cfg Config) (Config, *slog.Logger, error
 		if st.Agent == nil || cfg.Remote != nil { // a remote stage's agent runs on its host
 			continue
 		}
-		if st.Agent, err = prepareAgent(st.Agent, cfg.StateDir, cfg.StateDir, "the "+st.Role+" stage's agent", log); err != nil {
+		if st.Agent, err = prepareAgent(st.Agent, cfg.StateDir, agentHidden(cfg), "the "+st.Role+" stage's agent", log); err != nil {
 			return cfg, nil, err
 		}
 	}
 	return cfg, log, nil
 }
 
+// agentHidden are the directories an agent's sandbox hides (its own
+// worktree, git directory and result directory are bound back in): the
+// team's state directory, the story worktrees' root (other stories' work)
+// and the repository's main checkout, whose ignored files (a .env, local
+// settings) are the host's and in no story's worktree.
+func agentHidden(cfg Config) []string {
+	root := cfg.Merge.Root
+	if root == "" {
+		root = ".worktrees"
+	}
+	if !filepath.IsAbs(root) {
+		root = filepath.Join(cfg.Repo, root)
+	}
+	hide := []string{cfg.StateDir, root, cfg.Repo}
+	for i, d := range hide {
+		// The sandbox takes absolute paths only (a relative StateDir is
+		// the host's working directory's).
+		if abs, err := filepath.Abs(d); err == nil {
+			hide[i] = abs
+		}
+	}
+	return hide
+}
+
 // prepareAgent turns the orphan reaper on for an *agentcmd.Driver (leases
 // under leaseRoot/leases, and the git locks a reaped agent left cleared),
-// hides the team's state directory from its sandbox (each execution's
-// result directory is bound back in, AgentRequest.Writable) and checks
-// that the agent can start.
-func prepareAgent(a phases.AgentDriver, leaseRoot, stateDir, who string, log *slog.Logger) (phases.AgentDriver, error) {
+// hides the directories hide names from its sandbox (agentHidden; each
+// execution's result directory is bound back in, AgentRequest.Writable)
+// and checks that the agent can start.
+func prepareAgent(a phases.AgentDriver, leaseRoot string, hide []string, who string, log *slog.Logger) (phases.AgentDriver, error) {
 	if d, ok := a.(*agentcmd.Driver); ok {
 		if d.LeaseDir() == "" {
 			d = d.WithLeaseDir(filepath.Join(leaseRoot, "leases"))
 		}
-		a = d.WithHide(stateDir).WithOnReap(func(r agentcmd.Reaped) { clearReapedLocks(log, r) })
+		a = d.WithHide(hide...).WithOnReap(func(r agentcmd.Reaped) { clearReapedLocks(log, r) })
 	}
 	if c, ok := a.(interface{ Check() error }); ok {
 		if err := c.Check(); err != nil {
