@@ -71,3 +71,31 @@ func benchSandbox(b *testing.B, ws string) {
 	b.ReportMetric(float64((on / n).Microseconds()), "µs-sandboxed/op")
 	b.ReportMetric(float64(on)/float64(off), "ratio")
 }
+
+// BenchmarkBwrapAlone is bubblewrap's own cost: /bin/true started directly
+// and inside bwrap with the options of every sandbox (baseBwrapArgs and a
+// private /tmp, none of the driver's binds), alternately in one run.
+func BenchmarkBwrapAlone(b *testing.B) {
+	d := New(Config{Sandbox: Sandbox{Mode: SandboxRequired}})
+	bwrap, err := d.sandboxBwrap()
+	if err != nil {
+		b.Skip(err)
+	}
+	run := func(argv ...string) time.Duration {
+		start := time.Now()
+		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+			b.Fatalf("%v: %v: %s", argv, err, out)
+		}
+		return time.Since(start)
+	}
+	sandboxed := append(append([]string{bwrap}, baseBwrapArgs(false)...), "--tmpfs", "/tmp", "--", "/bin/true")
+	var off, on time.Duration
+	for b.Loop() {
+		off += run("/bin/true")
+		on += run(sandboxed...)
+	}
+	n := time.Duration(b.N)
+	b.ReportMetric(float64((off / n).Microseconds()), "µs-direct/op")
+	b.ReportMetric(float64((on / n).Microseconds()), "µs-bwrap/op")
+	b.ReportMetric(float64(on)/float64(off), "ratio")
+}
