@@ -166,7 +166,12 @@
 // can read the team's store and the other agents' processes, these
 // proofs keep out what reaches an agent, not the agent itself; a driver
 // that confines its agent keeps the rest of the state directory out of
-// its reach.
+// its reach. An agentcmd driver's sandbox also hides the other stories'
+// worktrees and the main checkout (whose ignored files, a .env, are the
+// host's), and what it refused or repaired once the agent was gone
+// (another story's branch moved in the agent's copy of the refs, its HEAD
+// moved off its branch: phases.StreamSandbox) is an EventRefused too.
+// docs/containment.md records the attacks tried and their outcomes.
 //
 // # Durable and resumable
 //

@@ -202,9 +202,20 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 	cfg, err := os.ReadFile(filepath.Join(p.repo, ".git", "config"))
 	require.NoError(t, err)
 	assert.NotContains(t, string(cfg), "fsmonitor")
-	db, err := os.Stat(filepath.Join(p.state, "foreman.db"))
+	// The flood is not kept: the status and the events stay small.
+	js, err := st.JSON()
 	require.NoError(t, err)
-	t.Logf("database: %d bytes after the run", db.Size())
+	kept := len(js)
+	for _, e := range tm.Events(0) {
+		kept += len(e.Line) + len(e.Detail)
+	}
+	t.Logf("status and events: %d bytes", kept)
+	assert.Less(t, kept, floodText/8, "the flood did not reach the team's status or events")
+	for _, r := range srv.Requests() {
+		if r.Script == "OUT build" {
+			t.Logf("OUT saw: %q", clipText(r.Latest, 200))
+		}
+	}
 
 	// Each attempt the team can see shows in the events and the status.
 	refused := map[foreman.ItemID]string{}
