@@ -1,0 +1,95 @@
+package team_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/demo"
+	"github.com/agentforeman/foreman/merge"
+	"github.com/agentforeman/foreman/phases/agentcmd"
+	"github.com/agentforeman/foreman/pipeline/team"
+)
+
+// snoopAgent plays every stage; in the build stage of a story with
+// <id>.snoop in the control directory it lists the worktree root, reads
+// the main checkout's .env and moves HONEST's branch, saving what it got
+// in the control directory, then does its work.
+const snoopAgent = `#!/bin/sh
+set -eu
+ctl=%CTL%
+id=$FOREMAN_ITEM
+report() { printf '{"assignment":"%s","outcome":"%s"%s}\n' "$FOREMAN_ASSIGNMENT" "$1" "${2:-}" > "$FOREMAN_RESULT"; }
+case "$FOREMAN_ROLE" in
+planner) report complete ',"tasks":1,"score":4' ;;
+validator) report go ',"score":9' ;;
+*) echo ok > "$id.txt" && git add -A && git commit -qm "$id: ok"
+   if [ -e "$ctl/$id.snoop" ]; then
+     repo=$(cat "$ctl/repo")
+     ls -a "$repo/.worktrees" > "$ctl/$id.worktrees" 2>&1 || true
+     cat "$repo/.env" > "$ctl/$id.env" 2>&1 || true
+     git update-ref refs/heads/foreman/HONEST HEAD
+   fi
+   report complete ',"summary":"wrote the file"' ;;
+esac
+`
+
+// A sandboxed agent in a repository outside /tmp and the host's home sees
+// neither the other stories' worktrees nor the main checkout's ignored
+// files, and its move of another story's branch is dropped and counted as
+// a refusal; both stories land.
+func TestASandboxedAgentSeesNoOtherStoryAndItsRefMovesAreCounted(t *testing.T) {
+	t.Parallel()
+	if !agentcmd.New(agentcmd.Config{Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}).Sandboxed() {
+		t.Skip("no OS sandbox here")
+	}
+	ctx := context.Background()
+	repo := filepath.Join(hostileBase(t), "repo")
+	ctl := t.TempDir()
+	require.NoError(t, demo.NewGoModuleRepo(ctx, repo))
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".env"), []byte("API_TOKEN="+envSecret+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(ctl, "repo"), []byte(repo), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(ctl, "SNOOP.snoop"), nil, 0o644))
+	script, err := demo.WriteScript(t.TempDir(), "snoop.sh", strings.ReplaceAll(snoopAgent, "%CTL%", demo.ShellQuote(ctl)))
+	require.NoError(t, err)
+	tm, err := team.New(ctx, team.Config{
+		Repo: repo,
+		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv(),
+			Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired, Binds: []agentcmd.Bind{{Source: ctl, Writable: true}}}}),
+		Gates: gatePlan(),
+		Merge: merge.Config{GitEnv: demo.IsolatedGitConfig()},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tm.Close() })
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "HONEST", Title: "honest"}))
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "SNOOP", Title: "snoops"}))
+
+	res := run(t, tm)
+
+	assert.Equal(t, 2, res.Merged, res.String())
+	assert.ElementsMatch(t, []string{"HONEST", "SNOOP"}, trailers(t, repo))
+	listing, err := os.ReadFile(filepath.Join(ctl, "SNOOP.worktrees"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(listing), "HONEST", "the other story's worktree is hidden")
+	env, err := os.ReadFile(filepath.Join(ctl, "SNOOP.env"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(env), envSecret, "the main checkout is hidden")
+	var refused []string
+	for _, e := range tm.Events(0) {
+		if e.Kind == team.EventRefused {
+			assert.Equal(t, "SNOOP", string(e.Story))
+			refused = append(refused, e.Detail)
+		}
+	}
+	require.Len(t, refused, 1)
+	assert.Contains(t, refused[0], "the OS sandbox: refused the agent's")
+	assert.Contains(t, refused[0], "refs/heads/foreman/HONEST")
+	st, err := tm.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), st.Refused)
+}
