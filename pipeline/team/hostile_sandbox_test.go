@@ -39,10 +39,17 @@ validator) report go ',"score":9' ;;
 esac
 `
 
+// snoopReviewer approves, and detaches SNOOP's HEAD on the way.
+const snoopReviewer = `#!/bin/sh
+[ "$FOREMAN_ITEM" = SNOOP ] && git checkout -q --detach HEAD
+printf '{"assignment":"%s","outcome":"approve"}' "$FOREMAN_ASSIGNMENT" > "$FOREMAN_RESULT"
+`
+
 // A sandboxed agent in a repository outside /tmp and the host's home sees
 // neither the other stories' worktrees nor the main checkout's ignored
 // files, and its move of another story's branch is dropped and counted as
-// a refusal; both stories land.
+// a refusal, as is its reviewer's detached HEAD, put back; both stories
+// land.
 func TestASandboxedAgentSeesNoOtherStoryAndItsRefMovesAreCounted(t *testing.T) {
 	t.Parallel()
 	if !agentcmd.New(agentcmd.Config{Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}).Sandboxed() {
@@ -57,12 +64,15 @@ func TestASandboxedAgentSeesNoOtherStoryAndItsRefMovesAreCounted(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(ctl, "SNOOP.snoop"), nil, 0o644))
 	script, err := demo.WriteScript(t.TempDir(), "snoop.sh", strings.ReplaceAll(snoopAgent, "%CTL%", demo.ShellQuote(ctl)))
 	require.NoError(t, err)
+	reviewer, err := demo.WriteScript(t.TempDir(), "reviewer.sh", snoopReviewer)
+	require.NoError(t, err)
+	sandbox := agentcmd.Sandbox{Mode: agentcmd.SandboxRequired, Binds: []agentcmd.Bind{{Source: ctl, Writable: true}}}
 	tm, err := team.New(ctx, team.Config{
-		Repo: repo,
-		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv(),
-			Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired, Binds: []agentcmd.Bind{{Source: ctl, Writable: true}}}}),
-		Gates: gatePlan(),
-		Merge: merge.Config{GitEnv: demo.IsolatedGitConfig()},
+		Repo:     repo,
+		Agent:    agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv(), Sandbox: sandbox}),
+		Reviewer: agentcmd.New(agentcmd.Config{Argv: []string{reviewer}, Env: demo.GitEnv(), Sandbox: sandbox}),
+		Gates:    gatePlan(),
+		Merge:    merge.Config{GitEnv: demo.IsolatedGitConfig()},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tm.Close() })
@@ -86,10 +96,11 @@ func TestASandboxedAgentSeesNoOtherStoryAndItsRefMovesAreCounted(t *testing.T) {
 			refused = append(refused, e.Detail)
 		}
 	}
-	require.Len(t, refused, 1)
+	require.Len(t, refused, 2, "the builder's ref move, the reviewer's HEAD")
 	assert.Contains(t, refused[0], "the OS sandbox: refused the agent's")
 	assert.Contains(t, refused[0], "refs/heads/foreman/HONEST")
+	assert.Contains(t, refused[1], "the OS sandbox: the agent moved HEAD")
 	st, err := tm.Status(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, int64(1), st.Refused)
+	assert.Equal(t, int64(2), st.Refused)
 }

@@ -62,8 +62,11 @@ func (t *Team) review(ctx context.Context, r pipeline.ReviewRequest) (bool, stri
 	fmt.Fprintf(&b, "## How to report\n\nWrite JSON to the file %s (also in $%s):\n  {\"assignment\": %q, \"outcome\": \"approve\" or \"reject\", \"summary\": \"<what to change>\"}\n",
 		path, EnvResult, r.Assignment)
 	env := append(pipeline.AssignmentEnv(r.SpawnRequest), EnvResult+"="+path, EnvRole+"="+t.cfg.ReviewerRole)
+	// What the reviewer's sandbox refused after it counts as the
+	// builder's stage refusals do.
+	onEvent := t.watchSandbox(ctx, pipeline.AgentAssignment{Item: r.Item, Stage: r.Stage, Worker: r.Worker, Assignment: r.Assignment}, nil)
 	res, err := t.cfg.Reviewer.Execute(ctx, phases.AgentRequest{WorkspacePath: r.Workspace, TaskPrompt: b.String(), Env: env,
-		Writable: []string{cred.Dir}}, nil)
+		Writable: []string{cred.Dir}}, onEvent)
 	if err != nil {
 		return false, "", err
 	}
