@@ -115,7 +115,10 @@
 // node_modules, and the PATH directories, are bound read-only
 // automatically), and a CLI logged in through its own login keeps its
 // credentials in the host's home: use its API key variable, or Bind the
-// login (Target "~/.claude") on purpose. Starting the sandbox costs about
+// login (Target "~/.claude") on purpose. For Codex bind its files
+// (~/.codex/auth.json, config.toml), not the directory: Codex 0.169
+// agents sharing one writable ~/.codex in several sandboxes at once hung
+// after their turns (each sandbox keeps its own ~/.codex in its home). Starting the sandbox costs about
 // 10 ms per execution (BenchmarkSandboxStartup).
 //
 // # Permissions
