@@ -174,10 +174,7 @@ func (d *Driver) prepareSandbox(ctx context.Context, bwrap string, req phases.Ag
 // Sandbox.HomeDir (or LeaseDir/homes) one per workspace, kept; else a new
 // temporary directory the caller removes.
 func (d *Driver) agentHome(ws string) (string, error) {
-	root := d.cfg.Sandbox.HomeDir
-	if root == "" && d.cfg.LeaseDir != "" {
-		root = filepath.Join(d.cfg.LeaseDir, "homes")
-	}
+	root := d.homeRoot()
 	if root == "" {
 		return os.MkdirTemp("", "foreman-agent-home-")
 	}

@@ -69,7 +69,9 @@
 //     database and other agents' leases are out of reach;
 //   - it writes its workspace; its home (Sandbox.HomeDir, default
 //     <LeaseDir>/homes/<hash of the workspace>, kept so that a CLI resumes
-//     its sessions; without LeaseDir a fresh directory per execution); the
+//     its sessions, until Driver.RemoveHome, which pipeline/team calls as
+//     it removes a story's worktree; without LeaseDir a fresh directory
+//     per execution); the
 //     request's AgentRequest.Writable paths (a team's result directory);
 //     and Sandbox.Binds marked Writable;
 //   - in a git worktree it writes what a commit needs: the repository's

@@ -29,6 +29,7 @@ case "$FOREMAN_ROLE" in
 planner) report complete ',"tasks":1,"score":4' ;;
 validator) report go ',"score":9' ;;
 *) echo ok > "$id.txt" && git add -A && git commit -qm "$id: ok"
+   head -c 100000 /dev/zero > "$HOME/saved-output"
    if [ -e "$ctl/$id.snoop" ]; then
      repo=$(cat "$ctl/repo")
      ls -a "$repo/.worktrees" > "$ctl/$id.worktrees" 2>&1 || true
@@ -49,7 +50,7 @@ printf '{"assignment":"%s","outcome":"approve"}' "$FOREMAN_ASSIGNMENT" > "$FOREM
 // neither the other stories' worktrees nor the main checkout's ignored
 // files, and its move of another story's branch is dropped and counted as
 // a refusal, as is its reviewer's detached HEAD, put back; both stories
-// land.
+// land, and their agents' homes go with their worktrees.
 func TestASandboxedAgentSeesNoOtherStoryAndItsRefMovesAreCounted(t *testing.T) {
 	t.Parallel()
 	if !agentcmd.New(agentcmd.Config{Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}).Sandboxed() {
@@ -103,4 +104,11 @@ func TestASandboxedAgentSeesNoOtherStoryAndItsRefMovesAreCounted(t *testing.T) {
 	st, err := tm.Status(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), st.Refused)
+
+	// The agents' homes went with the merged stories' worktrees.
+	for _, dir := range []string{"leases", filepath.Join("review", "leases")} {
+		homes, err := filepath.Glob(filepath.Join(repo, team.StateDirName, dir, "homes", "*"))
+		require.NoError(t, err)
+		assert.Empty(t, homes, dir)
+	}
 }

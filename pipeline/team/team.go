@@ -230,7 +230,7 @@ func (t *Team) open(ctx context.Context) error {
 		t.feedback = gates.NewFeedbackGenerator(gates.FeedbackConfig{})
 	}
 	git := pipeline.Git{Manager: mgr, Request: merge.Request{CommitPending: true, Check: cfg.MergeCheck}, Logger: t.log}
-	var worktrees pipeline.Worktrees = git
+	var worktrees pipeline.Worktrees = homeWorktrees{Git: git, t: t}
 	var merger pipeline.Merger = triageMerger{t: t, git: git}
 	if cfg.Worktrees != nil {
 		worktrees = cfg.Worktrees

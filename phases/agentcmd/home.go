@@ -1,0 +1,64 @@
+package agentcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// homeRoot is where the driver keeps its agents' homes, one per workspace;
+// "" when it keeps none (each execution's home is removed after it).
+func (d *Driver) homeRoot() string {
+	if d.cfg.Sandbox.HomeDir != "" {
+		return d.cfg.Sandbox.HomeDir
+	}
+	if d.cfg.LeaseDir != "" {
+		return filepath.Join(d.cfg.LeaseDir, "homes")
+	}
+	return ""
+}
+
+// RemoveHome removes the home the sandbox keeps for workspace's agents
+// (under Sandbox.HomeDir or <LeaseDir>/homes), for a host that is done
+// with the workspace for good: the CLI's sessions and whatever the agents
+// left in their home (a transcript, a saved flood of output) go with it,
+// where otherwise every workspace's home would stay. Call it before the
+// workspace itself is removed (its path names the home). It does nothing
+// where no home is kept; with a LeaseDir it waits for this driver's agent
+// in the workspace and fails with ErrLeaseHeld while another driver's or
+// process's works there.
+func (d *Driver) RemoveHome(ctx context.Context, workspace string) error {
+	root := d.homeRoot()
+	if root == "" {
+		return nil
+	}
+	if d.cfg.LeaseDir != "" {
+		lease, err := d.acquireLease(ctx, workspace)
+		if err != nil {
+			return err
+		}
+		defer lease.release()
+	}
+	key, _, err := leaseKey(workspace)
+	if err != nil {
+		return err
+	}
+	home := filepath.Join(root, key)
+	if err := os.RemoveAll(home); err != nil {
+		// What an agent left read-only (Go's module cache is): writable
+		// first, then again.
+		_ = filepath.WalkDir(home, func(p string, e fs.DirEntry, err error) error {
+			if err == nil && e.IsDir() {
+				_ = os.Chmod(p, 0o700)
+			}
+			return nil
+		})
+		if err := os.RemoveAll(home); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("agentcmd: removing the agent home of %s: %w", workspace, err)
+		}
+	}
+	return nil
+}
