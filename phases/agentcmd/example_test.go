@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/agentforeman/foreman/phases"
@@ -85,4 +86,34 @@ touch made-here && echo "wrote my workspace"`, "agent"},
 	// greeting: hello
 	// webhook secret: not here
 	// wrote my workspace
+}
+
+// A host done with a workspace for good removes the home its agents kept
+// there (their CLI's sessions, whatever they wrote in ~) before the
+// workspace itself.
+func ExampleDriver_RemoveHome() {
+	workspace, err := os.MkdirTemp("", "agentcmd-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(workspace)
+	leases, err := os.MkdirTemp("", "agentcmd-leases")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(leases)
+
+	// With a LeaseDir, each workspace's agents keep a home under
+	// <LeaseDir>/homes across executions.
+	// (In a sandbox; unsandboxed, the agent's home is the host's.)
+	driver := agentcmd.New(agentcmd.Config{Argv: []string{"true"}, LeaseDir: leases})
+	if _, err := driver.Execute(context.Background(), phases.AgentRequest{WorkspacePath: workspace}, nil); err != nil {
+		panic(err)
+	}
+	fmt.Println(driver.RemoveHome(context.Background(), workspace))
+	homes, _ := filepath.Glob(filepath.Join(leases, "homes", "*"))
+	fmt.Println(len(homes), "home left")
+	// Output:
+	// <nil>
+	// 0 home left
 }
