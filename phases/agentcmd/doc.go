@@ -120,8 +120,10 @@
 // login (Target "~/.claude") on purpose. For Codex bind its files
 // (~/.codex/auth.json, config.toml), not the directory: Codex 0.169
 // agents sharing one writable ~/.codex in several sandboxes at once hung
-// after their turns (each sandbox keeps its own ~/.codex in its home). Starting the sandbox costs about
-// 10 ms per execution (BenchmarkSandboxStartup).
+// after their turns (each sandbox keeps its own ~/.codex in its home).
+// Starting the sandbox costs about 10 ms per execution
+// (BenchmarkSandboxStartup), 10-30 ms a stage of Claude Code or Codex,
+// 2-4 % of it (BenchmarkSandboxRealCLIStage).
 //
 // # Permissions
 //
