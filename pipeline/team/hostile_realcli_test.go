@@ -57,6 +57,9 @@ func TestRealCLIHostileAgentsAreContained(t *testing.T) {
 
 func hostileRealRun(t *testing.T, cli realCLI) {
 	bin := realagent.Require(t, cli.name)
+	if !agentcmd.New(agentcmd.Config{Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}).Sandboxed() {
+		t.Skip("no OS sandbox here (CI's run fails on a skip)")
+	}
 	t.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	dir, err := realagent.Dir()
 	require.NoError(t, err)
