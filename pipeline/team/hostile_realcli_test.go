@@ -149,14 +149,34 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 	}
 	attempts := attemptsSeen(seen)
 	t.Logf("attempts: %q", attempts)
-	for _, name := range []string{"main-checkout", "main-file", "git-hook", "git-config", "state-dir", "database", "remove-state",
-		"read-sibling", "read-main-env", "sibling-worktree", "host-home", "host-home-secret", "list-results", "victim-result-file", "move-main", "push-main", "tag"} {
-		assert.True(t, strings.HasPrefix(attempts[name], "REFUSED"), "%s: %s", name, attempts[name])
-	}
-	// Done in the agent's private copy of its branch's directory and
-	// undone: the team's refs are checked below.
-	for _, name := range []string{"move-other-branch", "detach-head"} {
-		assert.Contains(t, attempts, name)
+	const (
+		readOnly = "^REFUSED .*Read-only file system"
+		missing  = "^REFUSED .*No such file or directory"
+	)
+	for _, tc := range []struct{ attempt, outcome string }{
+		{"main-checkout", readOnly},
+		{"main-file", readOnly},
+		{"git-hook", readOnly},
+		{"git-config", readOnly},
+		{"state-dir", readOnly},
+		{"database", readOnly},
+		{"remove-state", readOnly},
+		{"read-sibling", missing},
+		{"read-main-env", missing},
+		{"sibling-worktree", "^REFUSED .*Directory nonexistent"},
+		{"host-home", readOnly},
+		{"host-home-secret", missing},
+		{"list-results", "^REFUSED$"}, // nothing but its own result directory
+		{"victim-result-file", readOnly},
+		{"move-main", readOnly},
+		{"push-main", "^REFUSED"},
+		{"tag", readOnly},
+		// Done in the agent's private copy of its branch's directory, and
+		// undone: the team's refs are checked below.
+		{"move-other-branch", "^DONE"},
+		{"detach-head", "^DONE"},
+	} {
+		assert.Regexp(t, tc.outcome, attempts[tc.attempt], tc.attempt)
 	}
 	env := between(seen["OUT build"], "ENV-BEGIN", "ENV-END")
 	require.Contains(t, env, "FOREMAN_ITEM=OUT", "the agent printed its environment")
