@@ -145,16 +145,13 @@ func TestGrammarReadsOldLinesAsBefore(t *testing.T) {
 		want[line], err = strconv.Unquote(a)
 		require.NoError(t, err)
 	}
-	checked := 0
-	for _, l := range corpus {
-		w, ok := want[l]
-		if !ok {
-			continue // a line added to the corpus since
-		}
-		checked++
+	// The golden lines are the old grammar's inputs themselves: a
+	// recording made again since (a pinned CLI bumped) changes the corpus,
+	// not what the old lines must still parse to.
+	require.NotEmpty(t, want)
+	for l, w := range want {
 		if got := parsedAs(l); got != w {
 			t.Errorf("%q parses as %q, was %q", l, got, w)
 		}
 	}
-	require.Equal(t, len(want), checked, "every golden line is still in the corpus")
 }
