@@ -74,29 +74,32 @@ type Config struct {
 	// arguments. Every element may hold placeholders, expanded once per
 	// execution: {prompt} (the composed prompt), {task} (the task prompt),
 	// {feedback}, {session} (the session id, possibly empty), {workspace}
-	// and {iteration}. Empty means the Format's default command.
+	// and {iteration}. Default: the Format's default command (none for
+	// FormatText: Execute then fails with ErrNoCommand).
 	Argv []string
 	// Format selects the output parser and the format's resume and
-	// constraint arguments. Empty means FormatText.
+	// constraint arguments. Default: FormatText.
 	Format Format
 	// ResumeArgs are added after Argv (and the constraint flags) when the
 	// request carries a SessionID; they may use the same placeholders as
-	// Argv. Nil means the Format's own resume arguments; an empty non-nil
-	// slice disables resuming.
+	// Argv. An empty non-nil slice disables resuming. Default: the
+	// Format's own resume arguments (--resume {session} for Claude Code and
+	// Gemini CLI, resume {session} for Codex, none for FormatText).
 	ResumeArgs []string
 	// Permissions says whether the driver grants the agent CLI what a
 	// stage's work needs through the CLI's own permission flags (the
 	// format's profile: permissions.go; Claude Code and Codex have one).
-	// Empty means PermissionsAuto: the profile with the format's default
-	// command, nothing with a command of Argv's.
+	// Default: PermissionsAuto (the profile with the format's default
+	// command, nothing with a command of Argv's).
 	Permissions Permissions
-	// PromptVia says how the prompt is delivered. Empty means PromptArg
-	// when an argument places the prompt ({prompt}, {task}, {feedback}) or
-	// the format is FormatText, else (Claude Code, Codex) PromptStdin.
+	// PromptVia says how the prompt is delivered. Default: PromptArg when
+	// an argument places the prompt ({prompt}, {task}, {feedback}) or the
+	// format is FormatText, else (Claude Code, Codex, Gemini CLI)
+	// PromptStdin.
 	PromptVia PromptVia
-	// Prompt composes the prompt from a request. Nil means the task prompt,
-	// followed, when there is feedback, by a "Feedback from the previous
-	// iteration" section holding it.
+	// Prompt composes the prompt from a request. Default: DefaultPrompt
+	// (the task prompt, followed, when there is feedback, by a "Feedback
+	// from the previous iteration" section holding it).
 	Prompt func(phases.AgentRequest) string
 	// Env holds extra KEY=VALUE entries added to the agent's environment
 	// (after the host's variables it passes and the driver's own
@@ -104,45 +107,49 @@ type Config struct {
 	// FOREMAN_AGENT_OWNER, and in a sandbox HOME, TMPDIR and IS_SANDBOX); a
 	// key given here wins over those, and a key of the request's
 	// AgentRequest.Env wins over one given here. A secret set here is the
-	// agent's.
+	// agent's. Default: none.
 	Env []string
 	// PassEnv names further variables of the host's environment the agent
 	// gets, beside DefaultPassEnv(Format): exact names, or prefixes ending
 	// in "*" ("AWS_*"). A host naming a secret here hands it to the agent.
-	// Default none.
+	// Default: none (DefaultPassEnv(Format) only).
 	PassEnv []string
 	// SecretEnv names further variables (or "*" prefixes) of the host's
 	// environment no agent gets, beside DefaultSecretEnv(), whatever
-	// PassEnv says. Default none.
+	// PassEnv says. Default: none (DefaultSecretEnv() only).
 	SecretEnv []string
-	// Sandbox configures the OS sandbox each agent runs in. The zero value
-	// runs agents in bubblewrap where it works (see Sandbox.Mode).
+	// Sandbox configures the OS sandbox each agent runs in. Default: the
+	// zero Sandbox, which runs agents in bubblewrap where it works (unless
+	// the FOREMAN_SANDBOX environment variable says otherwise: see
+	// Sandbox.Mode).
 	Sandbox Sandbox
-	// Timeout limits an execution whose request has no Timeout. Zero means
-	// no limit beyond the context.
+	// Timeout limits an execution whose request has no Timeout. Default:
+	// none (zero or negative: no limit beyond the context).
 	Timeout time.Duration
 	// KillGrace is how long the process group has between SIGTERM and
 	// SIGKILL, and how long, after SIGKILL, the driver still waits for the
-	// output pipes to close before abandoning them. Zero means
-	// DefaultKillGrace.
+	// output pipes to close before abandoning them. Default:
+	// DefaultKillGrace, 5s (for a negative value too).
 	KillGrace time.Duration
 	// OutputLimit bounds AgentResult.Output, the tail of stdout, in bytes
-	// (plus a one-line marker saying how much was omitted). Zero means
-	// DefaultOutputLimit.
+	// (plus a one-line marker saying how much was omitted). Default:
+	// DefaultOutputLimit, 64 KiB (for a negative value too).
 	OutputLimit int
-	// StderrLimit bounds AgentResult.Stderr, in bytes. Zero means
-	// DefaultStderrLimit.
+	// StderrLimit bounds AgentResult.Stderr, in bytes. Default:
+	// DefaultStderrLimit, 16 KiB (for a negative value too).
 	StderrLimit int
 	// MaxLineBytes is the longest line handed to the parser in one piece;
-	// a longer line is split and its pieces reported as text. Zero means
-	// DefaultMaxLineBytes.
+	// a longer line is split and its pieces reported as text. Default:
+	// DefaultMaxLineBytes, 8 MiB (for a negative value too).
 	MaxLineBytes int
 	// NewParser overrides the Format's parser, for agents with formats of
-	// their own. It is called once per execution.
+	// their own. It is called once per execution. Default: the Format's
+	// own parser.
 	NewParser func() OutputParser
-	// Clock times executions and timeouts. Nil means the wall clock.
+	// Clock times executions and timeouts. Default: the wall clock.
 	Clock foreman.Clock
-	// Logger receives start, exit and termination records. Nil discards.
+	// Logger receives start, exit and termination records. Default: none
+	// (nil: the records are discarded).
 	Logger *slog.Logger
 	// LeaseDir, when set, turns on the orphan reaper. Execute then keeps,
 	// for each workspace, a lease file in this directory (named after a
@@ -161,13 +168,14 @@ type Config struct {
 	// ErrLeaseHeld, so a host running several agents in turn in one
 	// workspace should share a Driver (per-call settings go in
 	// AgentRequest.Env). The directory must outlive the host process and
-	// must not be inside a workspace. Empty means no leases and no reaping.
+	// must not be inside a workspace. Default: none (empty: no leases and
+	// no reaping).
 	LeaseDir string
 	// OnReap, when set, is called (from Execute, before the new agent
 	// starts) for each orphaned agent group the reaper killed, and for
 	// each lease left by an agent already gone (its host died; a sandboxed
 	// agent dies with it), with no PIDs: what it was doing in the
-	// workspace may have been cut off.
+	// workspace may have been cut off. Default: none (nil: no call).
 	OnReap func(Reaped)
 }
 
