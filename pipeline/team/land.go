@@ -30,7 +30,7 @@ func (t *Team) watchLanding(rs *runState) {
 	go func() {
 		defer rs.wg.Done()
 		err := l.Watch(rs.ctx, func(ctx context.Context, item foreman.ItemID, ev pipeline.Event) error {
-			st, err := t.pipe.Handle(ctx, item, ev)
+			st, effs, err := rs.co.Handle(ctx, item, ev)
 			if err != nil {
 				return err // a *pipeline.TransitionError: taken before
 			}
@@ -38,7 +38,7 @@ func (t *Team) watchLanding(rs *runState) {
 				t.events.add(Event{Kind: EventLanding, At: t.clk.Now(), Story: item, Stage: st.Stage, Role: t.role(st.Stage),
 					Outcome: ev.Outcome, Detail: ev.Detail})
 			}
-			t.observe(rs, st)
+			t.carry(rs, effs)
 			return nil
 		})
 		if err != nil && rs.ctx.Err() == nil {

@@ -71,7 +71,7 @@ func ReadStatus(ctx context.Context, cfg Config) (Status, error) {
 	t.spawns.t = t
 	t.pipe, err = pipeline.NewRuntime(pipeline.RuntimeConfig{
 		Flow: cfg.Flow, Store: t.db, Spawner: &t.spawns, Messenger: &t.spawns, Worktrees: readOnlyRepo{}, Merger: readOnlyRepo{},
-		Board: storeBoard{db: t.db}, Clock: cfg.Clock,
+		Board: storeBoard(t.db), Clock: cfg.Clock,
 	})
 	if err != nil {
 		return Status{}, err

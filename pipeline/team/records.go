@@ -8,7 +8,6 @@ import (
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/phases"
-	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/store"
 	"github.com/agentforeman/foreman/pipeline/team/internal/teamcore"
 )
@@ -16,20 +15,20 @@ import (
 // Store kinds of the team's own records (the layers keep theirs: kind
 // pipeline.RecordKind per story, taskgraph.RecordKind for the graph).
 const (
-	kindStory    = "team.story"    // storyRecord, by story id
-	kindBoard    = "team.board"    // boardRecord, by story id
-	kindBase     = "team.base"     // phases.BeforeState, by assignment id
-	kindDecision = "team.decision" // decision, by story id
-	kindMemory   = "team.memory"   // memory, by story id
-	kindTriage   = "team.triage"   // triageRecord, by story id
+	kindStory    = "team.story"       // storyRecord, by story id
+	kindBoard    = teamcore.KindBoard // boardRecord, by story id
+	kindBase     = "team.base"        // phases.BeforeState, by assignment id
+	kindDecision = "team.decision"    // decision, by story id
+	kindMemory   = "team.memory"      // memory, by story id
+	kindTriage   = "team.triage"      // triageRecord, by story id
 	// kindSession (sessions.go): sessionRecord, by assignment id.
 )
 
 // graphSession is the id of the team's task graph session.
-const graphSession = "team"
+const graphSession = teamcore.GraphSession
 
 // storyRole is the task graph role of every story.
-const storyRole = "story"
+const storyRole = teamcore.StoryRole
 
 // boardRecord is the team's board entry for a story: the stage runner
 // writes what it verified, and the flow's board checks read it.
@@ -127,27 +126,6 @@ func updateMemory(ctx context.Context, db store.Store, item foreman.ItemID, chan
 	return fmt.Errorf("team: updating the memory of %s: too many conflicts", item)
 }
 
-// storeBoard is the pipeline.Board the team keeps in its store.
-type storeBoard struct{ db store.Store }
-
-func (b storeBoard) Story(ctx context.Context, item foreman.ItemID) (pipeline.BoardStory, error) {
-	var r boardRecord
-	_, found, err := getJSON(ctx, b.db, kindBoard, string(item), &r)
-	if err != nil || !found {
-		return pipeline.BoardStory{}, err
-	}
-	return pipeline.BoardStory{Found: true, Status: r.Status, Tasks: r.Tasks}, nil
-}
-
-func (b storeBoard) SetStatus(ctx context.Context, item foreman.ItemID, status string) error {
-	var r boardRecord
-	if _, _, err := getJSON(ctx, b.db, kindBoard, string(item), &r); err != nil {
-		return err
-	}
-	r.Status = status
-	return putJSON(ctx, b.db, kindBoard, string(item), r)
-}
-
-func (b storeBoard) set(ctx context.Context, item foreman.ItemID, r boardRecord) error {
-	return putJSON(ctx, b.db, kindBoard, string(item), r)
-}
+// storeBoard is the pipeline.Board the team keeps in its store (one
+// implementation with the simulator's: teamcore.StoreBoard).
+func storeBoard(db store.Store) teamcore.StoreBoard { return teamcore.StoreBoard{DB: db} }

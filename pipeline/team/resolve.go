@@ -9,7 +9,7 @@ import (
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/store"
-	"github.com/agentforeman/foreman/pipeline/taskgraph"
+	"github.com/agentforeman/foreman/pipeline/team/internal/teamcore"
 )
 
 // Action is what a person decides about a paused story.
@@ -59,12 +59,7 @@ func (d decision) restarts() bool { return d.Action == Retry || d.Action == Resu
 
 // resolveStage is the stage a decision restarts a story paused at stage
 // in a flow of n stages.
-func resolveStage(a Action, stage, n int) int {
-	if a == Resume && stage+1 < n {
-		return stage + 1
-	}
-	return stage
-}
+func resolveStage(a Action, stage, n int) int { return teamcore.ResolveStage(a == Resume, stage, n) }
 
 // Resolve records what a person decided about a paused story and has the
 // team act on it: Retry and Resume put the story back to work (a running
@@ -114,15 +109,15 @@ func (t *Team) Resolve(ctx context.Context, story foreman.ItemID, action Action,
 		return err
 	}
 	t.events.add(Event{Kind: EventStoryResolved, At: d.At, Story: story, Stage: d.Stage, Action: action, Detail: note})
-	if err := t.applyDecision(ctx, story); err != nil {
-		return err
+	if rs := t.current(); rs != nil {
+		effs, err := rs.co.Decided(ctx, story)
+		if err != nil {
+			return err
+		}
+		t.carry(rs, effs)
+		return nil
 	}
-	t.mu.Lock()
-	if t.run != nil {
-		t.run.wake(taskgraph.WakeUp{Text: "next"})
-	}
-	t.mu.Unlock()
-	return nil
+	return t.applyDecision(ctx, story)
 }
 
 // applyDecision carries a recorded decision to the task graph, if the
@@ -134,35 +129,7 @@ func (t *Team) applyDecision(ctx context.Context, story foreman.ItemID) error {
 	if err != nil || d == nil {
 		return err
 	}
-	sess, _, err := t.graph.Load(ctx, graphSession)
-	if err != nil {
-		return err
-	}
-	task, ok := sess.Graph.Task(string(story))
-	if !ok || task.Status != taskgraph.Parked {
-		return nil
-	}
-	u := taskgraph.TaskUpdate{Task: string(story), Assignment: task.Assignment, At: d.At}
-	switch d.Action {
-	case Retry, Resume:
-		u.To = taskgraph.Pending
-	case Skip:
-		u.To = taskgraph.Completed
-	case Abandon:
-		u.To = taskgraph.Cancelled
-	}
-	_, err = t.graph.Update(ctx, graphSession, u)
-	if errors.Is(err, taskgraph.ErrInvalidTransition) {
-		// Resolve and a Run starting up (a host runs again once a person
-		// decided) both carry the decision; whoever came second finds the
-		// task released already.
-		if sess, _, lerr := t.graph.Load(ctx, graphSession); lerr == nil {
-			if task, ok := sess.Graph.Task(string(story)); ok && task.Status != taskgraph.Parked {
-				return nil
-			}
-		}
-	}
-	return err
+	return teamcore.ApplyDecision(ctx, t.graph, story, d.core(nil))
 }
 
 // clearDecision forgets a retry or resume once the pipeline has acted on

@@ -13,6 +13,7 @@ import (
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/message"
 	"github.com/agentforeman/foreman/pipeline/taskgraph"
+	"github.com/agentforeman/foreman/pipeline/team/internal/teamcore"
 	"github.com/agentforeman/foreman/worker"
 )
 
@@ -20,10 +21,11 @@ import (
 // effect stays pending and the next Run re-issues it.
 var errNotRunning = errors.New("team: not running")
 
-// runState is one Run's: the task graph's wake-ups, the stories it
-// spawned, and how it ends.
+// runState is one Run's: its coordinator, the task graph's wake-ups, and
+// how it ends.
 type runState struct {
 	ctx     context.Context
+	co      *teamcore.Coordinator
 	wakeups chan taskgraph.WakeUp
 	wg      sync.WaitGroup
 
@@ -31,18 +33,10 @@ type runState struct {
 	paced atomic.Bool
 
 	mu       sync.Mutex
-	tasks    map[foreman.ItemID]*taskRun
 	fault    error
 	done     chan struct{}
 	doneOnce sync.Once
 	cancel   context.CancelCauseFunc
-}
-
-// taskRun is a story's current task graph assignment in this Run.
-type taskRun struct {
-	assignment foreman.AssignmentID
-	// terminal: the story's end (DONE, PAUSED) was passed to the graph.
-	terminal bool
 }
 
 // wake hands the task graph a wake-up without blocking the caller.
@@ -111,8 +105,9 @@ func (t *Team) Run(ctx context.Context) (Result, error) {
 	}
 	defer stopReports()
 	runCtx, cancel := context.WithCancelCause(ctx)
-	rs := &runState{ctx: runCtx, cancel: cancel, wakeups: make(chan taskgraph.WakeUp),
-		tasks: map[foreman.ItemID]*taskRun{}, done: make(chan struct{})}
+	rs := &runState{ctx: runCtx, cancel: cancel, wakeups: make(chan taskgraph.WakeUp), done: make(chan struct{}),
+		co: teamcore.New(teamcore.Config{Flow: t.pipe, Graph: t.graph, Stages: t.cfg.Flow, Spawner: &t.spawns,
+			Host: coordHost{t}, Clock: t.clk, Log: t.log})}
 	t.run = rs
 	t.mu.Unlock()
 	defer cancel(nil)
@@ -180,14 +175,15 @@ func (t *Team) runUntilDone(ctx context.Context, rs *runState) error {
 		}
 		return cerr
 	}
-	if err := t.recover(ctx, rs); err != nil {
+	effs, err := rs.co.Recover(ctx)
+	if err != nil {
 		graphDone <- nil
 		stop()
 		return err
 	}
 	t.watchLanding(rs)
-	go func() { graphDone <- t.graph.Run(ctx, graphSession, rs.wakeups, t.onGraphStep(rs)) }()
-	rs.wake(taskgraph.WakeUp{Text: "next"})
+	go func() { graphDone <- t.stepGraph(ctx, rs) }()
+	t.carry(rs, effs)
 	select {
 	case <-rs.done:
 	case <-ctx.Done():
@@ -195,45 +191,78 @@ func (t *Team) runUntilDone(ctx context.Context, rs *runState) error {
 	return stop()
 }
 
-// recover brings the layers back in step after a restart: the pipeline
-// and the graph re-issue their pending effects, then every story the graph
-// has in progress is looked at again (see spawnStory), and decisions a
-// person made that did not reach the graph are carried out.
-func (t *Team) recover(ctx context.Context, rs *runState) error {
-	if err := t.pipe.Recover(ctx); err != nil {
-		return err
-	}
-	if err := t.graph.Recover(ctx, graphSession); err != nil {
-		return err
-	}
-	sess, _, err := t.graph.Load(ctx, graphSession)
-	if err != nil {
-		return err
-	}
-	for _, task := range sess.Graph.Tasks() {
-		item := foreman.ItemID(task.Subject)
-		switch task.Status {
-		case taskgraph.InProgress:
-			if err := t.spawnStory(ctx, rs, item, task.Assignment); err != nil {
+// stepGraph hands the task graph the Run's wake-ups, one step each, until
+// the Run ends (the coordinator decides what a step means).
+func (t *Team) stepGraph(ctx context.Context, rs *runState) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case w := <-rs.wakeups:
+			done, err := rs.co.Step(ctx, w)
+			if err != nil {
 				return err
 			}
-		case taskgraph.Parked:
-			if err := t.applyDecision(ctx, item); err != nil {
-				return err
+			if done {
+				rs.finish()
 			}
 		}
 	}
+}
+
+// carry carries out the coordinator's effects: wake-ups, parking and
+// reworks on the Run's goroutines (the caller may be inside a graph step),
+// events at once.
+func (t *Team) carry(rs *runState, effs []teamcore.Effect) {
+	for _, e := range effs {
+		st := e.State
+		switch e.Kind {
+		case teamcore.EffectWake:
+			rs.wake(e.Wake)
+		case teamcore.EffectMerged:
+			t.events.add(Event{Kind: EventStoryMerged, At: e.At, Story: st.Item, Stage: st.Stage, Commit: st.Commit, Started: st.Started})
+		case teamcore.EffectPaused:
+			t.events.add(Event{Kind: EventStoryPaused, At: e.At, Story: st.Item, Stage: st.Stage, Role: t.role(st.Stage),
+				Escalation: st.Pause, Detail: pauseText(st), Started: st.Started})
+		case teamcore.EffectPark, teamcore.EffectRework:
+			rs.wg.Add(1)
+			go func() {
+				defer rs.wg.Done()
+				do := rs.co.Park
+				if e.Kind == teamcore.EffectRework {
+					do = rs.co.Rework
+				}
+				more, err := do(rs.ctx, e)
+				if err != nil {
+					if rs.ctx.Err() == nil {
+						rs.fail(err)
+					}
+					return
+				}
+				t.carry(rs, more)
+			}()
+		}
+	}
+}
+
+// settle carries out the effects of a coordinator call, or ends the Run
+// on its system fault.
+func (t *Team) settle(rs *runState, effs []teamcore.Effect, err error) error {
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			rs.fail(err)
+		}
+		return err
+	}
+	t.carry(rs, effs)
 	return nil
 }
 
-// onGraphStep sees every step of the task graph and notices the end:
-// everything merged, or nothing running and nothing that can start.
-func (t *Team) onGraphStep(rs *runState) func(taskgraph.Result) {
-	return func(r taskgraph.Result) {
-		if r.Outcome == taskgraph.StepComplete || r.Outcome == taskgraph.StepStalled {
-			rs.finish()
-		}
-	}
+// current is the Run in progress, or nil.
+func (t *Team) current() *runState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.run
 }
 
 // graphSpawner is the task graph's Spawner: a spawned task is a story
@@ -242,135 +271,16 @@ type graphSpawner struct{ t *Team }
 
 func (g graphSpawner) Spawn(ctx context.Context, req taskgraph.SpawnRequest) error {
 	t := g.t
-	t.mu.Lock()
-	rs := t.run
-	t.mu.Unlock()
+	rs := t.current()
 	if rs == nil {
 		return errNotRunning
 	}
-	return t.spawnStory(ctx, rs, foreman.ItemID(req.Task), req.Assignment)
-}
-
-// spawnStory makes the pipeline work on a story the graph has given an
-// assignment: a new story starts; a paused one with a person's retry or
-// resume restarts at the decided stage; one the pipeline already works on
-// (after a restart) gets its current stage's worker again; a finished one
-// is reported back. Idempotent: the graph re-issues spawns it did not see
-// done.
-func (t *Team) spawnStory(ctx context.Context, rs *runState, item foreman.ItemID, assignment foreman.AssignmentID) error {
-	rs.mu.Lock()
-	if tr := rs.tasks[item]; tr == nil || tr.assignment != assignment {
-		rs.tasks[item] = &taskRun{assignment: assignment}
-	}
-	rs.mu.Unlock()
-	st, err := t.pipe.Get(ctx, item)
+	effs, err := rs.co.Spawn(ctx, foreman.ItemID(req.Task), req.Assignment)
 	if err != nil {
 		return err
 	}
-	var d *decision
-	if st.Status == pipeline.StatusPaused {
-		if d, err = t.decisionOf(ctx, item); err != nil {
-			return err
-		}
-	}
-	switch spawnMove(st, d) {
-	case moveStart:
-		s, ok := t.story(item)
-		if !ok {
-			return fmt.Errorf("%w: %s", ErrUnknownStory, item)
-		}
-		st, err = t.pipe.Start(ctx, item, s.Title)
-	case moveResolve:
-		st, err = t.pipe.Resolve(ctx, item, d.Stage, resolveFeedback(d.Action, d.Note, st.Pause))
-		if err == nil {
-			err = t.clearDecision(ctx, item)
-		}
-	case moveRespawn:
-		err = t.respawn(ctx, st)
-	case moveProbeLost:
-		st, err = t.probeLost(ctx, st)
-	}
-	if err != nil {
-		return err
-	}
-	t.observe(rs, st)
+	t.carry(rs, effs)
 	return nil
-}
-
-// respawn gives an active story's current stage its worker again, when
-// nobody works on it: after a restart, the worker of the crashed host is
-// gone (and its agent, if it outlived the host, is stopped by the lease
-// reaper before the new one starts). A story in the middle of the crash
-// protocol, or with effects still pending, is left to them.
-func (t *Team) respawn(ctx context.Context, st pipeline.State) error {
-	pending, err := t.pipe.Pending(ctx, st.Item)
-	if err != nil || len(pending) > 0 {
-		return err
-	}
-	return t.spawns.Spawn(ctx, pipeline.SpawnRequest{
-		Item: st.Item, Title: st.Title, Stage: st.Stage, StageName: t.cfg.Flow.Stages[st.Stage].Name,
-		Worker: st.Worker, Assignment: st.Assignment, Readiness: st.Readiness, Feedback: st.Feedback,
-	})
-}
-
-// probeLost ends a probe the crashed process sent and could not hear
-// answered: unless effects are pending (the probe itself, re-issued by
-// Recover, gets its answer), the probe timed out, and the crash protocol
-// goes on (a fresh worker, or a pause).
-func (t *Team) probeLost(ctx context.Context, st pipeline.State) (pipeline.State, error) {
-	pending, err := t.pipe.Pending(ctx, st.Item)
-	if err != nil || len(pending) > 0 {
-		return st, err
-	}
-	return t.pipe.Handle(ctx, st.Item, pipeline.Event{Kind: pipeline.EventProbeTimeout, Worker: st.Worker,
-		Assignment: st.Assignment, Stage: st.Stage})
-}
-
-// observe watches a story's state for the end of its flow: DONE completes
-// its task in the graph; PAUSED parks it (a parked task never unblocks its
-// dependents) and lets the graph fill the freed slot. The graph is told
-// from another goroutine: observe may run inside one of its steps.
-func (t *Team) observe(rs *runState, st pipeline.State) {
-	if t.takeBackConflict(rs, st) {
-		return // conflict triage gives it back to its builder (triage.go)
-	}
-	move := graphMoveFor(st)
-	if move == graphNothing {
-		return
-	}
-	rs.mu.Lock()
-	tr := rs.tasks[st.Item]
-	if tr == nil || tr.terminal {
-		rs.mu.Unlock()
-		return
-	}
-	tr.terminal = true
-	a := tr.assignment
-	rs.mu.Unlock()
-
-	now := t.clk.Now()
-	if move == graphComplete {
-		t.events.add(Event{Kind: EventStoryMerged, At: now, Story: st.Item, Stage: st.Stage, Commit: st.Commit, Started: st.Started})
-		rs.wake(taskgraph.WakeUp{Handler: taskgraph.HandleCallback, Role: storyRole, Assignment: a, Task: string(st.Item),
-			Outcome: taskgraph.OutcomeCompleted, Text: fmt.Sprintf("[%s] %s completed", storyRole, st.Item), At: now})
-		return
-	}
-	t.events.add(Event{Kind: EventStoryPaused, At: now, Story: st.Item, Stage: st.Stage, Role: t.role(st.Stage),
-		Escalation: st.Pause, Detail: pauseText(st), Started: st.Started})
-	rs.wg.Add(1)
-	go func() {
-		defer rs.wg.Done()
-		if _, err := t.graph.Update(rs.ctx, graphSession, taskgraph.TaskUpdate{Task: string(st.Item), To: taskgraph.Parked,
-			Assignment: a, At: now}); err != nil {
-			rs.fail(fmt.Errorf("parking %s in the task graph: %w", st.Item, err))
-			return
-		}
-		// The callback releases the parked task's worker slot (parking wins
-		// over the outcome it reports); the wake-up after it fills the slot.
-		rs.wake(taskgraph.WakeUp{Handler: taskgraph.HandleCallback, Role: storyRole, Assignment: a, Task: string(st.Item),
-			Outcome: taskgraph.OutcomeFailed, Text: fmt.Sprintf("[%s] %s paused", storyRole, st.Item), At: now})
-		rs.wake(taskgraph.WakeUp{Text: "next"})
-	}()
 }
 
 func pauseText(st pipeline.State) string {
@@ -499,30 +409,22 @@ func (in inbox) Deliver(ctx context.Context, item foreman.ItemID, env message.En
 			Role: t.role(env.Body.StageNum()), Worker: env.Sender, Assignment: env.Assignment, Outcome: ev.Outcome,
 			Line: env.Raw, Detail: ev.Detail})
 	}
-	st, err := t.pipe.Deliver(ctx, item, env)
-	return t.after(st, err)
+	rs := t.current()
+	if rs == nil {
+		return t.pipe.Deliver(ctx, item, env)
+	}
+	st, effs, err := rs.co.Deliver(ctx, item, env)
+	return st, t.settle(rs, effs, err)
 }
 
 func (in inbox) Handle(ctx context.Context, item foreman.ItemID, ev pipeline.Event) (pipeline.State, error) {
-	st, err := in.t.pipe.Handle(ctx, item, ev)
-	return in.t.after(st, err)
-}
-
-func (t *Team) after(st pipeline.State, err error) (pipeline.State, error) {
-	t.mu.Lock()
-	rs := t.run
-	t.mu.Unlock()
+	t := in.t
+	rs := t.current()
 	if rs == nil {
-		return st, err
+		return t.pipe.Handle(ctx, item, ev)
 	}
-	if err != nil {
-		if !errors.Is(err, context.Canceled) {
-			rs.fail(fmt.Errorf("%s: %w", st.Item, err))
-		}
-		return st, err
-	}
-	t.observe(rs, st)
-	return st, nil
+	st, effs, err := rs.co.Handle(ctx, item, ev)
+	return st, t.settle(rs, effs, err)
 }
 
 // spawnProxy is the pipeline's Spawner and Messenger: it passes effects to

@@ -285,16 +285,7 @@ func (r stageRunner) gate(ctx context.Context, a pipeline.AgentAssignment, dir s
 
 // recordBoard writes the board entry the report's rule checks.
 func (r stageRunner) recordBoard(ctx context.Context, a pipeline.AgentAssignment, v message.Report) error {
-	b := storeBoard{db: r.t.db}
-	var cur boardRecord
-	if _, _, err := getJSON(ctx, r.t.db, kindBoard, string(a.Item), &cur); err != nil {
-		return err
-	}
-	next, ok := boardAfter(r.t.cfg.Flow, v, cur)
-	if !ok || next == cur {
-		return nil
-	}
-	return b.set(ctx, a.Item, next)
+	return storeBoard(r.t.db).Verified(ctx, r.t.cfg.Flow, a.Item, v)
 }
 
 // envAgent adds the assignment's environment, MCP server and writable

@@ -241,7 +241,7 @@ func (t *Team) open(ctx context.Context) error {
 	t.spawns.t = t
 	t.pipe, err = pipeline.NewRuntime(pipeline.RuntimeConfig{
 		Flow: cfg.Flow, Store: t.db, Spawner: &t.spawns, Messenger: &t.spawns, Worktrees: worktrees, Merger: merger,
-		Board: storeBoard{db: t.db}, Clock: cfg.Clock, Logger: t.log,
+		Board: storeBoard(t.db), Clock: cfg.Clock, Logger: t.log,
 	})
 	if err != nil {
 		return err

@@ -241,40 +241,32 @@ func (t *Team) regate(ctx context.Context, a pipeline.AgentAssignment, dir strin
 	return false, fb, nil
 }
 
-// takeBackConflict is observe's first look at a story's state: a pause
+// reworkDue is the coordinator's first look at a paused story: a pause
 // that conflict triage gives back to the builder (conflictReworkDue) is
-// not the graph's to park; the rework starts on one of the Run's
-// goroutines and true is returned.
-func (t *Team) takeBackConflict(rs *runState, st pipeline.State) bool {
+// not the graph's to park; the stage to rework at is returned.
+func (t *Team) reworkDue(ctx context.Context, st pipeline.State) (int, bool) {
 	if st.Status != pipeline.StatusPaused || st.Pause == nil ||
 		(st.Pause.Reason != pipeline.ReasonMergeConflict && st.Pause.Reason != pipeline.ReasonMergeFailed) {
-		return false
+		return 0, false
 	}
 	var rec triageRecord
-	if _, _, err := getJSON(rs.ctx, t.db, kindTriage, string(st.Item), &rec); err != nil {
+	if _, _, err := getJSON(ctx, t.db, kindTriage, string(st.Item), &rec); err != nil {
 		t.log.Warn("team: reading a story's conflict triage", "story", st.Item, "err", err)
-		return false
+		return 0, false
 	}
 	stage := reworkStage(t.cfg.Stages, st.Stage)
 	if stage < 0 || !conflictReworkDue(st, rec) {
-		return false
+		return 0, false
 	}
-	rs.wg.Add(1)
-	go func() {
-		defer rs.wg.Done()
-		if err := t.reworkConflict(rs.ctx, st, stage); err != nil && rs.ctx.Err() == nil {
-			rs.fail(fmt.Errorf("giving %s back to its builder after a conflict: %w", st.Item, err))
-		}
-	}()
-	return true
+	return stage, true
 }
 
-// reworkConflict gives a conflicting story back to its builder: the grant
-// is recorded first (for this pause, so a restart finishes this rework and
+// grantRework gives a conflicting story back to its builder: the grant is
+// recorded first (for this pause, so a restart finishes this rework and
 // never starts a second), the conflict goes into the story's memory (the
-// builder's prompt shows it), and the flow resumes at the build stage with
-// a fresh builder assignment on the worker pool.
-func (t *Team) reworkConflict(ctx context.Context, st pipeline.State, stage int) error {
+// builder's prompt shows it), and the note for the builder is returned
+// (the coordinator resumes the flow at the build stage with it).
+func (t *Team) grantRework(ctx context.Context, st pipeline.State, stage int) (string, error) {
 	key := st.Pause.Key
 	var rec triageRecord
 	fresh := false
@@ -289,10 +281,10 @@ func (t *Team) reworkConflict(ctx context.Context, st pipeline.State, stage int)
 		return true
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := updateMemory(ctx, t.db, st.Item, func(m *memory) { m.Conflict = rec.Context }); err != nil {
-		return err
+		return "", err
 	}
 	target := t.targetBranch()
 	note := fmt.Sprintf("Your work no longer merges onto %s: rebasing it conflicts in %s (the merge conflict is shown below). "+
@@ -306,12 +298,7 @@ func (t *Team) reworkConflict(ctx context.Context, st pipeline.State, stage int)
 			Files: slices.Clone(rec.Files), Detail: fmt.Sprintf("back to the builder (rework %d of %d) with the conflict in %s, both sides, in its memory",
 				rec.Reworks, maxConflictReworks, strings.Join(rec.Files, ", "))})
 	}
-	next, err := t.pipe.Resolve(ctx, st.Item, stage, note)
-	if errors.Is(err, pipeline.ErrInvalidTransition) {
-		return nil // resumed already (a second look at the same pause)
-	}
-	_, _ = t.after(next, err) // a fault ends the Run there
-	return nil
+	return note, nil
 }
 
 // ConflictTriage is what conflict triage did about a story's merge
