@@ -35,7 +35,7 @@ func (h coordHost) DecisionTaken(ctx context.Context, item foreman.ItemID) error
 	return h.t.clearDecision(ctx, item)
 }
 
-func (h coordHost) ReworkDue(ctx context.Context, st pipeline.State) (int, bool) {
+func (h coordHost) ReworkDue(ctx context.Context, st pipeline.State) (int, bool, error) {
 	return h.t.reworkDue(ctx, st)
 }
 
@@ -46,7 +46,7 @@ func (h coordHost) GrantRework(ctx context.Context, st pipeline.State, stage int
 // core is the decision as the coordinator acts on it, for a story paused
 // with pause.
 func (d decision) core(pause *pipeline.Escalation) teamcore.Decision {
-	cd := teamcore.Decision{Stage: d.Stage, At: d.At, To: taskgraph.Pending}
+	cd := teamcore.Decision{Stage: d.Stage, At: d.At, To: taskgraph.Pending, Pause: d.Pause}
 	switch d.Action {
 	case Skip:
 		cd.To = taskgraph.Completed

@@ -52,6 +52,9 @@ type decision struct {
 	// Dropped: the story's source withdrew it before it started (Drop),
 	// no person decided.
 	Dropped bool `json:"dropped,omitempty"`
+	// Pause is the key of the pause decided about: a retry's record that a
+	// crash kept after the flow acted on it decides no later pause.
+	Pause string `json:"pause,omitempty"`
 }
 
 // restarts reports whether the decision sends the story back to work.
@@ -91,13 +94,16 @@ func (t *Team) Resolve(ctx context.Context, story foreman.ItemID, action Action,
 	if err != nil {
 		return err
 	}
-	if found {
+	if found && prev.core(nil).About(st) {
 		if prev.Action == action {
 			return nil // a double click
 		}
 		return fmt.Errorf("%w: %s was already resolved (%s)", ErrNotPaused, story, prev.Action)
 	}
 	d := decision{Action: action, Stage: resolveStage(action, st.Stage, len(t.cfg.Flow.Stages)), Note: note, At: t.clk.Now()}
+	if st.Pause != nil {
+		d.Pause = st.Pause.Key
+	}
 	data, err := jsonMarshal(d)
 	if err != nil {
 		return err

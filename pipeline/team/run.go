@@ -134,8 +134,7 @@ func (t *Team) Run(ctx context.Context) (Result, error) {
 }
 
 func (t *Team) runUntilDone(ctx context.Context, rs *runState) error {
-	wc := t.cfg.Worker
-	wc.MaxWorkers = t.cfg.Workers
+	wc := teamcore.PoolConfig(t.cfg.Worker, t.cfg.Workers)
 	wc.Agent = stageRunner{t}
 	if t.cfg.Remote != nil {
 		wc.Agent = t.cfg.Remote

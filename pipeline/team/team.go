@@ -231,7 +231,7 @@ func (t *Team) open(ctx context.Context) error {
 	}
 	git := pipeline.Git{Manager: mgr, Request: merge.Request{CommitPending: true, Check: cfg.MergeCheck}, Logger: t.log}
 	var worktrees pipeline.Worktrees = homeWorktrees{Git: git, t: t}
-	var merger pipeline.Merger = triageMerger{t: t, git: git}
+	var merger pipeline.Merger = t.triageMerger(git)
 	if cfg.Worktrees != nil {
 		worktrees = cfg.Worktrees
 	}

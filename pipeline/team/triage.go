@@ -2,8 +2,6 @@ package team
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,50 +9,12 @@ import (
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/pipeline"
-	"github.com/agentforeman/foreman/pipeline/store"
+	"github.com/agentforeman/foreman/pipeline/team/internal/teamcore"
 )
 
-// Conflict triage: a story whose squash merge conflicts is not paused at
-// once. Its branch is rebased onto the target in its worktree; a clean
-// rebase is checked with the gate plan again and merged. A rebase that
-// conflicts is aborted (the worktree is left as it was) and the story goes
-// back to its builder, once, with the conflicting files and both sides in
-// its memory; only a conflict after that waits for a person. What to do
-// next is triageNext's (triagedecide.go); the rework count is kept in the
-// story's triage record, so a host that crashes mid-triage neither reworks
-// twice nor merges twice (merges are idempotent by their trailer).
-
-// triageRecord is a story's conflict triage, kept in the store (kind
-// team.triage, by story id).
-type triageRecord struct {
-	// Conflicts counts the merge attempts whose conflict the triage could
-	// not clear; Rebases the rebases it tried.
-	Conflicts int `json:"conflicts,omitempty"`
-	Rebases   int `json:"rebases,omitempty"`
-	// Reworks counts the times the story went back to its builder for a
-	// conflict (at most maxConflictReworks).
-	Reworks int `json:"reworks,omitempty"`
-	// Files and Context are the last conflict's files and both sides
-	// (bounded); Cause is "conflict" or "gates" (the rebased change failed
-	// the gate plan).
-	Files   []string `json:"files,omitempty"`
-	Context string   `json:"context,omitempty"`
-	Cause   string   `json:"cause,omitempty"`
-	// Next is what the pause the triage ended with is for: stepRework
-	// (the team gives the story back) or stepPause (a person decides).
-	Next triageStep `json:"next,omitempty"`
-	// ReworkFor is the key of the pause the last rework was granted for.
-	ReworkFor string `json:"reworkFor,omitempty"`
-	// Ungated is the head of a branch the triage rebased cleanly and has
-	// not yet seen pass the gates: a host that crashed in between gates
-	// it before it merges (the rebased branch no longer conflicts).
-	Ungated string `json:"ungated,omitempty"`
-}
-
-const (
-	causeConflict = "conflict"
-	causeGates    = "gates"
-)
+// Conflict triage (teamcore.Triager, shared with the simulator) does the
+// team's git work through triageGit: merge.Manager's rebase in the story's
+// worktree (triagegit.go), the gate plan, and the team's events.
 
 // Bounds of the conflict context an agent is given: per file, in all, and
 // how many files are shown.
@@ -66,156 +26,53 @@ const (
 
 // triageMerger is the pipeline's Merger: pipeline.Git's squash merge, with
 // conflict triage when the squash conflicts.
-type triageMerger struct {
+func (t *Team) triageMerger(git pipeline.Git) teamcore.Triager {
+	return teamcore.Triager{DB: t.db, Flow: laterFlow{t}, Git: triageGit{t: t, git: git},
+		ReworkStage: func(paused int) int { return reworkStage(t.cfg.Stages, paused) }, MaxDetail: maxDetail, ContextLimit: maxContextTotal}
+}
+
+// laterFlow reads the team's flow, which is made after its Merger.
+type laterFlow struct{ t *Team }
+
+func (f laterFlow) Get(ctx context.Context, item foreman.ItemID) (pipeline.State, error) {
+	return f.t.pipe.Get(ctx, item)
+}
+
+// triageGit is the team's git work for conflict triage.
+type triageGit struct {
 	t   *Team
 	git pipeline.Git
 }
 
-func (m triageMerger) Merge(ctx context.Context, r pipeline.MergeRequest) (pipeline.MergeOutcome, error) {
-	var rec triageRecord
-	if _, _, err := getJSON(ctx, m.t.db, kindTriage, string(r.Item), &rec); err != nil {
-		return pipeline.MergeOutcome{}, err
-	}
-	if rec.Ungated != "" {
-		return m.t.triage(ctx, m.git, r, factRebaseClean, nil)
-	}
-	out, err := m.git.Merge(ctx, r)
-	if err != nil || len(out.Conflict) == 0 {
-		return out, err
-	}
-	return m.t.triage(ctx, m.git, r, factSquashConflict, out.Conflict)
+func (g triageGit) Target() string { return g.t.targetBranch() }
+
+func (g triageGit) Merge(ctx context.Context, r pipeline.MergeRequest) (pipeline.MergeOutcome, error) {
+	return g.git.Merge(ctx, r)
 }
 
-// triageEnd is how a triage that could not merge ends.
-type triageEnd struct {
-	cause   string
-	files   []string
-	context string
-	detail  string // one line for the escalation (gates)
+func (g triageGit) Rebase(ctx context.Context, item foreman.ItemID) (teamcore.Rebased, error) {
+	rb, err := g.t.rebaseOnto(ctx, item)
+	return teamcore.Rebased{Clean: rb.clean, Head: rb.head, Files: rb.files, Context: rb.context}, err
 }
 
-// triage works a conflicting squash merge (or, after a restart, a clean
-// rebase the gates have not passed yet: first) through triageNext's steps
-// and returns the merge's outcome: merged, or the conflict (or the rebased
-// change's gate failure) the flow pauses on, with what follows the pause
-// (a rework or a person) recorded first.
-func (t *Team) triage(ctx context.Context, git pipeline.Git, r pipeline.MergeRequest, first triageFact, files []string) (pipeline.MergeOutcome, error) {
-	item := r.Item
-	st, err := t.pipe.Get(ctx, item)
+func (g triageGit) Regate(ctx context.Context, a pipeline.AgentAssignment) (bool, string, error) {
+	dir, err := g.t.mgr.Path(a.Item)
 	if err != nil {
-		return pipeline.MergeOutcome{}, err
+		return false, "", err
 	}
-	var rec triageRecord
-	if _, _, err := getJSON(ctx, t.db, kindTriage, string(item), &rec); err != nil {
-		return pipeline.MergeOutcome{}, err
-	}
-	dir, err := t.mgr.Path(item)
-	if err != nil {
-		return pipeline.MergeOutcome{}, err
-	}
-	a := pipeline.AgentAssignment{Item: item, Stage: st.Stage, Worker: st.Worker, Assignment: st.Assignment}
-	target := t.targetBranch()
-	in := triageInput{Fact: first, Reworks: rec.Reworks, CanRework: reworkStage(t.cfg.Stages, st.Stage) >= 0}
-	end := triageEnd{cause: causeConflict, files: files,
-		context: fmt.Sprintf("The squash of your branch onto %s conflicts in %s, and %s kept moving while the team rebased it.", target, strings.Join(files, ", "), target)}
-	for {
-		switch step := triageNext(in); step {
-		case stepRebase:
-			t.triageEvent(EventConflict, a, "SQUASH", files, fmt.Sprintf("the squash onto %s conflicts in %s; rebasing the branch onto %s", target, strings.Join(files, ", "), target))
-			in.Rebases++
-			rb, err := t.rebaseOnto(ctx, item)
-			if err != nil {
-				return pipeline.MergeOutcome{}, err
-			}
-			if rb.clean {
-				in.Fact = factRebaseClean
-				// Recorded even as the Run stops (a rebase git finished as
-				// ctx ended stands): a rebased branch never merges ungated.
-				if err := updateTriage(context.WithoutCancel(ctx), t, item, func(rec *triageRecord) bool { rec.Ungated = rb.head; return true }); err != nil {
-					return pipeline.MergeOutcome{}, err
-				}
-				t.triageEvent(EventRebased, a, "CLEAN", nil, fmt.Sprintf("rebased onto %s (now %s); running the gates on the rebased change", target, short(rb.head)))
-				continue
-			}
-			in.Fact = factRebaseConflict
-			end = triageEnd{cause: causeConflict, files: union(files, rb.files), context: rb.context}
-			t.triageEvent(EventConflict, a, "REBASE", end.files, fmt.Sprintf("rebasing onto %s conflicts in %s; the rebase was aborted", target, strings.Join(end.files, ", ")))
-		case stepRegate:
-			passed, feedback, err := t.regate(ctx, a, dir)
-			if err != nil {
-				return pipeline.MergeOutcome{}, err
-			}
-			// Gated: a merge after a restart need not gate it again (a
-			// failure ends in a rework, whose build runs the gates).
-			if err := updateTriage(ctx, t, item, func(rec *triageRecord) bool {
-				changed := rec.Ungated != ""
-				rec.Ungated = ""
-				return changed
-			}); err != nil {
-				return pipeline.MergeOutcome{}, err
-			}
-			if passed {
-				in.Fact = factGatesPassed
-				continue
-			}
-			in.Fact = factGatesFailed
-			end = triageEnd{cause: causeGates, files: files, detail: feedback,
-				context: fmt.Sprintf("Your branch was rebased onto %s cleanly, but the rebased change fails the gates:\n\n%s", target, clipBytes(feedback, maxContextTotal))}
-		case stepMerge:
-			out, err := git.Merge(ctx, r)
-			if err != nil || len(out.Conflict) == 0 {
-				return out, err
-			}
-			files = out.Conflict
-			in.Fact = factSquashConflict
-			end = triageEnd{cause: causeConflict, files: files,
-				context: fmt.Sprintf("The squash of your branch onto %s conflicts in %s, and %s kept moving while the team rebased it.", target, strings.Join(files, ", "), target)}
-		case stepRework, stepPause:
-			if err := updateTriage(ctx, t, item, func(rec *triageRecord) bool {
-				rec.Conflicts++
-				rec.Rebases += in.Rebases
-				rec.Files, rec.Context, rec.Cause, rec.Next = end.files, end.context, end.cause, step
-				return true
-			}); err != nil {
-				return pipeline.MergeOutcome{}, err
-			}
-			if end.cause == causeGates {
-				return pipeline.MergeOutcome{Refused: fmt.Sprintf("rebased onto %s, the change fails the gates: %s", target, oneLine(end.detail, maxDetail))}, nil
-			}
-			return pipeline.MergeOutcome{Conflict: end.files}, nil
-		default:
-			return pipeline.MergeOutcome{}, fmt.Errorf("team: conflict triage of %s: no step after %s", item, in.Fact)
-		}
-	}
+	return g.t.regate(ctx, a, dir)
 }
 
-func (t *Team) triageEvent(kind EventKind, a pipeline.AgentAssignment, outcome pipeline.Outcome, files []string, detail string) {
-	t.events.add(Event{Kind: kind, At: t.clk.Now(), Story: a.Item, Stage: a.Stage, Role: t.role(a.Stage),
+func (g triageGit) Saw(a pipeline.AgentAssignment, fact teamcore.TriageFact, files []string, detail string) {
+	kind, outcome := EventConflict, pipeline.Outcome("SQUASH")
+	switch fact {
+	case factRebaseClean:
+		kind, outcome = EventRebased, "CLEAN"
+	case factRebaseConflict:
+		outcome = "REBASE"
+	}
+	g.t.events.add(Event{Kind: kind, At: g.t.clk.Now(), Story: a.Item, Stage: a.Stage, Role: g.t.role(a.Stage),
 		Assignment: a.Assignment, Outcome: outcome, Files: slices.Clone(files), Detail: detail})
-}
-
-// updateTriage changes a story's triage record (read-modify-write at its
-// version, redone on a conflict); change returns false to write nothing.
-func updateTriage(ctx context.Context, t *Team, item foreman.ItemID, change func(*triageRecord) bool) error {
-	for range 5 {
-		var rec triageRecord
-		ver, _, err := getJSON(ctx, t.db, kindTriage, string(item), &rec)
-		if err != nil {
-			return err
-		}
-		if !change(&rec) {
-			return nil
-		}
-		data, err := json.Marshal(rec)
-		if err != nil {
-			return err
-		}
-		_, err = t.db.Apply(ctx, store.Op{Kind: kindTriage, ID: string(item), ExpectVersion: ver, Data: data})
-		if !errors.Is(err, store.ErrConflict) {
-			return err
-		}
-	}
-	return fmt.Errorf("team: updating the conflict triage of %s: too many conflicts", item)
 }
 
 // regate runs the gate plan on the rebased change in the worktree (the
@@ -241,45 +98,20 @@ func (t *Team) regate(ctx context.Context, a pipeline.AgentAssignment, dir strin
 	return false, fb, nil
 }
 
-// reworkDue is the coordinator's first look at a paused story: a pause
-// that conflict triage gives back to the builder (conflictReworkDue) is
-// not the graph's to park; the stage to rework at is returned.
-func (t *Team) reworkDue(ctx context.Context, st pipeline.State) (int, bool) {
-	if st.Status != pipeline.StatusPaused || st.Pause == nil ||
-		(st.Pause.Reason != pipeline.ReasonMergeConflict && st.Pause.Reason != pipeline.ReasonMergeFailed) {
-		return 0, false
-	}
-	var rec triageRecord
-	if _, _, err := getJSON(ctx, t.db, kindTriage, string(st.Item), &rec); err != nil {
-		t.log.Warn("team: reading a story's conflict triage", "story", st.Item, "err", err)
-		return 0, false
-	}
-	stage := reworkStage(t.cfg.Stages, st.Stage)
-	if stage < 0 || !conflictReworkDue(st, rec) {
-		return 0, false
-	}
-	return stage, true
+// reworkDue is the coordinator's first look at a paused story
+// (teamcore.ReworkDue): a pause that conflict triage gives back to the
+// builder is not the graph's to park.
+func (t *Team) reworkDue(ctx context.Context, st pipeline.State) (int, bool, error) {
+	return teamcore.ReworkDue(ctx, t.db, st, func(paused int) int { return reworkStage(t.cfg.Stages, paused) })
 }
 
 // grantRework gives a conflicting story back to its builder: the grant is
-// recorded first (for this pause, so a restart finishes this rework and
-// never starts a second), the conflict goes into the story's memory (the
-// builder's prompt shows it), and the note for the builder is returned
-// (the coordinator resumes the flow at the build stage with it).
+// recorded first (teamcore.GrantRework), the conflict goes into the
+// story's memory (the builder's prompt shows it), and the note for the
+// builder is returned (the coordinator resumes the flow at the build
+// stage with it).
 func (t *Team) grantRework(ctx context.Context, st pipeline.State, stage int) (string, error) {
-	key := st.Pause.Key
-	var rec triageRecord
-	fresh := false
-	err := updateTriage(ctx, t, st.Item, func(r *triageRecord) bool {
-		if r.ReworkFor == key {
-			rec = *r
-			return false
-		}
-		r.Reworks++
-		r.ReworkFor, r.Next = key, stepNone
-		rec, fresh = *r, true
-		return true
-	})
+	rec, fresh, err := teamcore.GrantRework(ctx, t.db, st)
 	if err != nil {
 		return "", err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/agentforeman/foreman"
@@ -112,14 +111,4 @@ func clipBytes(s string, n int) string {
 	}
 	const cut = "\n[... cut]"
 	return strings.ToValidUTF8(s[:max(n-len(cut), 0)], "") + cut
-}
-
-func union(a, b []string) []string {
-	out := slices.Clone(a)
-	for _, s := range b {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
 }

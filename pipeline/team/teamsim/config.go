@@ -49,16 +49,7 @@ type Config struct {
 	// Trace keeps the trace's lines in Result.Trace (its hash is always
 	// computed). Default: false.
 	Trace bool
-
-	// mutant, set only by the package's tests (export_test.go), switches
-	// on one deliberate bug, to prove the invariants catch it.
-	mutant mutant
 }
-
-// mutant names a deliberate bug the package's tests inject into the
-// simulated team to prove that an invariant catches it (see
-// docs/simulation.md). The zero mutant is none.
-type mutant string
 
 // Faults are the probabilities (0..1) of what goes wrong. Per agent
 // execution: Hang (no message at all), Silent (heartbeats but no
@@ -76,6 +67,9 @@ type mutant string
 // spawn, message or merge (before or after it happened: a write that
 // happened but whose caller never learned of it, or one lost with the
 // un-synced tail); Crashes bounds the coordinator crashes of one run.
+// Person is the chance that a person decides about a paused story (retry,
+// resume, skip or abandon), up to an hour after it paused, at most twice
+// per story.
 type Faults struct {
 	Hang, Silent, Crash, Garbage, WrongItem, RateLimit, OverBudget, ReportTwice, LateReport float64
 	NoGo, QualityFail, StageError                                                           float64
@@ -84,6 +78,7 @@ type Faults struct {
 	Conflict                                                                                float64
 	CrashPoint                                                                              float64
 	Crashes                                                                                 int
+	Person                                                                                  float64
 }
 
 // DefaultFaults are the probabilities a simulation uses unless told
@@ -94,7 +89,7 @@ func DefaultFaults() Faults {
 		OverBudget: 0.01, ReportTwice: 0.05, LateReport: 0.04,
 		NoGo: 0.08, QualityFail: 0.15, StageError: 0.01,
 		Duplicate: 0.05, Delay: 0.3, MaxDelay: 2 * time.Minute,
-		Conflict: 0.25, CrashPoint: 0.004, Crashes: 3,
+		Conflict: 0.25, CrashPoint: 0.004, Crashes: 3, Person: 0.5,
 	}
 }
 

@@ -42,8 +42,13 @@ const (
 	// execution spends).
 	InvBudget = "budget"
 	// InvPausedDependents: a story starts only once every story it waits
-	// for is DONE, so a paused story's dependents never start.
+	// for is DONE (or a person skipped it), so a paused story's
+	// dependents never start.
 	InvPausedDependents = "paused-dependents"
+	// InvDecisionTaken: a person's retry or resume of a paused story is
+	// carried out: when the team stops, no story is still in the pause a
+	// person decided to send back to work.
+	InvDecisionTaken = "decision-taken"
 	// InvStallStopped: liveness is not progress: an agent that sends
 	// heartbeats but makes no progress is stopped within twice the
 	// progress timeout.
@@ -242,7 +247,7 @@ func (w *world) check() {
 		}
 		if st.Status != pipeline.StatusNew {
 			for _, b := range w.stories[id].after {
-				if states[b].Status != pipeline.StatusDone {
+				if states[b].Status != pipeline.StatusDone && !w.person.skipped[b] {
 					w.violate(InvPausedDependents, "%s started while %s, which it waits for, is %s", id, b, states[b].Status)
 				}
 			}
@@ -280,7 +285,7 @@ func (w *world) checkEnd() {
 	// waiting: blocked by a story that is not DONE.
 	waiting := func(id foreman.ItemID) bool {
 		for _, b := range w.stories[id].after {
-			if states[b].Status != pipeline.StatusDone {
+			if states[b].Status != pipeline.StatusDone && !w.person.skipped[b] {
 				return true
 			}
 		}
@@ -293,6 +298,8 @@ func (w *world) checkEnd() {
 		case pipeline.StatusPaused:
 			if st.Pause == nil {
 				w.violate(InvEndState, "%s is PAUSED without an escalation", id)
+			} else if w.person.restarts[st.Pause.Key] && !limited {
+				w.violate(InvDecisionTaken, "%s is still in the pause a person sent back to work (%s), though the team ended %s", id, st.Pause.Reason, w.end)
 			}
 		case pipeline.StatusNew:
 			if !waiting(id) && !limited {

@@ -14,32 +14,26 @@ import (
 
 // mutants are the deliberate bugs, each with the invariant that must catch
 // it and the first seed that did (docs/simulation.md keeps the table).
-// Every one but complete-on-pause sits in shipped code (the worker pool,
-// the pipeline's core and runtime) behind internal/mutant.
+// Every one sits in shipped code (the worker pool, the pipeline's core and
+// runtime, the team's coordinator) behind internal/mutant.
 var mutants = []struct {
 	m         mutant.Name
 	invariant string
 	seed      uint64
 }{
-	{mutant.FenceByName, teamsim.InvStaleNoChange, 1000},
-	{mutant.MergeBeforePersist, teamsim.InvMergeOnce, 96},
+	{mutant.FenceByName, teamsim.InvStaleNoChange, 76},
+	{mutant.MergeBeforePersist, teamsim.InvMergeOnce, 83},
 	{mutant.NoReAck, teamsim.InvDuplicateReAcked, 2},
-	{mutant.StallIsProgress, teamsim.InvStallStopped, 4},
+	{mutant.StallIsProgress, teamsim.InvStallStopped, 2},
 	{mutant.CompleteOnPause, teamsim.InvPausedDependents, 2},
 	{mutant.SpawnTwice, teamsim.InvSpawnOnce, 2},
 	{mutant.NoBudget, teamsim.InvBudget, 20},
 }
 
-// config is the simulation of seed with m switched on: through
-// FOREMAN_MUTANT (set by the caller) for the shipped code, and through the
-// simulator's own hook for the one guard still in coord.go.
-func config(seed uint64, m mutant.Name) teamsim.Config {
-	cfg := teamsim.Config{Seed: seed}
-	if m == mutant.CompleteOnPause {
-		cfg = teamsim.WithMutant(cfg, teamsim.MutantCompleteOnPause)
-	}
-	return cfg
-}
+// config is the simulation of seed; the mutant is switched on through
+// FOREMAN_MUTANT (set by the caller), in the shipped code or the team's
+// coordinator.
+func config(seed uint64, _ mutant.Name) teamsim.Config { return teamsim.Config{Seed: seed} }
 
 // TestMutantsAreCaught (go test -tags foreman_mutants): every deliberate
 // bug breaks its invariant at its recorded seed, and the same seed

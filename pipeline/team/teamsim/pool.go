@@ -9,6 +9,7 @@ import (
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/message"
+	"github.com/agentforeman/foreman/pipeline/team/internal/teamcore"
 	"github.com/agentforeman/foreman/worker"
 )
 
@@ -140,9 +141,11 @@ func (c *coord) report(r pipeline.SpawnRequest, line string) {
 		c.handle(r.Item, pipeline.Event{Kind: pipeline.EventIdle, Worker: r.Worker, Assignment: r.Assignment})
 		return
 	}
-	if err := (simBoard{c.w}).verified(c.w.ctx, r.Item, r.Stage, line); err != nil {
-		c.fault("recording the board of "+string(r.Item), err)
-		return
+	if v, ok := teamcore.ReportOfLine(r.Stage, line); ok {
+		if err := (teamcore.StoreBoard{DB: c.w.store}).Verified(c.w.ctx, c.w.cfg.Flow, r.Item, v); err != nil {
+			c.fault("recording the board of "+string(r.Item), err)
+			return
+		}
 	}
 	env, perr := message.Open(r.Worker, r.Assignment, line, c.w.now())
 	if perr != nil && env.Body != nil {

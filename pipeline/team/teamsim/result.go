@@ -90,21 +90,3 @@ func (w *world) result() Result {
 	}
 	return r
 }
-
-// The mutants the simulator itself switches on through Config.mutant
-// (docs/simulation.md). Every other deliberate bug lives in shipped code
-// behind internal/mutant (a build with the foreman_mutants tag and
-// FOREMAN_MUTANT), and so does the guard of these three once the shared
-// coordinator takes over coord.go: until then complete-on-pause is the only
-// one the tests set here, and the copies of fence-by-name (now in the
-// pipeline's sender validation) and no-budget (now in the worker pool)
-// that coord.go still holds are never switched on.
-const (
-	// mutantFenceByName takes a report as the current worker's when the
-	// sender's name matches, whatever its assignment.
-	mutantFenceByName mutant = "fence-by-name"
-	// mutantCompleteOnPause tells the task graph a paused story completed.
-	mutantCompleteOnPause mutant = "complete-on-pause"
-	// mutantNoBudget runs the pool without its budget.
-	mutantNoBudget mutant = "no-budget"
-)

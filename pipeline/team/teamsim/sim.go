@@ -87,6 +87,7 @@ type world struct {
 	label   string
 	checks  checkState
 	agents  agentTable
+	person  personState
 	// violations found; the first of each invariant is kept.
 	violations []Violation
 }
@@ -108,6 +109,7 @@ func newWorld(ctx context.Context, cfg Config) *world {
 	w.repo = newSimRepo(w)
 	w.agents.init()
 	w.checks.init()
+	w.person.init()
 	if w.cfg.TotalBudget == 0 {
 		w.cfg.TotalBudget = 20_000 + 1_000*w.rng.Int64N(101)
 	}
@@ -180,10 +182,19 @@ func (w *world) run() {
 		case w.ctx.Err() != nil:
 			w.end = "cancelled"
 			return
-		case w.c.finished:
+		case w.c.finished && w.person.pending == 0:
 			w.end = "finished"
 			w.checkEnd()
 			return
+		case w.c.finished && !w.c.stopped:
+			// The Run returned while a person is still to decide: its
+			// process stops (its agents and timers with it), and the
+			// host runs the team again once the decision is made.
+			w.c.stopped = true
+			w.tracef("the Run ended; a person is still to decide")
+			w.agents.killAll(w.inc)
+			w.inc++
+			w.clk = foreman.NewFakeClock(w.now())
 		case w.steps >= w.cfg.MaxSteps:
 			w.end = "step limit"
 			w.checkEnd()
@@ -248,6 +259,13 @@ func (w *world) guard(fn func()) (where string, crashed bool) {
 	}()
 	fn()
 	return "", false
+}
+
+// rerun is the host running the team again after its Run ended.
+func (w *world) rerun() {
+	w.tracef("the host runs the team again")
+	w.c = w.boot()
+	w.c.begin()
 }
 
 // restart is a coordinator crash: every in-memory state of the process

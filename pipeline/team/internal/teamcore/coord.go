@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/mutant"
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/message"
 	"github.com/agentforeman/foreman/pipeline/taskgraph"
+	"github.com/agentforeman/foreman/worker"
 )
 
 // The team's task graph layout: one session, one role for every story.
@@ -53,25 +55,15 @@ type Host interface {
 	// resume), so that a later pause can be decided again.
 	DecisionTaken(ctx context.Context, item foreman.ItemID) error
 	// ReworkDue says whether a paused story goes back to its builder at
-	// stage instead of waiting for a person (conflict triage).
-	ReworkDue(ctx context.Context, st pipeline.State) (stage int, due bool)
+	// stage instead of waiting for a person (conflict triage: ReworkDue);
+	// an error is logged, and the story waits for a person.
+	ReworkDue(ctx context.Context, st pipeline.State) (stage int, due bool, err error)
 	// GrantRework records that the paused story st goes back to its
 	// builder at stage (once per pause) and returns the builder's note.
 	GrantRework(ctx context.Context, st pipeline.State, stage int) (note string, err error)
 }
 
-// Mutants are deliberate bugs the simulator's tests switch on to prove
-// that its invariants catch them; the team never sets them.
-type Mutants struct {
-	// CompleteOnPause tells the task graph that a paused story completed.
-	CompleteOnPause bool
-	// FenceByName takes a report as the current worker's when the
-	// worker's name matches, whatever its assignment.
-	FenceByName bool
-}
-
-// Config configures a Coordinator. Every field but Log and Mutants is
-// required.
+// Config configures a Coordinator. Every field but Log is required.
 type Config struct {
 	Flow  Flow
 	Graph Graph
@@ -82,7 +74,6 @@ type Config struct {
 	Host    Host
 	Clock   foreman.Clock
 	Log     *slog.Logger
-	Mutants Mutants
 }
 
 // EffectKind is what a driver of the Coordinator carries out.
@@ -219,7 +210,7 @@ func (c *Coordinator) Spawn(ctx context.Context, item foreman.ItemID, assignment
 	}
 	var d *Decision
 	if st.Status == pipeline.StatusPaused {
-		if d, err = c.cfg.Host.Decision(ctx, st); err != nil {
+		if d, err = c.decision(ctx, st); err != nil {
 			return nil, err
 		}
 	}
@@ -276,11 +267,6 @@ func (c *Coordinator) probeLost(ctx context.Context, st pipeline.State) (pipelin
 
 // Deliver hands the flow a worker's report and observes the story.
 func (c *Coordinator) Deliver(ctx context.Context, item foreman.ItemID, env message.Envelope) (pipeline.State, []Effect, error) {
-	if c.cfg.Mutants.FenceByName {
-		if st, err := c.cfg.Flow.Get(ctx, item); err == nil && env.Sender == st.Worker {
-			env.Assignment = st.Assignment
-		}
-	}
 	st, err := c.cfg.Flow.Deliver(ctx, item, env)
 	return c.after(ctx, st, err)
 }
@@ -311,11 +297,15 @@ func (c *Coordinator) after(ctx context.Context, st pipeline.State, err error) (
 func (c *Coordinator) observe(ctx context.Context, st pipeline.State) []Effect {
 	move := GraphMoveFor(st)
 	if move == GraphPark {
-		if stage, due := c.cfg.Host.ReworkDue(ctx, st); due {
+		stage, due, err := c.cfg.Host.ReworkDue(ctx, st)
+		if err != nil {
+			c.cfg.Log.Warn("team: reading a story's conflict triage", "story", st.Item, "err", err)
+		}
+		if due && err == nil {
 			return []Effect{{Kind: EffectRework, State: st, Stage: stage, At: c.cfg.Clock.Now()}}
 		}
-		if c.cfg.Mutants.CompleteOnPause {
-			move = GraphComplete
+		if mutant.Active(mutant.CompleteOnPause) {
+			move = GraphComplete // the bug: dependents of a paused story start
 		}
 	}
 	if move == GraphNothing {
@@ -342,12 +332,18 @@ func (c *Coordinator) observe(ctx context.Context, st pipeline.State) []Effect {
 
 // Park carries out an EffectPark: the story's task is parked in the
 // graph, then a callback releases its worker slot (parking wins over the
-// outcome it reports) and a wake-up after it fills the slot.
+// outcome it reports) and a wake-up after it fills the slot. A person
+// may have decided about the pause before the task was parked (the pause
+// was recorded, and seen, first): that decision, which found nothing
+// parked to act on, is carried out now.
 func (c *Coordinator) Park(ctx context.Context, e Effect) ([]Effect, error) {
 	item := e.State.Item
 	if _, err := c.cfg.Graph.Update(ctx, GraphSession, taskgraph.TaskUpdate{Task: string(item), To: taskgraph.Parked,
 		Assignment: e.Assignment, At: e.At}); err != nil {
 		return nil, fmt.Errorf("parking %s in the task graph: %w", item, err)
+	}
+	if err := c.applyDecision(ctx, item); err != nil {
+		return nil, fmt.Errorf("carrying out a decision about %s: %w", item, err)
 	}
 	return []Effect{Wake(taskgraph.WakeUp{Handler: taskgraph.HandleCallback, Role: StoryRole, Assignment: e.Assignment,
 		Task: string(item), Outcome: taskgraph.OutcomeFailed, Text: fmt.Sprintf("[%s] %s paused", StoryRole, item), At: e.At}),
@@ -407,9 +403,26 @@ func (c *Coordinator) applyDecision(ctx context.Context, item foreman.ItemID) er
 	if err != nil {
 		return err
 	}
-	d, err := c.cfg.Host.Decision(ctx, st)
+	d, err := c.decision(ctx, st)
 	if err != nil || d == nil {
 		return err
 	}
 	return ApplyDecision(ctx, c.cfg.Graph, item, *d)
+}
+
+// decision is a person's decision about the pause the story is in, nil
+// when there is none (or only one about an earlier pause).
+func (c *Coordinator) decision(ctx context.Context, st pipeline.State) (*Decision, error) {
+	d, err := c.cfg.Host.Decision(ctx, st)
+	if err != nil || d == nil || !d.About(st) {
+		return nil, err
+	}
+	return d, nil
+}
+
+// PoolConfig is the worker pool of a Run: the host's Config.Worker with
+// the team's count of stories in flight as its size.
+func PoolConfig(host worker.Config, workers int) worker.Config {
+	host.MaxWorkers = workers
+	return host
 }

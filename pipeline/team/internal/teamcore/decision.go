@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/taskgraph"
 )
 
@@ -20,6 +21,16 @@ type Decision struct {
 	Stage    int
 	Feedback string
 	At       time.Time
+	// Pause is the key of the pause decided about (pipeline.Escalation's
+	// Key); "" decides whatever pause the story is in. A decision for an
+	// earlier pause (one the flow acted on, whose record a crash kept) is
+	// no decision about a later one.
+	Pause string
+}
+
+// About reports whether d decides the pause the story is in (st).
+func (d Decision) About(st pipeline.State) bool {
+	return d.Pause == "" || (st.Pause != nil && st.Pause.Key == d.Pause)
 }
 
 // Restarts reports whether the decision sends the story back to work.

@@ -18,20 +18,17 @@ type Board struct {
 	Tasks  int    `json:"tasks"`
 }
 
-// BoardAfter is BoardAfterReport for a report line about stage (a
-// simulated agent's, which is parsed here); ok is false for a line that is
-// no stage report.
-func BoardAfter(flow *pipeline.Flow, stage int, line string, cur Board) (Board, bool) {
+// ReportOfLine is the stage report a report line about stage carries (a
+// simulated agent's line, parsed here); ok is false for a line that is no
+// stage report.
+func ReportOfLine(stage int, line string) (message.Report, bool) {
 	m, err := message.Parse(line)
 	if err != nil {
-		return cur, false
+		return message.Report{}, false
 	}
 	r, ok := message.ReportOf(m)
-	if !ok {
-		return cur, false
-	}
 	r.Stage = stage
-	return BoardAfterReport(flow, r, cur)
+	return r, ok
 }
 
 // BoardAfterReport is the board entry a verified report leads to: the
