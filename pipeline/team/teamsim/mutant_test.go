@@ -21,8 +21,8 @@ var mutants = []struct {
 	invariant string
 	seed      uint64
 }{
-	{mutant.FenceByName, teamsim.InvStaleNoChange, 76},
-	{mutant.MergeBeforePersist, teamsim.InvMergeOnce, 83},
+	{mutant.FenceByName, teamsim.InvStaleNoChange, 413},
+	{mutant.MergeBeforePersist, teamsim.InvMergeOnce, 35},
 	{mutant.NoReAck, teamsim.InvDuplicateReAcked, 2},
 	{mutant.StallIsProgress, teamsim.InvStallStopped, 2},
 	{mutant.CompleteOnPause, teamsim.InvPausedDependents, 2},

@@ -73,8 +73,8 @@ func (w *world) decisionOf(ctx context.Context, item foreman.ItemID) (*teamcore.
 }
 
 // personState is the simulated person: it decides about some paused
-// stories (Faults.Person), at most twice per story, up to an hour after
-// the pause, as a person using Team.Resolve would.
+// stories (Faults.Person), at most twice per story, within seconds or up
+// to an hour after the pause, as a person using Team.Resolve would.
 type personState struct {
 	decided map[foreman.ItemID]int
 	// pending counts the decisions still to come; a Run that finished
@@ -101,7 +101,13 @@ func (p *personState) paused(w *world, st pipeline.State) {
 	to := [...]taskgraph.Status{taskgraph.Pending, taskgraph.Pending, taskgraph.Completed, taskgraph.Cancelled}[w.rng.IntN(4)]
 	resume := w.rng.IntN(2) == 0
 	item, key := st.Item, st.Pause.Key
-	d := time.Duration(w.rng.Int64N(int64(time.Hour)))
+	// A person watching decides within seconds (before the team may have
+	// parked the story's task); others up to an hour later.
+	within := time.Hour
+	if w.rng.IntN(4) == 0 {
+		within = 10 * time.Second
+	}
+	d := time.Duration(w.rng.Int64N(int64(within)))
 	w.schedule(d, 0, fmt.Sprintf("person decides %s %s", item, to), func() {
 		p.pending--
 		w.decide(item, key, to, resume)
