@@ -2,9 +2,11 @@ package team
 
 import (
 	"context"
+	"errors"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/store"
 )
 
 // ApplyDecision carries story's recorded decision to the task graph, as
@@ -136,3 +138,19 @@ func oldStateOf(out []StoryStatus, id foreman.ItemID) StoryState {
 // ClearAbandonedLocks is what a Run does first about the git locks of
 // worktrees no process works in.
 func ClearAbandonedLocks(t *Team) { t.clearAbandonedLocks() }
+
+// DecisionRecord is story's decision record as the store keeps it (nil
+// when there is none); PutDecisionRecord writes one back, as a crash
+// between the flow acting on a decision and its clearing leaves it.
+func DecisionRecord(t *Team, ctx context.Context, story foreman.ItemID) ([]byte, error) {
+	rec, err := t.db.Get(ctx, kindDecision, string(story))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return rec.Data, err
+}
+
+func PutDecisionRecord(t *Team, ctx context.Context, story foreman.ItemID, data []byte) error {
+	_, err := t.db.Apply(ctx, store.Op{Kind: kindDecision, ID: string(story), Data: data})
+	return err
+}

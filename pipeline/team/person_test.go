@@ -398,3 +398,39 @@ func TestSubscribeFromLastSeqFollowsFromNow(t *testing.T) {
 	assert.Equal(t, team.EventStoryAdded, first.Kind)
 	assert.Equal(t, foreman.ItemID("B"), first.Story)
 }
+
+// A retry's record that a crash kept after the flow acted on it decides
+// no later pause: the story waits for a person again, and the person's
+// new decision is taken (not refused as "already resolved").
+func TestADecisionKeptByACrashDecidesNoLaterPause(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t)
+	f.touch(t, "US-001.fail-stage-0")
+	tm := f.newTeam(t)
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "US-001", Title: "first"}))
+	require.Equal(t, 1, run(t, tm).Paused)
+	require.NoError(t, tm.Resolve(ctx, "US-001", team.Retry, ""))
+	kept, err := team.DecisionRecord(tm, ctx, "US-001")
+	require.NoError(t, err)
+	require.NotNil(t, kept)
+	require.Equal(t, 1, run(t, tm).Paused, "retried, and paused again")
+	cleared, err := team.DecisionRecord(tm, ctx, "US-001")
+	require.NoError(t, err)
+	require.Nil(t, cleared, "the flow acted on the decision: cleared")
+
+	require.NoError(t, team.PutDecisionRecord(tm, ctx, "US-001", kept)) // as a crash before the clearing left it
+	res := run(t, tm)
+	require.Equal(t, 1, res.Paused, "the earlier pause's retry does not restart this one: %s", res)
+	planned := func() int {
+		log, err := os.ReadFile(filepath.Join(f.ctl, "log"))
+		require.NoError(t, err)
+		return strings.Count(string(log), "US-001 stage 0 ")
+	}
+	assert.Equal(t, 2, planned(), "the plan stage ran before each pause, not a third time")
+
+	require.NoError(t, tm.Resolve(ctx, "US-001", team.Retry, "once more"), "a decision about this pause is taken")
+	f.remove(t, "US-001.fail-stage-0")
+	assert.Equal(t, 1, run(t, tm).Merged)
+	assert.Equal(t, 3, planned())
+}

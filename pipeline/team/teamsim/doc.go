@@ -2,21 +2,27 @@
 // thousands of schedules of stories, agents, crashes and conflicts per
 // minute, each decided by one seed and replayable exactly.
 //
-// A simulation composes the same layers as the team's Run — the story
-// flow's pipeline.Runtime (persist, then act; Recover after a restart),
-// the task graph's taskgraph.Runtime, the worker pool's worker.Dispatcher
-// with its assignment-id fence, and the team's own decisions (what a
-// graph spawn means for a story, what a story's end means to the graph,
-// what a verified report puts on the board) — and replaces the world
-// around them with seeded models, stepped one event at a time on a fake
-// clock:
+// A simulation runs the code the team's Run runs — the team's own
+// coordinator (pipeline/team/internal/teamcore: what a graph spawn, a
+// report, a story's end, a person's decision and a restart mean), its
+// conflict triage and its board, over the story flow's pipeline.Runtime
+// (persist, then act; Recover after a restart), the task graph's
+// taskgraph.Runtime and the worker pool's worker.Dispatcher with its
+// assignment-id fence — carrying out the coordinator's effects (wake-ups,
+// parking, reworks) as events in an order the seed picks, as the team's
+// goroutines may deliver them, and replaces the world around them with
+// seeded models, stepped one event at a time on a fake clock:
 //
 //   - simulated agents that succeed, fail quality gates, hang, crash, go
 //     silent, report twice, report again after they were replaced, print
 //     garbage, report about another story, overspend, or hit a rate limit
 //     (Config.Agent plugs in a model of a host's own agents);
 //   - a repository in memory: a worktree per story, squash merges with the
-//     story's trailer on main, merges that conflict;
+//     story's trailer on main, merges and rebases that conflict, gates on a
+//     rebased change that fail;
+//   - a person who retries, resumes, skips or abandons paused stories,
+//     within seconds or up to an hour later (a decision after the Run
+//     ended is carried out by the host running the team again);
 //   - a store that keeps versioned records across coordinator crashes, and
 //     at a crash loses the write that was under way;
 //   - messages that are delayed, duplicated and reordered;
@@ -30,7 +36,8 @@
 // assignment is spawned twice; no worker is Busy without an item; a stale
 // or duplicate message never changes state; the budget is never exceeded
 // by more than the documented overshoot; a paused story's dependents never
-// start. Result.Violations lists the broken ones, and Result.Err says how
+// start; a person's retry or resume is carried out. Result.Violations
+// lists the broken ones, and Result.Err says how
 // to replay that seed (ReplayCommand). The same Config and Seed always give
 // the same trace (Result.TraceHash).
 //

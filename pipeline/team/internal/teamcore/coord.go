@@ -411,11 +411,15 @@ func (c *Coordinator) applyDecision(ctx context.Context, item foreman.ItemID) er
 }
 
 // decision is a person's decision about the pause the story is in, nil
-// when there is none (or only one about an earlier pause).
+// when there is none. One about an earlier pause (a record a crash kept
+// after the flow acted on it) is none, and is forgotten.
 func (c *Coordinator) decision(ctx context.Context, st pipeline.State) (*Decision, error) {
 	d, err := c.cfg.Host.Decision(ctx, st)
-	if err != nil || d == nil || !d.About(st) {
+	switch {
+	case err != nil || d == nil:
 		return nil, err
+	case !d.About(st):
+		return nil, c.cfg.Host.DecisionTaken(ctx, st.Item)
 	}
 	return d, nil
 }

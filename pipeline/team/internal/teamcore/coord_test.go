@@ -199,7 +199,9 @@ func TestADecisionAboutAnEarlierPauseDecidesNoLaterOne(t *testing.T) {
 	assert.Equal(t, taskgraph.Parked, f.task(t), "nor does a restart")
 	assert.Empty(t, f.flow.resolved)
 
-	f.host.decision.Pause = "k2"
+	assert.Nil(t, f.host.decision, "and it is forgotten")
+
+	f.host.decision = &Decision{To: taskgraph.Pending, Stage: 2, Pause: "k2"}
 	_, err = f.co.Decided(ctx, "S1")
 	require.NoError(t, err)
 	assert.Equal(t, taskgraph.Pending, f.task(t), "a decision about this pause does")

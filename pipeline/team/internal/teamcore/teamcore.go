@@ -1,9 +1,8 @@
-// Package teamcore holds the team's pure decisions that both the team
-// (pipeline/team) and its simulator (pipeline/team/teamsim) make: what a
-// verified report puts on the board, what a task graph spawn means for a
-// story, and what a story's state means to the task graph. Functions of
-// their inputs only: no I/O, no clock.
 package teamcore
+
+// The pure decisions: what a verified report puts on the board, what a
+// task graph spawn means for a story, and what a story's state means to
+// the task graph. Functions of their inputs only: no I/O, no clock.
 
 import (
 	"github.com/agentforeman/foreman/health"
