@@ -107,23 +107,10 @@ func putJSON(ctx context.Context, db store.Store, kind, id string, v any) error 
 // writer (the worker pool's cause, a stage's result) wrote in between, so
 // that neither overwrites the other's field.
 func updateMemory(ctx context.Context, db store.Store, item foreman.ItemID, change func(*memory)) error {
-	for range 5 {
-		var m memory
-		ver, _, err := getJSON(ctx, db, kindMemory, string(item), &m)
-		if err != nil {
-			return err
-		}
-		change(&m)
-		data, err := json.Marshal(m)
-		if err != nil {
-			return err
-		}
-		_, err = db.Apply(ctx, store.Op{Kind: kindMemory, ID: string(item), ExpectVersion: ver, Data: data})
-		if !errors.Is(err, store.ErrConflict) {
-			return err
-		}
-	}
-	return fmt.Errorf("team: updating the memory of %s: too many conflicts", item)
+	return teamcore.UpdateRecord(ctx, db, kindMemory, string(item), func(m *memory) bool {
+		change(m)
+		return true
+	})
 }
 
 // storeBoard is the pipeline.Board the team keeps in its store (one

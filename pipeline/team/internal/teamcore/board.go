@@ -2,9 +2,6 @@ package teamcore
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/pipeline"
@@ -25,39 +22,13 @@ type StoreBoard struct{ DB store.Store }
 
 func (b StoreBoard) get(ctx context.Context, item foreman.ItemID) (Board, int64, error) {
 	var r Board
-	rec, err := b.DB.Get(ctx, KindBoard, string(item))
-	if errors.Is(err, store.ErrNotFound) {
-		return r, 0, nil
-	}
-	if err != nil {
-		return r, 0, err
-	}
-	if err := json.Unmarshal(rec.Data, &r); err != nil {
-		return r, 0, fmt.Errorf("team: corrupt %s record %q: %w", KindBoard, item, err)
-	}
-	return r, rec.Version, nil
+	ver, err := GetRecord(ctx, b.DB, KindBoard, string(item), &r)
+	return r, ver, err
 }
 
 // update changes a story's entry; change returns false to write nothing.
 func (b StoreBoard) update(ctx context.Context, item foreman.ItemID, change func(*Board) bool) error {
-	for range 5 {
-		r, ver, err := b.get(ctx, item)
-		if err != nil {
-			return err
-		}
-		if !change(&r) {
-			return nil
-		}
-		data, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = b.DB.Apply(ctx, store.Op{Kind: KindBoard, ID: string(item), ExpectVersion: ver, Data: data})
-		if !errors.Is(err, store.ErrConflict) {
-			return err
-		}
-	}
-	return fmt.Errorf("team: updating the board entry of %s: too many conflicts", item)
+	return UpdateRecord(ctx, b.DB, KindBoard, string(item), change)
 }
 
 // Story implements pipeline.Board.

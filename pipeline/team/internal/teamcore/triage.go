@@ -2,8 +2,6 @@ package teamcore
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -108,7 +106,7 @@ type Triager struct {
 // Merge implements pipeline.Merger.
 func (m Triager) Merge(ctx context.Context, r pipeline.MergeRequest) (pipeline.MergeOutcome, error) {
 	var rec TriageRecord
-	if _, err := getRecord(ctx, m.DB, KindTriage, string(r.Item), &rec); err != nil {
+	if _, err := GetRecord(ctx, m.DB, KindTriage, string(r.Item), &rec); err != nil {
 		return pipeline.MergeOutcome{}, err
 	}
 	if rec.Ungated != "" {
@@ -141,7 +139,7 @@ func (m Triager) triage(ctx context.Context, r pipeline.MergeRequest, first Tria
 		return pipeline.MergeOutcome{}, err
 	}
 	var rec TriageRecord
-	if _, err := getRecord(ctx, m.DB, KindTriage, string(item), &rec); err != nil {
+	if _, err := GetRecord(ctx, m.DB, KindTriage, string(item), &rec); err != nil {
 		return pipeline.MergeOutcome{}, err
 	}
 	a := pipeline.AgentAssignment{Item: item, Stage: st.Stage, Worker: st.Worker, Assignment: st.Assignment}
@@ -222,28 +220,9 @@ func (m Triager) triage(ctx context.Context, r pipeline.MergeRequest, first Tria
 	}
 }
 
-// UpdateTriage changes a story's triage record (read-modify-write at its
-// version, redone on a conflict); change returns false to write nothing.
+// UpdateTriage changes a story's triage record (UpdateRecord).
 func UpdateTriage(ctx context.Context, db store.Store, item foreman.ItemID, change func(*TriageRecord) bool) error {
-	for range 5 {
-		var rec TriageRecord
-		ver, err := getRecord(ctx, db, KindTriage, string(item), &rec)
-		if err != nil {
-			return err
-		}
-		if !change(&rec) {
-			return nil
-		}
-		data, err := json.Marshal(rec)
-		if err != nil {
-			return err
-		}
-		_, err = db.Apply(ctx, store.Op{Kind: KindTriage, ID: string(item), ExpectVersion: ver, Data: data})
-		if !errors.Is(err, store.ErrConflict) {
-			return err
-		}
-	}
-	return fmt.Errorf("team: updating the conflict triage of %s: too many conflicts", item)
+	return UpdateRecord(ctx, db, KindTriage, string(item), change)
 }
 
 // ReworkDue is the coordinator's first look at a paused story: a pause
@@ -255,7 +234,7 @@ func ReworkDue(ctx context.Context, db store.Store, st pipeline.State, reworkSta
 		return 0, false, nil
 	}
 	var rec TriageRecord
-	if _, err := getRecord(ctx, db, KindTriage, string(st.Item), &rec); err != nil {
+	if _, err := GetRecord(ctx, db, KindTriage, string(st.Item), &rec); err != nil {
 		return 0, false, err
 	}
 	stage := reworkStage(st.Stage)
@@ -281,21 +260,6 @@ func GrantRework(ctx context.Context, db store.Store, st pipeline.State) (rec Tr
 		return true
 	})
 	return rec, fresh, err
-}
-
-// getRecord reads one record into v; version 0 when it does not exist.
-func getRecord(ctx context.Context, db store.Store, kind, id string, v any) (int64, error) {
-	rec, err := db.Get(ctx, kind, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	if err := json.Unmarshal(rec.Data, v); err != nil {
-		return 0, fmt.Errorf("team: corrupt %s record %q: %w", kind, id, err)
-	}
-	return rec.Version, nil
 }
 
 // clip keeps at most n bytes of s (n <= 0: all), saying what was cut.
