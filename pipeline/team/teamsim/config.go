@@ -68,8 +68,8 @@ type Config struct {
 // happened but whose caller never learned of it, or one lost with the
 // un-synced tail); Crashes bounds the coordinator crashes of one run.
 // Person is the chance that a person decides about a paused story (retry,
-// resume, skip or abandon), up to an hour after it paused, at most twice
-// per story.
+// resume, skip or abandon), within seconds or up to an hour after it
+// paused, at most twice per story.
 type Faults struct {
 	Hang, Silent, Crash, Garbage, WrongItem, RateLimit, OverBudget, ReportTwice, LateReport float64
 	NoGo, QualityFail, StageError                                                           float64

@@ -121,7 +121,7 @@ func (c *coord) settle(what string, effs []teamcore.Effect, err error) {
 }
 
 // carry schedules the coordinator's effects as the team's Run carries
-// them out on goroutines of their own: each at a moment the seed picks
+// them out on goroutines of their own: each at a moment Config.Seed picks
 // within a few seconds, so that wake-ups (and parking and reworks) arrive
 // in any order, as the team's may.
 func (c *coord) carry(effs []teamcore.Effect) {
@@ -161,7 +161,7 @@ func (c *coord) carry(effs []teamcore.Effect) {
 }
 
 // effectDelay is when an effect the team carries out on a goroutine of its
-// own happens: within a few seconds, in an order the seed picks.
+// own happens: within a few seconds, in an order Config.Seed picks.
 func (w *world) effectDelay() time.Duration {
 	return time.Duration(w.rng.Int64N(int64(5 * time.Second)))
 }

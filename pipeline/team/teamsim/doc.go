@@ -9,7 +9,7 @@
 // (persist, then act; Recover after a restart), the task graph's
 // taskgraph.Runtime and the worker pool's worker.Dispatcher with its
 // assignment-id fence — carrying out the coordinator's effects (wake-ups,
-// parking, reworks) as events in an order the seed picks, as the team's
+// parking, reworks) as events in an order Config.Seed picks, as the team's
 // goroutines may deliver them, and replaces the world around them with
 // seeded models, stepped one event at a time on a fake clock:
 //
