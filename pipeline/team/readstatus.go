@@ -13,6 +13,7 @@ import (
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/sqlitestore"
 	"github.com/agentforeman/foreman/pipeline/taskgraph"
+	"github.com/agentforeman/foreman/pipeline/team/internal/teamcore"
 )
 
 // ErrNoState is matched by ReadStatus when the repository has no team
@@ -77,7 +78,7 @@ func ReadStatus(ctx context.Context, cfg Config) (Status, error) {
 		return Status{}, err
 	}
 	t.graph, err = taskgraph.NewRuntime(taskgraph.Config{Store: t.db, Spawner: graphSpawner{t}, Clock: cfg.Clock,
-		Core: taskgraph.CoreConfig{Roles: []string{storyRole}, NoCheckpoints: true, MaxActive: cfg.Workers}})
+		Core: teamcore.GraphCore(cfg.Workers)})
 	if err != nil {
 		return Status{}, err
 	}

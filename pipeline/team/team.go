@@ -21,6 +21,7 @@ import (
 	"github.com/agentforeman/foreman/pipeline/sqlitestore"
 	"github.com/agentforeman/foreman/pipeline/store"
 	"github.com/agentforeman/foreman/pipeline/taskgraph"
+	"github.com/agentforeman/foreman/pipeline/team/internal/teamcore"
 )
 
 // ErrRunning is returned by Run while another Run of the same Team is in
@@ -248,7 +249,7 @@ func (t *Team) open(ctx context.Context) error {
 	}
 	t.graph, err = taskgraph.NewRuntime(taskgraph.Config{
 		Store: t.db, Spawner: graphSpawner{t}, Clock: cfg.Clock, Logger: t.log,
-		Core: taskgraph.CoreConfig{Roles: []string{storyRole}, NoCheckpoints: true, MaxActive: cfg.Workers},
+		Core: teamcore.GraphCore(cfg.Workers),
 	})
 	if err != nil {
 		return err
@@ -305,13 +306,7 @@ func (t *Team) loadStories(ctx context.Context) error {
 	return nil
 }
 
-func taskSpec(s Story) taskgraph.TaskSpec {
-	spec := taskgraph.TaskSpec{Subject: string(s.ID), Role: storyRole, Description: s.Title}
-	for _, a := range s.After {
-		spec.BlockedBy = append(spec.BlockedBy, string(a))
-	}
-	return spec
-}
+func taskSpec(s Story) taskgraph.TaskSpec { return teamcore.TaskSpec(s.ID, s.Title, s.After) }
 
 // Close releases the team's store (when New opened it). A Run in progress
 // is not stopped: cancel its context first. Close is safe to call twice.

@@ -46,7 +46,7 @@ func (w *world) boot() *coord {
 	if err == nil {
 		c.graph, err = taskgraph.NewRuntime(taskgraph.Config{
 			Store: w.store, Spawner: graphSpawner{c}, Clock: w.clk,
-			Core: taskgraph.CoreConfig{Roles: []string{teamcore.StoryRole}, NoCheckpoints: true, MaxActive: w.cfg.Workers},
+			Core: teamcore.GraphCore(w.cfg.Workers),
 		})
 	}
 	if err == nil {
@@ -85,11 +85,7 @@ func (w *world) poolConfig(c *coord) worker.Config {
 func (c *coord) plan(ctx context.Context) error {
 	specs := make([]taskgraph.TaskSpec, 0, len(c.w.order))
 	for _, id := range c.w.order {
-		spec := taskgraph.TaskSpec{Subject: string(id), Role: teamcore.StoryRole, Description: "story " + string(id)}
-		for _, a := range c.w.stories[id].after {
-			spec.BlockedBy = append(spec.BlockedBy, string(a))
-		}
-		specs = append(specs, spec)
+		specs = append(specs, teamcore.TaskSpec(id, "story "+string(id), c.w.stories[id].after))
 	}
 	_, err := c.graph.Create(ctx, teamcore.GraphSession, "foreman", "team", specs)
 	return err

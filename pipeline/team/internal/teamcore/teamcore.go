@@ -5,9 +5,11 @@ package teamcore
 // the task graph. Functions of their inputs only: no I/O, no clock.
 
 import (
+	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/health"
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/message"
+	"github.com/agentforeman/foreman/pipeline/taskgraph"
 )
 
 // Board is the team's board entry for a story: what the stage runner
@@ -115,4 +117,20 @@ func GraphMoveFor(st pipeline.State) GraphMove {
 		return GraphPark
 	}
 	return GraphNothing
+}
+
+// GraphCore is the task graph of a team with workers stories in flight:
+// one role for every story, no checkpoints.
+func GraphCore(workers int) taskgraph.CoreConfig {
+	return taskgraph.CoreConfig{Roles: []string{StoryRole}, NoCheckpoints: true, MaxActive: workers}
+}
+
+// TaskSpec is a story's task in the graph: blocked by the stories it
+// comes after.
+func TaskSpec(id foreman.ItemID, title string, after []foreman.ItemID) taskgraph.TaskSpec {
+	spec := taskgraph.TaskSpec{Subject: string(id), Role: StoryRole, Description: title}
+	for _, a := range after {
+		spec.BlockedBy = append(spec.BlockedBy, string(a))
+	}
+	return spec
 }
