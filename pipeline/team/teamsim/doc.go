@@ -9,9 +9,9 @@
 // (persist, then act; Recover after a restart), the task graph's
 // taskgraph.Runtime and the worker pool's worker.Dispatcher with its
 // assignment-id fence — carrying out the coordinator's effects (wake-ups,
-// parking, reworks) as events in an order Config.Seed picks, as the team's
-// goroutines may deliver them, and replaces the world around them with
-// seeded models, stepped one event at a time on a fake clock:
+// parking, reworks) as events in an order Config.Seed picks, as the
+// team's goroutines may deliver them — and replaces the world around them
+// with seeded models, stepped one event at a time on a fake clock:
 //
 //   - simulated agents that succeed, fail quality gates, hang, crash, go
 //     silent, report twice, report again after they were replaced, print
@@ -37,9 +37,9 @@
 // or duplicate message never changes state; the budget is never exceeded
 // by more than the documented overshoot; a paused story's dependents never
 // start; a person's retry or resume is carried out. Result.Violations
-// lists the broken ones, and Result.Err says how
-// to replay that seed (ReplayCommand). The same Config and Seed always give
-// the same trace (Result.TraceHash).
+// lists the broken ones, and Result.Err says how to replay that seed
+// (ReplayCommand). The same Config and Seed always give the same trace
+// (Result.TraceHash).
 //
 // The package's own test runs hundreds of seeds with go test, and 10,000
 // in CI (FOREMAN_SIM_SEEDS); docs/simulation.md describes the long run and
