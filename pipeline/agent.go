@@ -121,7 +121,9 @@ func AssignmentEnv(r SpawnRequest) []string {
 
 // ParseAssignment reads the assignment block back from a prompt; the last
 // occurrence of each line wins (the block comes last). ok is false when the
-// prompt has no assignment line.
+// prompt has no assignment line. The values are copies, not slices of
+// prompt: whoever keeps them (an MCP server's token of the assignment, a
+// record) does not keep the whole prompt alive with them.
 func ParseAssignment(prompt string) (a AgentAssignment, ok bool) {
 	for line := range strings.Lines(prompt) {
 		key, val, found := strings.Cut(strings.TrimSpace(line), ": ")
@@ -130,15 +132,15 @@ func ParseAssignment(prompt string) (a AgentAssignment, ok bool) {
 		}
 		switch key {
 		case HeaderItem:
-			a.Item = foreman.ItemID(val)
+			a.Item = foreman.ItemID(strings.Clone(val))
 		case HeaderStage:
 			if n, err := strconv.Atoi(val); err == nil {
 				a.Stage = n
 			}
 		case HeaderWorker:
-			a.Worker = foreman.WorkerID(val)
+			a.Worker = foreman.WorkerID(strings.Clone(val))
 		case HeaderAssignment:
-			a.Assignment, ok = foreman.AssignmentID(val), val != ""
+			a.Assignment, ok = foreman.AssignmentID(strings.Clone(val)), val != ""
 		}
 	}
 	return a, ok

@@ -112,8 +112,14 @@ type DispatcherSpawner struct {
 	agent phases.AgentDriver
 	hook  worker.EventHook
 
-	mu     sync.Mutex
+	mu sync.Mutex
+	// spawns holds the assignments submitted whose end has not been
+	// reported yet; ended the ids of those whose end was (a tombstone:
+	// the id alone, not the request, the prompt or the report), so that a
+	// spawn issued again is still a no-op and a probe of one is answered
+	// at once, while what a finished assignment no longer needs is freed.
 	spawns map[foreman.AssignmentID]*dispatched
+	ended  map[foreman.AssignmentID]struct{}
 	probes map[foreman.AssignmentID]clock.Timer
 	closed bool
 	ctx    context.Context
@@ -155,7 +161,7 @@ func NewDispatcherSpawner(cfg DispatcherSpawnerConfig) (*DispatcherSpawner, erro
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &DispatcherSpawner{cfg: cfg, clk: clock.OrReal(cfg.Worker.Clock), log: logger(cfg.Logger),
 		agent: cfg.Worker.Agent, hook: cfg.Worker.OnEvent,
-		spawns: map[foreman.AssignmentID]*dispatched{}, probes: map[foreman.AssignmentID]clock.Timer{},
+		spawns: map[foreman.AssignmentID]*dispatched{}, ended: map[foreman.AssignmentID]struct{}{}, probes: map[foreman.AssignmentID]clock.Timer{},
 		ctx: ctx, cancel: cancel}
 	wc := cfg.Worker
 	wc.Mode = worker.ModeFresh
@@ -178,7 +184,7 @@ func (s *DispatcherSpawner) Dispatcher() *worker.Dispatcher { return s.d }
 // Spawn implements Spawner.
 func (s *DispatcherSpawner) Spawn(ctx context.Context, r SpawnRequest) error {
 	s.mu.Lock()
-	_, known := s.spawns[r.Assignment]
+	known := s.knownLocked(r.Assignment)
 	closed := s.closed
 	s.mu.Unlock()
 	switch {
@@ -196,7 +202,7 @@ func (s *DispatcherSpawner) Spawn(ctx context.Context, r SpawnRequest) error {
 		return err
 	}
 	s.mu.Lock()
-	if _, known := s.spawns[r.Assignment]; (known && !mutant.Active(mutant.SpawnTwice)) || s.closed {
+	if known := s.knownLocked(r.Assignment); (known && !mutant.Active(mutant.SpawnTwice)) || s.closed {
 		s.mu.Unlock()
 		if known {
 			return nil
@@ -298,6 +304,9 @@ func (s *DispatcherSpawner) onEvent(ev worker.Event) {
 		return
 	}
 	sp.ended = true
+	// Its end is reported: only its id is kept from now on.
+	delete(s.spawns, foreman.AssignmentID(ev.Item))
+	s.ended[foreman.AssignmentID(ev.Item)] = struct{}{}
 	if sp.shutdown {
 		return
 	}
@@ -377,6 +386,16 @@ func (s *DispatcherSpawner) Send(_ context.Context, m Outgoing) error {
 		})
 	}
 	return nil
+}
+
+// knownLocked reports whether the assignment was submitted in this
+// process: it is held or its end was reported.
+func (s *DispatcherSpawner) knownLocked(a foreman.AssignmentID) bool {
+	if _, ok := s.spawns[a]; ok {
+		return true
+	}
+	_, ok := s.ended[a]
+	return ok
 }
 
 // heldLocked reports whether the Dispatcher still holds the assignment
