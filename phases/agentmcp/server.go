@@ -149,7 +149,9 @@ type Server struct {
 	mcp  *mcp.Server
 	http http.Handler
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// entries holds the assignments begun and not ended yet; an ended
+	// one is forgotten but for its tokens' tombstones (issued.by).
 	entries map[foreman.AssignmentID]*entry
 	current map[foreman.ItemID]foreman.AssignmentID
 	// tokens maps the SHA-256 of each token issued to its assignment: a
@@ -167,10 +169,20 @@ type entry struct {
 	token  *issued // the token Begin issued last
 }
 
-// issued is one token: the assignment it proves, until ended.
+// issued is one token: the assignment it proves, until ended. Once ended
+// it is a tombstone: by keeps who the assignment was (not what its stage
+// expected), so that a request with the token is still refused as
+// Expired and reported against its agent.
 type issued struct {
 	id    foreman.AssignmentID
 	ended bool
+	by    Assignment
+}
+
+// end ends the token, keeping the assignment's identity only.
+func (t *issued) end(a Assignment) {
+	t.ended = true
+	t.by = Assignment{ID: a.ID, Item: a.Item, Worker: a.Worker, Stage: a.Stage, Role: a.Role}
 }
 
 // New returns a Server; Start serves it, or mount Handler yourself.
@@ -231,7 +243,7 @@ func (s *Server) authenticate(ctx context.Context, header string) (caller, error
 		return caller{}, errUnauthorized
 	case tok.ended:
 		s.stats.Expired++
-		a := s.entries[tok.id].a
+		a := tok.by
 		s.mu.Unlock()
 		s.log.Warn("agentmcp: a request with the token of an ended assignment", "assignment", a.ID, "item", a.Item)
 		if s.cfg.OnRefused != nil {
@@ -343,7 +355,7 @@ func (s *Server) Begin(a Assignment) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.entries[a.ID]; old != nil && old.token != nil {
-		old.token.ended = true
+		old.token.end(old.a)
 	}
 	s.entries[a.ID] = &entry{a: a, token: tok}
 	s.current[a.Item] = a.ID
@@ -354,7 +366,9 @@ func (s *Server) Begin(a Assignment) string {
 // End records that assignment id's stage ended: its token stops working
 // (a request with it is refused and counted, Stats.Expired), and a report
 // it sent meanwhile would be stale. It returns the last report the server
-// accepted from it.
+// accepted from it. The assignment is forgotten then, but for its tokens'
+// tombstones (who it was, not what its stage expected): a second End
+// returns nothing.
 func (s *Server) End(id foreman.AssignmentID) (Report, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -363,13 +377,13 @@ func (s *Server) End(id foreman.AssignmentID) (Report, bool) {
 		return Report{}, false
 	}
 	if e.token != nil {
-		e.token.ended = true
+		e.token.end(e.a)
 	}
 	if s.current[e.a.Item] == id {
 		delete(s.current, e.a.Item)
 	}
+	delete(s.entries, id)
 	rep := e.report
-	e.report = nil
 	if rep == nil {
 		return Report{}, false
 	}
