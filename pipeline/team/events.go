@@ -102,19 +102,40 @@ type Event struct {
 // this process's subscribers. Appending never waits for a subscriber:
 // each reads from its own cursor on its own goroutine, so a slow one only
 // falls behind.
+//
+// With a store, memory holds a window of the latest events only (between
+// window and twice as many): older ones are read back from the store, so
+// that the log's memory does not grow with the plan. Once an event could
+// not be written to the store, every event from then on stays in memory
+// (the store cannot give it back). Without a store, memory holds every
+// event.
 type eventLog struct {
 	hook func(Event)
 	db   store.Store // nil: memory only
 	log  *slog.Logger
+	// window is how many events memory keeps at least (with a store).
+	window int
 
 	mu sync.Mutex
-	// base is the last sequence number recorded before this process; evs
-	// holds the ones since, evs[i].Seq == base+i+1.
+	// base is the sequence number of the last event not in evs (recorded
+	// before this process, or dropped from the window since); evs holds
+	// the ones after it, evs[i].Seq == base+i+1.
 	base    uint64
 	counter int64 // the sequence counter record's version
 	evs     []Event
-	wake    chan struct{} // closed and replaced on every append
+	// unstored: an event could not be written to the store; memory keeps
+	// every event from then on.
+	unstored bool
+	wake     chan struct{} // closed and replaced on every append
 }
+
+// eventWindow is how many of the latest events a team with a store keeps
+// in memory at least (twice as many at most): about 1-3 MB.
+const eventWindow = 4096
+
+// storedByGet: a range of recorded events at most this long is read one
+// record at a time; a longer one with one List of the kind.
+const storedByGet = 256
 
 // Store kinds of the event stream: one record per event, its id the
 // sequence number zero-padded (so that List returns them in order), and
@@ -129,7 +150,7 @@ func eventID(seq uint64) string { return fmt.Sprintf("%020d", seq) }
 
 // newEventLog opens the event stream kept in db (nil: in memory only).
 func newEventLog(ctx context.Context, db store.Store, hook func(Event), log *slog.Logger) (*eventLog, error) {
-	l := &eventLog{hook: hook, db: db, log: log, wake: make(chan struct{})}
+	l := &eventLog{hook: hook, db: db, log: log, window: eventWindow, wake: make(chan struct{})}
 	if db == nil {
 		return l, nil
 	}
@@ -155,9 +176,17 @@ func (l *eventLog) add(e Event) Event {
 		if err := l.persist(e); err != nil {
 			// The team goes on; the event is only this process's.
 			l.log.Warn("team: recording an event", "seq", e.Seq, "kind", e.Kind, "err", err)
+			l.unstored = true
 		}
 	}
 	l.evs = append(l.evs, e)
+	if l.db != nil && !l.unstored && l.window > 0 && len(l.evs) >= 2*l.window {
+		// The older ones are in the store: keep the latest window, in a
+		// new array so that the old one is freed.
+		drop := len(l.evs) - l.window
+		l.evs = append(make([]Event, 0, 2*l.window), l.evs[drop:]...)
+		l.base += uint64(drop)
+	}
 	close(l.wake)
 	l.wake = make(chan struct{})
 	l.mu.Unlock()
@@ -184,7 +213,8 @@ func (l *eventLog) persist(e Event) error {
 }
 
 // since returns the events with Seq > after and a channel closed on the
-// next append. Events from before this process are read from the store.
+// next append. Events from before this process, or dropped from the
+// window since, are read from the store.
 func (l *eventLog) since(after uint64) ([]Event, <-chan struct{}) {
 	l.mu.Lock()
 	base, wake := l.base, l.wake
@@ -214,8 +244,28 @@ func (l *eventLog) last() uint64 {
 	return l.base + uint64(len(l.evs))
 }
 
-// stored reads the recorded events with after < Seq <= upTo.
+// stored reads the recorded events with after < Seq <= upTo: one record
+// at a time for a short range (a subscriber just behind the window), else
+// with one List.
 func (l *eventLog) stored(after, upTo uint64) ([]Event, error) {
+	if upTo-after <= storedByGet {
+		out := make([]Event, 0, upTo-after)
+		for seq := after + 1; seq <= upTo; seq++ {
+			r, err := l.db.Get(context.Background(), kindEvent, eventID(seq))
+			if errors.Is(err, store.ErrNotFound) {
+				continue // recorded before the store kept events, or not recorded
+			}
+			if err != nil {
+				return out, err
+			}
+			var e Event
+			if err := json.Unmarshal(r.Data, &e); err != nil {
+				return out, fmt.Errorf("team: corrupt event %s: %w", r.ID, err)
+			}
+			out = append(out, e)
+		}
+		return out, nil
+	}
 	recs, err := l.db.List(context.Background(), kindEvent)
 	if err != nil {
 		return nil, err
@@ -235,7 +285,11 @@ func (l *eventLog) stored(after, upTo uint64) ([]Event, error) {
 
 // Events returns the events recorded after sequence number after (0: all
 // of them), those of earlier runs of the team included: events are kept
-// in the team's store and numbered on across restarts.
+// in the team's store and numbered on across restarts. Memory holds the
+// latest few thousand only (a team without a store, every one): reading
+// further back reads the store (one List of every event when more than a
+// few hundred are asked for), so Events(0) of a large plan costs what
+// reading its whole history costs.
 func (t *Team) Events(after uint64) []Event {
 	evs, _ := t.events.since(after)
 	return evs
