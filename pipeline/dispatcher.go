@@ -307,6 +307,14 @@ func (s *DispatcherSpawner) onEvent(ev worker.Event) {
 	// Its end is reported: only its id is kept from now on.
 	delete(s.spawns, foreman.AssignmentID(ev.Item))
 	s.ended[foreman.AssignmentID(ev.Item)] = struct{}{}
+	if ev.Kind == worker.EventParked {
+		// Nobody submits it again (a retry is a new assignment): the
+		// Dispatcher forgets it, and its prompt, too (s.mu before the
+		// Dispatcher's lock, as heldLocked takes them).
+		if err := s.d.Forget(ev.Item); err != nil {
+			s.log.Warn("pipeline: forgetting a parked assignment", "assignment", ev.Item, "err", err)
+		}
+	}
 	if sp.shutdown {
 		return
 	}

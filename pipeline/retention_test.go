@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -100,4 +101,32 @@ func TestDispatcherSpawnerForgetsFinishedAssignments(t *testing.T) {
 	assert.Equal(t, EventReport, ev.Kind)
 	assert.Equal(t, foreman.AssignmentID(fmt.Sprintf("P-%d-a1", n)), ev.Assignment)
 	assert.Equal(t, int64(n+1), runs.Load(), "a finished assignment ran again")
+}
+
+// A parked assignment (its agent failed) is forgotten by the Dispatcher
+// too: nobody submits it again.
+func TestDispatcherSpawnerHasTheDispatcherForgetParkedAssignments(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	events := make(chan Event, 8)
+	agent := worker.AgentFunc(func(ctx context.Context, req phases.AgentRequest, _ phases.StreamCallback) (phases.AgentResult, error) {
+		return phases.AgentResult{ExitCode: 1}, errors.New("agent exited 1")
+	})
+	ds, err := NewDispatcherSpawner(DispatcherSpawnerConfig{Worker: worker.Config{Agent: agent, Commits: worker.NoCommits,
+		Clock: foreman.NewFakeClock(t0), LivenessTimeout: -1, ProgressTimeout: -1}, Inbox: recordingInbox{events: events},
+		Workspace: func(foreman.ItemID) (string, error) { return t.TempDir(), nil }})
+	require.NoError(t, err)
+	require.NoError(t, ds.Spawn(ctx, SpawnRequest{Item: "P-1", Stage: 2, Worker: "w1", Assignment: "P-1-a1"}))
+	select {
+	case ev := <-events:
+		assert.Equal(t, EventIdle, ev.Kind)
+	case <-ctx.Done():
+		t.Fatal("no EventIdle for the parked assignment")
+	}
+	require.NoError(t, ds.Close()) // waits for the spawner's goroutines
+	_, held := ds.Dispatcher().Item("P-1-a1")
+	assert.False(t, held, "the Dispatcher still holds the parked assignment")
+	st := ds.Dispatcher().Stats()
+	assert.Equal(t, uint64(1), st.Parked)
+	assert.Equal(t, uint64(1), st.Forgotten)
 }

@@ -12,8 +12,10 @@ import (
 
 // Errors of the Dispatcher, matched with errors.Is.
 var (
-	ErrStopped        = errors.New("worker: dispatcher stopped")
-	ErrItemActive     = errors.New("worker: item already queued or assigned")
+	ErrStopped    = errors.New("worker: dispatcher stopped")
+	ErrItemActive = errors.New("worker: item already queued or assigned")
+	// ErrUnknownItem: Forget of an item the Dispatcher does not hold.
+	ErrUnknownItem    = errors.New("worker: no such item")
 	ErrWorkerExists   = errors.New("worker: worker already in the pool")
 	ErrPoolFull       = errors.New("worker: pool already has MaxWorkers workers")
 	ErrNoTransport    = errors.New("worker: neither Transport nor Agent configured")
@@ -28,6 +30,8 @@ type Stats struct {
 	// Probes counts probes sent to silent workers, ProbesAnswered those
 	// answered in time; Closed counts crashed items found closed.
 	Probes, ProbesAnswered, Closed uint64
+	// Forgotten counts parked items the host had forgotten (Forget).
+	Forgotten uint64
 	// RateLimited counts assignments whose agent was rate-limited (not
 	// crashes); NeedsPerson those escalated for a person; SlowExtensions
 	// the extensions granted to slow workers with evidence of work.
@@ -378,11 +382,12 @@ func (c *core) checkInvariants() error {
 	if queued != c.queue.Len() {
 		return fmt.Errorf("%d items queued, %d in the queue", queued, c.queue.Len())
 	}
-	// Completed and closed items are forgotten; the rest are in c.items.
+	// Completed, closed and forgotten items are gone; the rest are in
+	// c.items.
 	submitted := c.stats.Submitted - c.resubmitted
-	if held := uint64(len(c.items)) + c.stats.Completed + c.stats.Closed; held != submitted {
-		return fmt.Errorf("items lost: %d submitted, %d held or finished (%d held, %d completed, %d closed)",
-			submitted, held, len(c.items), c.stats.Completed, c.stats.Closed)
+	if held := uint64(len(c.items)) + c.stats.Completed + c.stats.Closed + c.stats.Forgotten; held != submitted {
+		return fmt.Errorf("items lost: %d submitted, %d held or finished (%d held, %d completed, %d closed, %d forgotten)",
+			submitted, held, len(c.items), c.stats.Completed, c.stats.Closed, c.stats.Forgotten)
 	}
 	return nil
 }

@@ -34,6 +34,7 @@ func TestCheckInvariantsFindsALostItem(t *testing.T) {
 		{"parked item dropped", func(c *core) { delete(c.items, "parked") }, true},
 		{"parked item submitted again is one item", func(c *core) { require.NoError(t, c.submit(Item{ID: "parked"}, now)) }, false},
 		{"completed item forgotten", func(c *core) { c.complete(c.items["held"].worker, now) }, false},
+		{"parked item forgotten", func(c *core) { require.NoError(t, c.forget("parked")) }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
