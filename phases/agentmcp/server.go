@@ -151,7 +151,7 @@ type Server struct {
 
 	mu sync.Mutex
 	// entries holds the assignments begun and not ended yet; an ended
-	// one is forgotten but for its tokens' tombstones (issued.by).
+	// one is forgotten but for its tokens' tombstones (issued.who).
 	entries map[foreman.AssignmentID]*entry
 	current map[foreman.ItemID]foreman.AssignmentID
 	// tokens maps the SHA-256 of each token issued to its assignment: a
@@ -170,20 +170,35 @@ type entry struct {
 }
 
 // issued is one token: the assignment it proves, until ended. Once ended
-// it is a tombstone: by keeps who the assignment was (not what its stage
+// it is a tombstone: who keeps who the assignment was (not what its stage
 // expected), so that a request with the token is still refused as
-// Expired and reported against its agent.
+// Expired and reported against its agent. One is kept per token issued:
+// it is small (80 bytes).
 type issued struct {
-	id    foreman.AssignmentID
 	ended bool
-	by    Assignment
+	who   identity
 }
 
-// end ends the token, keeping the assignment's identity only.
-func (t *issued) end(a Assignment) {
-	t.ended = true
-	t.by = Assignment{ID: a.ID, Item: a.Item, Worker: a.Worker, Stage: a.Stage, Role: a.Role}
+// identity is who an assignment is: an Assignment without what its
+// stage expects.
+type identity struct {
+	id     foreman.AssignmentID
+	item   foreman.ItemID
+	worker foreman.WorkerID
+	role   string
+	stage  int
 }
+
+func identityOf(a Assignment) identity {
+	return identity{id: a.ID, item: a.Item, worker: a.Worker, role: a.Role, stage: a.Stage}
+}
+
+func (i identity) assignment() Assignment {
+	return Assignment{ID: i.id, Item: i.item, Worker: i.worker, Stage: i.stage, Role: i.role}
+}
+
+// end ends the token.
+func (t *issued) end() { t.ended = true }
 
 // New returns a Server; Start serves it, or mount Handler yourself.
 func New(cfg Config) *Server {
@@ -243,7 +258,7 @@ func (s *Server) authenticate(ctx context.Context, header string) (caller, error
 		return caller{}, errUnauthorized
 	case tok.ended:
 		s.stats.Expired++
-		a := tok.by
+		a := tok.who.assignment()
 		s.mu.Unlock()
 		s.log.Warn("agentmcp: a request with the token of an ended assignment", "assignment", a.ID, "item", a.Item)
 		if s.cfg.OnRefused != nil {
@@ -251,7 +266,7 @@ func (s *Server) authenticate(ctx context.Context, header string) (caller, error
 		}
 		return caller{a: a, tok: tok}, &endedError{id: a.ID}
 	}
-	a := s.entries[tok.id].a
+	a := s.entries[tok.who.id].a
 	s.mu.Unlock()
 	return caller{a: a, tok: tok}, nil
 }
@@ -351,11 +366,11 @@ func (s *Server) Close(ctx context.Context) error {
 // (End). Begun again, a gets a new token and its earlier one ends.
 func (s *Server) Begin(a Assignment) string {
 	token := newToken()
-	tok := &issued{id: a.ID}
+	tok := &issued{who: identityOf(a)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.entries[a.ID]; old != nil && old.token != nil {
-		old.token.end(old.a)
+		old.token.end()
 	}
 	s.entries[a.ID] = &entry{a: a, token: tok}
 	s.current[a.Item] = a.ID
@@ -377,7 +392,7 @@ func (s *Server) End(id foreman.AssignmentID) (Report, bool) {
 		return Report{}, false
 	}
 	if e.token != nil {
-		e.token.end(e.a)
+		e.token.end()
 	}
 	if s.current[e.a.Item] == id {
 		delete(s.current, e.a.Item)
