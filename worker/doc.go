@@ -12,7 +12,9 @@
 // items Queued → Assigned (→ InReview, → Recovering after a crash) → Done or
 // Parked, both through
 // transition tables (NextWorkerState, NextItemState; an invalid pair is a
-// *TransitionError). Two modes share one Dispatcher: ModePooled keeps
+// *TransitionError). A Done item is forgotten at once; a Parked one is held
+// until submitted again, or until the host forgets it (Forget), so that
+// what the Dispatcher holds does not grow with the work it has seen. Two modes share one Dispatcher: ModePooled keeps
 // MaxWorkers long-lived workers taking successive assignments; ModeFresh
 // spawns a fresh worker for every assignment and shuts it down after, so no
 // context leaks between stages or attempts.
