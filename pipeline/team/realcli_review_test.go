@@ -42,6 +42,7 @@ func reviewVerdict(outcome, summary string) modeltest.Turn {
 func TestARealCLIReviewerRejectsThenApproves(t *testing.T) {
 	for _, cli := range realCLIs() {
 		t.Run(string(cli.name), func(t *testing.T) {
+			realagent.Require(t, cli.name) // before the CLIs' directory is looked at
 			const feedback = "v.txt must say hello, not v1"
 			var reviews atomic.Int32
 			build := modeltest.Turn{Reply: func(in modeltest.Input) modeltest.Turn {
