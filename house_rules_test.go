@@ -237,16 +237,9 @@ func TestSleepsInFindsEverySleep(t *testing.T) {
 // with what its zero value means). Checked in every package a host imports:
 // all but internal/, examples/ and tests.
 func TestConfigFieldsSayRequiredOrDefault(t *testing.T) {
-	// Config types in packages other branches are changing now; being
-	// reworded: lead finishes after merging.
-	pending := map[string]bool{
-		"worker/pgtransport.Config":     true,
-		"worker/pgtransport.HostConfig": true,
-	}
 	fset := token.NewFileSet()
 	packages := map[string]bool{} // every package directory walked
 	types := map[string]bool{}    // every Config or Options type found
-	failing := map[string]bool{}  // the types with a field that breaks the rule
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -282,12 +275,9 @@ func TestConfigFieldsSayRequiredOrDefault(t *testing.T) {
 			if p.field == "" {
 				continue
 			}
-			failing[key] = true
-			if !pending[key] {
-				assert.Fail(t, "a Config field does not say Required or its default",
-					"%s: %s.%s: %s; end its doc with the sentence \"Required.\" or \"Default: <value or behaviour>.\"",
-					fset.Position(p.pos), key, p.field, p.why)
-			}
+			assert.Fail(t, "a Config field does not say Required or its default",
+				"%s: %s.%s: %s; end its doc with the sentence \"Required.\" or \"Default: <value or behaviour>.\"",
+				fset.Position(p.pos), key, p.field, p.why)
 		}
 		return nil
 	})
@@ -296,14 +286,10 @@ func TestConfigFieldsSayRequiredOrDefault(t *testing.T) {
 	for _, pkg := range []string{"foreman", "health", "merge", "merge/gitremote", "phases", "phases/agentmcp", "phases/gates",
 		"phases/gitsnap", "pipeline/pgstore", "pipeline/sqlitestore", "pipeline/store", "pipeline/store/storetest",
 		"pipeline/taskgraph", "pipeline/team", "pipeline/team/teammetrics", "pipeline/team/teamnotify",
-		"pipeline/team/teampg", "pipeline/team/teamsim", "pipeline/team/teamweb", "worker", "worker/transporttest"} {
+		"pipeline/team/teampg", "pipeline/team/teamsim", "pipeline/team/teamweb", "worker", "worker/pgtransport", "worker/transporttest"} {
 		assert.True(t, packages[pkg], "the walk did not reach package %s", pkg)
 	}
 	assert.Greater(t, len(types), 40, "the walk must have found the module's Config and Options types")
-	for key := range pending {
-		assert.True(t, types[key], "%s is on the pending list but no longer exists: take it off", key)
-		assert.True(t, failing[key], "%s is on the pending list but follows the rule now: take it off", key)
-	}
 }
 
 type configFieldProblem struct {

@@ -21,31 +21,44 @@ import (
 // Config configures a Coordinator, the Dispatcher's side of the transport.
 // Zero values mean the documented defaults.
 type Config struct {
-	// Pool reaches the database; required. The coordinator uses up to three
-	// of its connections at once (writes, reads, and LISTEN on a
-	// connection of its own).
+	// Pool reaches the database. The coordinator uses up to three of its
+	// connections at once (writes, reads, and LISTEN on a connection of
+	// its own). Required.
 	Pool *pgxpool.Pool
 	// Store is the pgstore.Store whose schema holds the transport's tables
-	// and whose leases fence its writes; required.
+	// and whose leases fence its writes. Required.
 	Store *pgstore.Store
 	// Leader is this coordinator's leadership: every write is conditional
 	// on its term, and once it knows it lost the lease Send refuses at
-	// once. Hosts with their own election set Lease and Term instead.
+	// once. When set, its Lease and Term replace Lease and Term below.
+	// Default: none (nil: Lease and Term fence the writes and are then
+	// required).
 	Leader *pgstore.Leader
-	Lease  string
-	Term   int64
-	// Queue names the work queue that hosts claim from (default
-	// "default"). One coordinator leads a queue at a time.
+	// Lease names the lease whose term fences every write, for hosts with
+	// their own election. Ignored when Leader is set. Default: none
+	// (required without a Leader).
+	Lease string
+	// Term is the lease term the writes are conditional on, at least 1.
+	// Ignored when Leader is set. Default: none (required without a
+	// Leader).
+	Term int64
+	// Queue names the work queue that hosts claim from. One coordinator
+	// leads a queue at a time. Default: "default".
 	Queue string
 	// PollInterval is how often the coordinator looks for messages and
-	// heartbeats without being notified (default 1 s).
+	// heartbeats without being notified, and how long it waits before it
+	// retries a failed write or a lost LISTEN connection. Default: 1 s.
 	PollInterval time.Duration
 	// NoListen turns LISTEN/NOTIFY off: the coordinator then only polls.
+	// Default: false (notifications wake it, polling is the fallback).
 	NoListen bool
-	// MaxBatch caps the commands one write carries (default 512).
+	// MaxBatch caps the commands one write carries. Default: 512.
 	MaxBatch int
-	Clock    foreman.Clock
-	Logger   *slog.Logger
+	// Clock paces the polls and retries. Default: the wall clock.
+	Clock foreman.Clock
+	// Logger receives the coordinator's logs. Default: none (nil discards
+	// them).
+	Logger *slog.Logger
 }
 
 const (

@@ -23,47 +23,55 @@ import (
 // process (on any machine) that claims assignments from a queue and runs
 // them. Zero values mean the documented defaults.
 type HostConfig struct {
-	// Pool reaches the database; required. The host uses one connection
-	// for its work and one of its own for LISTEN.
+	// Pool reaches the database. The host uses one connection for its
+	// work and one of its own for LISTEN. Required.
 	Pool *pgxpool.Pool
-	// Schema is the PostgreSQL schema of the coordinators' store (default
-	// "foreman", pgstore's default); a plain identifier
-	// (pgstore.ValidateSchema).
+	// Schema is the PostgreSQL schema of the coordinators' store; a plain
+	// identifier (pgstore.ValidateSchema). Default: "foreman", pgstore's
+	// default.
 	Schema string
-	// Queue names the queue to claim from (default "default").
+	// Queue names the queue to claim from. Default: "default".
 	Queue string
 	// Name identifies this host in the database (who claimed what).
-	// Default: host name, process id and a random suffix.
+	// Default: host name, process id and a random suffix
+	// ("host/pid/8 hex digits").
 	Name string
-	// Capacity is how many assignments run here at once (default 1).
+	// Capacity is how many assignments run here at once. Default: 1.
 	Capacity int
 	// Runtime runs each assignment, as worker.NewRuntime does in a single
 	// process: Runtime.Agent is required; its heartbeats, probe answers,
-	// gate results and outcome are written back to the coordinator.
+	// gate results and outcome are written back to the coordinator. Its
+	// Clock and Logger, when nil, are the host's Clock and Logger.
+	// Required.
 	Runtime worker.RuntimeConfig
 	// PollInterval is how often the host looks for work, commands, and
-	// writes heartbeats without being notified (default 1 s). Heartbeats
-	// of all its runs are written together, at most this late.
+	// writes heartbeats without being notified, and how long it waits
+	// before it retries a lost LISTEN connection. Heartbeats of all its
+	// runs are written together, at most this late. Default: 1 s.
 	PollInterval time.Duration
 	// NoListen turns LISTEN/NOTIFY off: the host then only polls.
+	// Default: false (notifications wake it, polling is the fallback).
 	NoListen bool
 	// Linger is how long a host waits, once one of its runs has sent a
 	// message, for others to send theirs before it writes them all in one
-	// round trip (default 0: at once). Raise it when many short runs share
-	// a host and the database is the bottleneck.
+	// round trip. Raise it when many short runs share a host and the
+	// database is the bottleneck. Default: 0 (at once).
 	Linger time.Duration
-	// Prepare, when set, runs before an assignment starts and may change
-	// it (a host on another machine makes the worktree it names, for
-	// example by fetching a shared remote). An error ends the assignment
-	// FAILED with the error as the reason.
+	// Prepare runs before an assignment starts and may change it (a host
+	// on another machine makes the worktree it names, for example by
+	// fetching a shared remote). An error ends the assignment FAILED with
+	// the error as the reason. Default: none (nil: the assignment runs as
+	// sent).
 	Prepare func(ctx context.Context, a *worker.Assignment) error
-	// Report, when set, sees every final message (DONE, FAILED, ...) before
-	// it is written and may change it (a host on another machine pushes
-	// the item's branch before it reports DONE, and reports FAILED if it
-	// cannot).
+	// Report sees every final message (DONE, FAILED, ...) before it is
+	// written and may change it (a host on another machine pushes the
+	// item's branch before it reports DONE, and reports FAILED if it
+	// cannot). Default: none (nil: the message is written as sent).
 	Report func(ctx context.Context, a worker.Assignment, m *worker.Message)
-	// Clock defaults to the wall clock; Logger to none.
-	Clock  foreman.Clock
+	// Clock paces the polls, heartbeats and Linger. Default: the wall
+	// clock.
+	Clock foreman.Clock
+	// Logger receives the host's logs. Default: none (nil discards them).
 	Logger *slog.Logger
 }
 
