@@ -151,9 +151,12 @@ type StageSpec struct {
 type Flow struct {
 	Name   string
 	Stages []StageSpec
-	// Worker names a stage's fresh worker (default "story-{id}-s{stage}");
-	// CrashWorker names the worker that replaces a crashed one (default
-	// "story-{id}-s{stage}-retry").
+	// Worker names a stage's fresh worker. Default: DefaultWorker
+	// ("story-{id}-s{stage}"). CrashWorker names the worker that replaces a
+	// crashed one. Default: DefaultCrashWorker ("story-{id}-s{stage}-retry").
+	// NewRuntime fills both defaults (WithDefaults) for every flow. A worker
+	// name template (these two and Rule.Worker) may use only {id}, {stage},
+	// {n} and {next}, and must make a valid foreman.WorkerID.
 	Worker      string
 	CrashWorker string
 	// CrashBudget is how many confirmed crashes are resumed (health.Step);
@@ -168,46 +171,26 @@ type Flow struct {
 	DoneStatus string
 }
 
-// ErrInvalidFlow is matched by every Flow.Validate failure.
-var ErrInvalidFlow = errors.New("pipeline: invalid flow")
+// The default worker name templates of Flow.Worker and Flow.CrashWorker.
+const (
+	DefaultWorker      = "story-{id}-s{stage}"
+	DefaultCrashWorker = "story-{id}-s{stage}-retry"
+)
 
-// Validate checks that every rule can be carried out.
-func (f *Flow) Validate() error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidFlow, fmt.Sprintf(format, a...))
+// WithDefaults returns f with its defaults filled: a copy when f leaves
+// Worker or CrashWorker empty, else f itself. f is not changed.
+func (f *Flow) WithDefaults() *Flow {
+	if f == nil || f.Worker != "" && f.CrashWorker != "" {
+		return f
 	}
-	if len(f.Stages) == 0 {
-		return bad("no stages")
+	c := *f
+	if c.Worker == "" {
+		c.Worker = DefaultWorker
 	}
-	if len(f.Stages) > message.MaxStage+1 {
-		return bad("%d stages; stage reports name stages 0..%d", len(f.Stages), message.MaxStage)
+	if c.CrashWorker == "" {
+		c.CrashWorker = DefaultCrashWorker
 	}
-	for i, st := range f.Stages {
-		seen := map[Outcome]bool{}
-		for _, r := range st.Rules {
-			if seen[r.Outcome] {
-				return bad("stage %d: outcome %s twice", i, r.Outcome)
-			}
-			seen[r.Outcome] = true
-			switch r.Action {
-			case Advance:
-				if i == len(f.Stages)-1 {
-					return bad("stage %d: %s advances past the last stage", i, r.Outcome)
-				}
-			case Rework:
-				if r.Target < 0 || r.Target >= i {
-					return bad("stage %d: %s reworks to stage %d, not an earlier one", i, r.Outcome, r.Target)
-				}
-			case Retry, Pause, MergeDone:
-			default:
-				return bad("stage %d: %s has no action", i, r.Outcome)
-			}
-			if r.Limit < 0 {
-				return bad("stage %d: %s has a negative limit", i, r.Outcome)
-			}
-		}
-	}
-	return nil
+	return &c
 }
 
 // rule finds the row for (stage, outcome).
@@ -271,7 +254,7 @@ func StoryFlow(cfg StoryConfig) *Flow {
 	const suggestErr = "read the worker's error, fix its cause, then resolve the item at this stage"
 	return &Flow{
 		Name:   "story",
-		Worker: "story-{id}-s{stage}", CrashWorker: "story-{id}-s{stage}-retry",
+		Worker: DefaultWorker, CrashWorker: DefaultCrashWorker,
 		CrashBudget:         orDefault(cfg.CrashBudget, health.DefaultCrashBudget),
 		CrashEscalate:       "Story {id} worker crashed {times} at Stage {stage}",
 		CrashResult:         "Crashed at Stage {stage} (crash_count={n})",

@@ -129,6 +129,7 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	if cfg.Flow == nil {
 		cfg.Flow = StoryFlow(StoryConfig{})
 	}
+	cfg.Flow = cfg.Flow.WithDefaults()
 	if err := cfg.Flow.Validate(); err != nil {
 		return nil, err
 	}
