@@ -4,12 +4,23 @@
 //	t, err := team.New(ctx, team.Config{
 //		Repo:    dir,
 //		Agent:   agentcmd.New(agentcmd.Config{Format: agentcmd.FormatClaude}),
-//		Gates:   plan, // the checks every story's work must pass
+//		Gates:   phases.Commands(phases.L1Tests, "go vet ./...", "go test ./..."), // the checks every story's work must pass
 //		Workers: 4,
 //	})
-//	err = t.Add(ctx, team.Story{ID: "US-001", Title: "...", Body: "..."},
-//		team.Story{ID: "US-002", Title: "...", After: []foreman.ItemID{"US-001"}})
+//	if err != nil {
+//		return err // a bad Config (a *team.ConfigError), or an agent binary that is not there
+//	}
+//	defer t.Close()
+//	err = t.Add(ctx, team.Story{ID: "US-001", Title: "Parse the config", Body: "..."},
+//		team.Story{ID: "US-002", Title: "Validate it", Body: "...", After: []foreman.ItemID{"US-001"}})
+//	if err != nil {
+//		return err
+//	}
 //	res, err := t.Run(ctx) // until every story is merged or waits for a person
+//	fmt.Println(res)       // "1 merged, 1 paused, ..."; t.Status says why, t.Resolve decides
+//
+// A flow of the host's own (Config.Flow) is a pipeline.Flow: see
+// Example_customFlow.
 //
 // # How a story is worked
 //
