@@ -314,7 +314,8 @@ func (cfg Config) defaults(work bool) (Config, error) {
 		cfg.Flow = pipeline.StoryFlow(cfg.Story)
 	}
 	if err := cfg.Flow.Validate(); err != nil {
-		return cfg, &ConfigError{Field: "Flow", Reason: err.Error()}
+		// Err keeps the *pipeline.FlowError, which names the stage.
+		return cfg, &ConfigError{Field: "Flow", Reason: err.Error(), Err: err}
 	}
 	for i, st := range cfg.Flow.Stages {
 		for _, r := range st.Rules {
