@@ -40,7 +40,7 @@ const (
 // <LeaseDir>/decoys; "" (and no decoys: the hidden directories are
 // read-only tmpfs) without a LeaseDir.
 func (d *Driver) decoyRoot() (string, error) {
-	if d.cfg.LeaseDir == "" {
+	if d.cfg.LeaseDir == "" || d.noDecoys {
 		return "", nil
 	}
 	root, err := filepath.Abs(filepath.Join(d.cfg.LeaseDir, decoyDirName))

@@ -24,6 +24,9 @@ type Driver struct {
 	leaseLocks leaseLocks
 	// probe remembers whether the OS sandbox works here.
 	probe *sandboxProbe
+	// noDecoys hides every directory with a read-only tmpfs, as without a
+	// LeaseDir (BenchmarkSandboxDecoys compares).
+	noDecoys bool
 }
 
 var _ phases.AgentDriver = (*Driver)(nil)
