@@ -168,7 +168,7 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 		{"sibling-worktree", "^REFUSED .*Directory nonexistent"},
 		{"host-home", "^DONE"},
 		{"host-home-secret", missing},
-		{"list-results", "^REFUSED$"}, // nothing but its own result directory
+		{"list-results", "^REFUSED$"},   // nothing but its own result directory
 		{"victim-result-file", "^DONE"}, // into the state directory's decoy
 		{"move-main", readOnly},
 		{"push-main", "^REFUSED"},
