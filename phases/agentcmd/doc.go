@@ -136,7 +136,9 @@
 // after their turns (each sandbox keeps its own ~/.codex in its home).
 // Starting the sandbox costs about 10 ms per execution
 // (BenchmarkSandboxStartup), 10-30 ms a stage of Claude Code or Codex,
-// 2-4 % of it (BenchmarkSandboxRealCLIStage).
+// 2-4 % of it (BenchmarkSandboxRealCLIStage); the decoys add 20-60 ms a
+// stage on a loaded machine, mostly making and removing their directories
+// (BenchmarkSandboxDecoys, docs/performance.md).
 //
 // # Permissions
 //
