@@ -143,22 +143,7 @@ func (d *Driver) Execute(ctx context.Context, req phases.AgentRequest, onEvent p
 	}
 	res, err := p.supervise(ctx, timeout, newParser(), onEvent)
 	if sb != nil {
-		var notes []string
-		if sb.git != nil {
-			// Even when ctx ended: the agent's commits are on its branch
-			// only once carried back.
-			notes = sb.git.carryBack(context.WithoutCancel(ctx))
-		}
-		// What it wrote where it sees a hidden directory (the decoys are
-		// removed by sb.cleanup).
-		notes = append(notes, sb.decoyNotes()...)
-		for _, note := range notes {
-			d.cfg.Logger.Warn("sandboxed agent refused or repaired", "workspace", req.WorkspacePath, "note", note)
-			if onEvent != nil {
-				line := "agentcmd: sandbox: " + note
-				onEvent(phases.StreamEvent{Time: d.cfg.Clock.Now(), Kind: phases.StreamSandbox, Line: line, Text: line})
-			}
-		}
+		d.afterSandbox(ctx, sb, req.WorkspacePath, onEvent)
 	}
 	return res, err
 }
