@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentforeman/foreman/phases"
@@ -44,6 +45,10 @@ type sandboxRun struct {
 	git *gitLayout
 	// cleanups run after the agent, last first.
 	cleanups []func()
+	// decoys are bound over the hidden directories (decoy.go), all in
+	// decoyRoot; none without a LeaseDir.
+	decoys    []decoy
+	decoyRoot string
 }
 
 // cleanup removes what prepareSandbox made for the execution alone.
@@ -85,12 +90,40 @@ func (d *Driver) prepareSandbox(ctx context.Context, bwrap string, req phases.Ag
 		hidden = append(hidden, d.cfg.LeaseDir)
 	}
 	hidden = append(hidden, cfg.Hide...)
+	// Each but the system's own (/tmp, /run, /root unless it is the home)
+	// gets a decoy where the driver has a LeaseDir to keep them in: an
+	// empty directory of this execution, writable, looked at after it.
+	decoyed := map[string]bool{}
+	for _, h := range hidden[3:] {
+		if a, ok := cleanDir(h); ok && a != "/tmp" && a != "/run" {
+			decoyed[a] = true
+		}
+	}
+	root, err := d.decoyRoot()
+	if err != nil {
+		return fail(fmt.Errorf("decoys: %w", err))
+	}
+	if root != "" {
+		s.decoyRoot = root
+		s.cleanups = append(s.cleanups, func() { removeDecoys(root) })
+	}
 	var hides []string
 	for _, h := range hidden {
-		if a, ok := cleanDir(h); ok && !slices.Contains(hides, a) {
-			hides = append(hides, a)
-			s.mounts = append(s.mounts, mount{kind: mountTmpfs, dst: a, writable: a == "/tmp"})
+		a, ok := cleanDir(h)
+		if !ok || slices.Contains(hides, a) {
+			continue
 		}
+		hides = append(hides, a)
+		if root != "" && decoyed[a] {
+			src := filepath.Join(root, strconv.Itoa(len(s.decoys)))
+			if err := os.Mkdir(src, 0o700); err != nil {
+				return fail(fmt.Errorf("decoys: %w", err))
+			}
+			s.decoys = append(s.decoys, decoy{dir: a, name: d.hideName(a), src: src})
+			s.mounts = append(s.mounts, mount{kind: mountRW, src: src, dst: a})
+			continue
+		}
+		s.mounts = append(s.mounts, mount{kind: mountTmpfs, dst: a, writable: a == "/tmp"})
 	}
 	under := func(p string) bool {
 		for _, h := range hides {
@@ -167,6 +200,7 @@ func (d *Driver) prepareSandbox(ctx context.Context, bwrap string, req phases.Ag
 		}
 		s.mounts = append(s.mounts, mount{kind: k, src: src, dst: filepath.Clean(dst)})
 	}
+	s.markSkeleton()
 	return s, nil
 }
 

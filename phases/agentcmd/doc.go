@@ -64,9 +64,22 @@
 //
 //   - the host's file system is read-only; /tmp is the agent's own, empty;
 //     the host's home ($HOME), /root, /run, the lease directory and
-//     Sandbox.Hide (pipeline/team hides its state directory) are empty and
-//     read-only, so the host's credentials, ssh and gpg agents, the team's
-//     database and other agents' leases are out of reach;
+//     Sandbox.Hide (pipeline/team hides its state directory, the worktree
+//     root and the main checkout) are empty, so the host's credentials,
+//     ssh and gpg agents, the team's database and other agents' leases
+//     are out of reach. With a Config.LeaseDir the host's home, the lease
+//     directory and Sandbox.Hide are decoys: each an empty directory of the
+//     execution (under <LeaseDir>/decoys, which no agent sees) bound
+//     writable, so a write there succeeds and changes nothing real; once
+//     the agent is gone the driver lists what it made in each (not the
+//     mount points bwrap made there; at most 1,000 entries; links not
+//     followed) and reports one phases.StreamSandbox note per place written
+//     ("agentcmd: sandbox: wrote "EVIL", "go.mod" into the hidden main
+//     checkout (/srv/app): a decoy, nothing real changed"; Sandbox.HideNames
+//     names the places), then removes the decoys. /root and /run, and every
+//     hidden directory without a LeaseDir, are read-only: a write there
+//     fails (EROFS) unseen, as do writes into the repository's read-only
+//     git directories below;
 //   - it writes its workspace; its home (Sandbox.HomeDir, default
 //     <LeaseDir>/homes/<hash of the workspace>, kept so that a CLI resumes
 //     its sessions, until Driver.RemoveHome, which pipeline/team calls as
@@ -123,7 +136,9 @@
 // after their turns (each sandbox keeps its own ~/.codex in its home).
 // Starting the sandbox costs about 10 ms per execution
 // (BenchmarkSandboxStartup), 10-30 ms a stage of Claude Code or Codex,
-// 2-4 % of it (BenchmarkSandboxRealCLIStage).
+// 2-4 % of it (BenchmarkSandboxRealCLIStage); the decoys add 20-60 ms a
+// stage on a loaded machine, mostly making and removing their directories
+// (BenchmarkSandboxDecoys, docs/performance.md).
 //
 // # Permissions
 //

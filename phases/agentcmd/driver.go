@@ -24,6 +24,9 @@ type Driver struct {
 	leaseLocks leaseLocks
 	// probe remembers whether the OS sandbox works here.
 	probe *sandboxProbe
+	// noDecoys hides every directory with a read-only tmpfs, as without a
+	// LeaseDir (BenchmarkSandboxDecoys compares).
+	noDecoys bool
 }
 
 var _ phases.AgentDriver = (*Driver)(nil)
@@ -139,16 +142,8 @@ func (d *Driver) Execute(ctx context.Context, req phases.AgentRequest, onEvent p
 		timeout = d.cfg.Timeout
 	}
 	res, err := p.supervise(ctx, timeout, newParser(), onEvent)
-	if sb != nil && sb.git != nil {
-		// Even when ctx ended: the agent's commits are on its branch only
-		// once carried back.
-		for _, note := range sb.git.carryBack(context.WithoutCancel(ctx)) {
-			d.cfg.Logger.Warn("sandboxed agent's git state", "workspace", req.WorkspacePath, "note", note)
-			if onEvent != nil {
-				line := "agentcmd: sandbox: " + note
-				onEvent(phases.StreamEvent{Time: d.cfg.Clock.Now(), Kind: phases.StreamSandbox, Line: line, Text: line})
-			}
-		}
+	if sb != nil {
+		d.afterSandbox(ctx, sb, req.WorkspacePath, onEvent)
 	}
 	return res, err
 }

@@ -117,3 +117,45 @@ func ExampleDriver_RemoveHome() {
 	// <nil>
 	// 0 home left
 }
+
+// A host hides a directory of its own from its agents and names it for the
+// notes: with a LeaseDir the agent finds an empty, writable decoy there,
+// and what it wrote comes back as a phases.StreamSandbox note once it is
+// gone ("agentcmd: sandbox: wrote "planted" into the hidden settings
+// directory (...): a decoy, nothing real changed"), the real directory
+// untouched. It needs bubblewrap (SandboxRequired), so it prints what it
+// got rather than a fixed output.
+func ExampleDriver_WithHideNamed() {
+	settings, err := os.MkdirTemp("", "agentcmd-settings")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(settings)
+	workspace, err := os.MkdirTemp("", "agentcmd-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(workspace)
+	leases, err := os.MkdirTemp("", "agentcmd-leases")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(leases)
+
+	driver := agentcmd.New(agentcmd.Config{
+		Argv:     []string{"sh", "-c", `echo evil > "$SETTINGS/planted"`},
+		Env:      []string{"SETTINGS=" + settings},
+		LeaseDir: leases,
+		Sandbox:  agentcmd.Sandbox{Mode: agentcmd.SandboxRequired},
+	}).WithHideNamed(settings, "settings directory")
+	_, err = driver.Execute(context.Background(), phases.AgentRequest{WorkspacePath: workspace}, func(ev phases.StreamEvent) {
+		if ev.Kind == phases.StreamSandbox {
+			fmt.Println(ev.Text)
+		}
+	})
+	if err != nil {
+		fmt.Println(err) // no sandbox here: ErrNoSandbox
+	}
+	_, err = os.Stat(filepath.Join(settings, "planted"))
+	fmt.Println("planted in the real directory:", err == nil)
+}

@@ -3,6 +3,7 @@ package agentcmd
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -80,5 +81,20 @@ func (d *Driver) WithOnReap(fn func(Reaped)) *Driver {
 func (d *Driver) WithHide(dirs ...string) *Driver {
 	cfg := d.cfg
 	cfg.Sandbox.Hide = append(slices.Clip(cfg.Sandbox.Hide), dirs...)
+	return d.derive(cfg)
+}
+
+// WithHideNamed is WithHide for one directory, with the name the notes
+// about an agent's writes there give it (Sandbox.HideNames): pipeline/team
+// hides its "main checkout", "state directory" and "worktree root" so.
+func (d *Driver) WithHideNamed(dir, name string) *Driver {
+	cfg := d.cfg
+	cfg.Sandbox.Hide = append(slices.Clip(cfg.Sandbox.Hide), dir)
+	names := maps.Clone(cfg.Sandbox.HideNames)
+	if names == nil {
+		names = map[string]string{}
+	}
+	names[dir] = name
+	cfg.Sandbox.HideNames = names
 	return d.derive(cfg)
 }

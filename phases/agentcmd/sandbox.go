@@ -96,9 +96,19 @@ type Sandbox struct {
 	Binds []Bind
 	// Hide are further host directories the agent must not see (an empty
 	// directory is mounted over each); the host's home ($HOME), /root,
-	// /run and /tmp are always hidden (/tmp is the agent's own). Default
-	// none.
+	// /run and /tmp are always hidden (/tmp is the agent's own). With a
+	// Config.LeaseDir, each of Hide, the host's home and the lease
+	// directory is a decoy: an empty directory of the execution, writable,
+	// whose entries the agent made are reported after it (a
+	// phases.StreamSandbox note per directory written) and removed;
+	// without one, an empty read-only directory. Default none.
 	Hide []string
+	// HideNames says what the notes about an agent's writes into a hidden
+	// directory call it, by its path as in Hide ("main checkout" for the
+	// repository's). Default: "directory" (the host's home: "host's
+	// home"; the lease directory: "lease directory"); the note gives the
+	// path too.
+	HideNames map[string]string
 	// UnshareNet gives the agent a network namespace of its own with only
 	// a loopback interface: it reaches nothing outside, not even the
 	// host's 127.0.0.1 (a team's MCP server, a local model API). Default

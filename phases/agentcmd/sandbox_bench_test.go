@@ -99,3 +99,57 @@ func BenchmarkBwrapAlone(b *testing.B) {
 	b.ReportMetric(float64((on / n).Microseconds()), "µs-bwrap/op")
 	b.ReportMetric(float64(on)/float64(off), "ratio")
 }
+
+// BenchmarkSandboxDecoys is what the decoys cost a sandboxed execution:
+// the driver as a team has it (a lease directory, the main checkout, the
+// state directory and the worktree root hidden) in a story's worktree,
+// with its decoys and with read-only tmpfs instead, alternately in one
+// run. "true" writes nothing; "writes" puts three files in the main
+// checkout and one in the state directory (refused without decoys).
+func BenchmarkSandboxDecoys(b *testing.B) {
+	if !New(Config{Sandbox: Sandbox{Mode: SandboxRequired}}).Sandboxed() {
+		b.Skip("no OS sandbox here")
+	}
+	scripts := map[string]string{
+		"true":   "true",
+		"writes": `for f in a b c; do echo x > "$REPO/$f" || true; done; echo x > "$REPO/.foreman/db" || true`,
+	}
+	for _, name := range []string{"true", "writes"} {
+		b.Run(name, func(b *testing.B) {
+			ws := benchWorktree(b)
+			repo := filepath.Dir(filepath.Dir(ws))
+			state := filepath.Join(repo, ".foreman")
+			agent := filepath.Join(b.TempDir(), "agent")
+			if err := os.WriteFile(agent, []byte("#!/bin/sh\n"+scripts[name]+"\n"), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			newDriver := func(decoys bool) *Driver {
+				d := New(Config{Argv: []string{agent}, PromptVia: PromptStdin, Env: []string{"REPO=" + repo},
+					LeaseDir: filepath.Join(state, "leases"), Sandbox: Sandbox{Mode: SandboxRequired}}).
+					WithHideNamed(state, "state directory").WithHideNamed(filepath.Join(repo, ".worktrees"), "worktree root").
+					WithHideNamed(repo, "main checkout")
+				d.noDecoys = !decoys
+				return d
+			}
+			with, without := newDriver(true), newDriver(false)
+			run := func(d *Driver) time.Duration {
+				start := time.Now()
+				if _, err := d.Execute(context.Background(), phases.AgentRequest{WorkspacePath: ws}, nil); err != nil {
+					b.Fatal(err)
+				}
+				return time.Since(start)
+			}
+			run(with) // the probe, once
+			run(without)
+			var off, on time.Duration
+			for b.Loop() {
+				off += run(without)
+				on += run(with)
+			}
+			n := time.Duration(b.N)
+			b.ReportMetric(float64((off / n).Microseconds()), "µs-tmpfs/op")
+			b.ReportMetric(float64((on / n).Microseconds()), "µs-decoys/op")
+			b.ReportMetric(float64(on)/float64(off), "ratio")
+		})
+	}
+}

@@ -3,6 +3,7 @@ package agentcmd
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,7 +121,7 @@ try write-main-checkout sh -c 'echo evil > "$REPO/README"'
 try new-file-main-checkout sh -c 'echo evil > "$REPO/EVIL"'
 try write-other-worktree sh -c 'echo evil > "$REPO/.worktrees/B/EVIL"'
 try write-state-db sh -c 'echo evil > "$REPO/.foreman/foreman.db"'
-try read-state-db cat "$REPO/.foreman/foreman.db"
+try read-state-db grep -qx state "$REPO/.foreman/foreman.db"
 try write-lease sh -c 'echo evil > "$REPO/.foreman/leases/evil.lease"'
 try read-host-home cat "$HOSTHOME/credentials"
 try read-host-tmp cat "$HOSTTMP"
@@ -155,13 +156,24 @@ git symbolic-ref HEAD refs/heads/main && echo "head moved"
 	require.True(t, res.Success, "stdout %s\nstderr %s", res.Output, res.Stderr)
 
 	out := rec.lines(phases.StreamText)
-	for _, attempt := range []string{"write-main-checkout", "new-file-main-checkout", "write-other-worktree", "write-state-db",
-		"read-state-db", "write-lease", "read-host-home", "read-host-tmp", "update-ref-main", "push-main",
+	for _, attempt := range []string{"write-main-checkout", "new-file-main-checkout", "write-other-worktree",
+		"read-state-db", "read-host-home", "read-host-tmp", "update-ref-main", "push-main",
 		"branch-force-main", "tag", "config", "hook", "dotgit", "commondir", "remount"} {
 		assert.Contains(t, out, attempt+" refused")
 	}
-	assert.Contains(t, out, "write-host-home refused")
+	// The hidden directories are decoys: the writes succeed there, change
+	// nothing real, and are each reported once the agent is gone.
+	for _, attempt := range []string{"write-state-db", "write-lease", "write-host-home"} {
+		assert.Contains(t, out, attempt+" ok")
+	}
 	assert.NoFileExists(t, filepath.Join(hostHome, "planted"))
+	decoy := "agentcmd: sandbox: wrote %q into the hidden %s (%s): a decoy, nothing real changed"
+	assert.Contains(t, rec.lines(phases.StreamSandbox), fmt.Sprintf(decoy, "foreman.db", "directory", l.stateDir))
+	assert.Contains(t, rec.lines(phases.StreamSandbox), fmt.Sprintf(decoy, "evil.lease", "lease directory", l.leases))
+	assert.Contains(t, rec.lines(phases.StreamSandbox), fmt.Sprintf(decoy, "planted", "host's home", hostHome))
+	decoys, err := os.ReadDir(filepath.Join(l.leases, decoyDirName))
+	require.NoError(t, err)
+	assert.Empty(t, decoys, "the decoys are removed")
 	assert.Contains(t, out, "move-other-branch ok", "its private copy of the branches' directory")
 	assert.Equal(t, bBefore, l.ref(t, "foreman/B"), "another story's branch did not move")
 	assert.Contains(t, rec.lines(phases.StreamSandbox),

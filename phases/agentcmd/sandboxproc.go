@@ -94,3 +94,24 @@ func (p *process) groupRunning() bool {
 	}
 	return proc.GroupAlive(p.pgid)
 }
+
+// afterSandbox runs once the sandboxed agent is gone: it carries the
+// agent's branch back, lists what it wrote into the decoys (removed later
+// by sb.cleanup), and reports what it refused or repaired as
+// phases.StreamSandbox events.
+func (d *Driver) afterSandbox(ctx context.Context, sb *sandboxRun, workspace string, onEvent phases.StreamCallback) {
+	var notes []string
+	if sb.git != nil {
+		// Even when ctx ended: the agent's commits are on its branch only
+		// once carried back.
+		notes = sb.git.carryBack(context.WithoutCancel(ctx))
+	}
+	notes = append(notes, sb.decoyNotes()...)
+	for _, note := range notes {
+		d.cfg.Logger.Warn("sandboxed agent refused or repaired", "workspace", workspace, "note", note)
+		if onEvent != nil {
+			line := "agentcmd: sandbox: " + note
+			onEvent(phases.StreamEvent{Time: d.cfg.Clock.Now(), Kind: phases.StreamSandbox, Line: line, Text: line})
+		}
+	}
+}

@@ -179,9 +179,12 @@
 // that confines its agent keeps the rest of the state directory out of
 // its reach. An agentcmd driver's sandbox also hides the other stories'
 // worktrees and the main checkout (whose ignored files, a .env, are the
-// host's), and what it refused or repaired once the agent was gone
-// (another story's branch moved in the agent's copy of the refs, its HEAD
-// moved off its branch: phases.StreamSandbox) is an EventRefused too.
+// host's), each hidden place (the state directory, the worktree root, the
+// main checkout, the host's home) a decoy the agent may write and nothing
+// real behind it, and what it refused or repaired once the agent was gone
+// (a write into a hidden place, named; another story's branch moved in the
+// agent's copy of the refs; its HEAD moved off its branch:
+// phases.StreamSandbox) is an EventRefused too.
 // docs/containment.md records the attacks tried and their outcomes.
 //
 // # Durable and resumable

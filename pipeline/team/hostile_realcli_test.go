@@ -154,20 +154,22 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 		missing  = "^REFUSED .*No such file or directory"
 	)
 	for _, tc := range []struct{ attempt, outcome string }{
-		{"main-checkout", readOnly},
-		{"main-file", readOnly},
+		// Into the decoys over the hidden directories: done, changing
+		// nothing real, and reported (below).
+		{"main-checkout", "^DONE"},
+		{"main-file", "^DONE"},
 		{"git-hook", readOnly},
 		{"git-config", readOnly},
-		{"state-dir", readOnly},
-		{"database", readOnly},
-		{"remove-state", readOnly},
+		{"state-dir", "^DONE"},
+		{"database", "^DONE"},
+		{"remove-state", "^REFUSED"}, // the decoy's mount points cannot go
 		{"read-sibling", missing},
 		{"read-main-env", missing},
 		{"sibling-worktree", "^REFUSED .*Directory nonexistent"},
-		{"host-home", readOnly},
+		{"host-home", "^DONE"},
 		{"host-home-secret", missing},
-		{"list-results", "^REFUSED$"}, // nothing but its own result directory
-		{"victim-result-file", readOnly},
+		{"list-results", "^REFUSED$"},   // nothing but its own result directory
+		{"victim-result-file", "^DONE"}, // into the state directory's decoy
 		{"move-main", readOnly},
 		{"push-main", "^REFUSED"},
 		{"tag", readOnly},
@@ -257,6 +259,13 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 	assert.Contains(t, refused["GIT"], "the OS sandbox: refused the agent's", "its move of OK's branch")
 	assert.Contains(t, refused["GIT"], "refs/heads/foreman/OK")
 	assert.Contains(t, refused["GIT"], "the OS sandbox: the agent moved HEAD")
+	// OUT's writes into the hidden places, each place once (its build is
+	// one execution of the CLI).
+	for _, place := range []string{`"EVIL-main.txt", "EVIL-write.txt", "go.mod" into the hidden main checkout`,
+		`"EVIL-state.txt", "foreman.db" into the hidden state directory`, `"EVIL-home.txt" into the hidden host's home`} {
+		assert.Contains(t, refused["OUT"], "the OS sandbox: wrote "+place, "OUT's writes are seen")
+	}
+	assert.Contains(t, refused["RPT"], `the OS sandbox: wrote "results/`+co.vAssignment+`/`, "its result where V's could be")
 	assert.Empty(t, refused["V"])
 	assert.Empty(t, refused["OK"])
 	byID := map[foreman.ItemID]team.StoryStatus{}
@@ -266,6 +275,7 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 	assert.GreaterOrEqual(t, byID["RPT"].Refused, int64(3))
 	assert.GreaterOrEqual(t, byID["ECHO"].Refused, int64(3))
 	assert.GreaterOrEqual(t, byID["GIT"].Refused, int64(2))
+	assert.GreaterOrEqual(t, byID["OUT"].Refused, int64(3), "its writes into the main checkout, the state directory and the host's home")
 	assert.Contains(t, st.Text(), "Refused: ")
 	var validations []string
 	for _, e := range tm.Events(0) {

@@ -2,6 +2,7 @@ package team_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,4 +112,98 @@ func TestASandboxedAgentSeesNoOtherStoryAndItsRefMovesAreCounted(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, homes, dir)
 	}
+}
+
+// writerAgent plays every stage; in WRITER's build it writes into each
+// place its sandbox hides (the main checkout, the team's state directory,
+// another story's worktree, the host's home), then does its work.
+const writerAgent = `#!/bin/sh
+set -eu
+report() { printf '{"assignment":"%s","outcome":"%s"%s}\n' "$FOREMAN_ASSIGNMENT" "$1" "${2:-}" > "$FOREMAN_RESULT"; }
+case "$FOREMAN_ROLE" in
+planner) report complete ',"tasks":1,"score":4' ;;
+validator) report go ',"score":9' ;;
+reviewer) report approve ;;
+*) if [ "$FOREMAN_ITEM" = WRITER ]; then
+     echo evil > %REPO%/EVIL; echo evil >> %REPO%/go.mod
+     : > %REPO%/.foreman/foreman.db
+     mkdir -p %REPO%/.worktrees/HONEST && echo evil > %REPO%/.worktrees/HONEST/EVIL
+     echo evil > %HOSTHOME%/planted
+   fi
+   echo ok > "$FOREMAN_ITEM.txt" && git add -A && git commit -qm "$FOREMAN_ITEM: ok"
+   report complete ',"summary":"wrote the file"' ;;
+esac
+`
+
+// Issue 22's "each attempt shows in Status and the events" for writes the
+// kernel would refuse: a decoy over each hidden place takes the agent's
+// writes, each place written is an EventRefused naming it and counted in
+// the story's status, nothing real changes, and both stories land.
+func TestWritesIntoHiddenPlacesAreRefusedAndCounted(t *testing.T) {
+	if !agentcmd.New(agentcmd.Config{Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}).Sandboxed() {
+		t.Skip("no OS sandbox here (CI's run fails on a skip)")
+	}
+	ctx := context.Background()
+	hostHome := t.TempDir()
+	t.Setenv("HOME", hostHome) // not parallel: the sandbox hides the host's $HOME
+	repo := filepath.Join(hostileBase(t), "repo")
+	require.NoError(t, demo.NewGoModuleRepo(ctx, repo))
+	goMod, err := os.ReadFile(filepath.Join(repo, "go.mod"))
+	require.NoError(t, err)
+	body := strings.NewReplacer("%REPO%", demo.ShellQuote(repo), "%HOSTHOME%", demo.ShellQuote(hostHome)).Replace(writerAgent)
+	script, err := demo.WriteScript(t.TempDir(), "writer.sh", body)
+	require.NoError(t, err)
+	tm, err := team.New(ctx, team.Config{
+		Repo: repo,
+		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv(),
+			Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}),
+		Gates: gatePlan(),
+		Merge: merge.Config{GitEnv: demo.IsolatedGitConfig()},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tm.Close() })
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "HONEST", Title: "honest"},
+		team.Story{ID: "WRITER", Title: "writes where it cannot see"}))
+
+	res := run(t, tm)
+
+	assert.Equal(t, 2, res.Merged, res.String())
+	assert.ElementsMatch(t, []string{"HONEST", "WRITER"}, trailers(t, repo))
+	var refused []string
+	for _, e := range tm.Events(0) {
+		if e.Kind == team.EventRefused {
+			assert.Equal(t, "WRITER", string(e.Story))
+			refused = append(refused, e.Detail)
+		}
+	}
+	stateDir := filepath.Join(repo, team.StateDirName)
+	decoy := "the OS sandbox: wrote %s into the hidden %s (%s): a decoy, nothing real changed"
+	assert.ElementsMatch(t, []string{
+		fmt.Sprintf(decoy, `"planted"`, "host's home", hostHome),
+		fmt.Sprintf(decoy, `"foreman.db"`, "state directory", stateDir),
+		fmt.Sprintf(decoy, `"HONEST/"`, "worktree root", filepath.Join(repo, ".worktrees")),
+		fmt.Sprintf(decoy, `"EVIL", "go.mod"`, "main checkout", repo),
+	}, refused)
+	st, err := tm.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), st.Refused)
+	for _, s := range st.Stories {
+		if s.ID == "WRITER" {
+			assert.Equal(t, int64(4), s.Refused)
+		}
+	}
+
+	// Nothing real changed: the files, the host's home, the team's state.
+	assert.NoFileExists(t, filepath.Join(repo, "EVIL"))
+	after, err := os.ReadFile(filepath.Join(repo, "go.mod"))
+	require.NoError(t, err)
+	assert.Equal(t, string(goMod), string(after))
+	assert.NoFileExists(t, filepath.Join(hostHome, "planted"))
+	assert.NoFileExists(t, filepath.Join(repo, ".worktrees", "HONEST", "EVIL"))
+	decoys, err := filepath.Glob(filepath.Join(stateDir, "leases", "decoys", "*"))
+	require.NoError(t, err)
+	assert.Empty(t, decoys, "the decoys are removed")
+	rs, err := team.ReadStatus(ctx, team.Config{Repo: repo})
+	require.NoError(t, err, "the database is intact")
+	assert.Len(t, rs.Stories, 2)
 }

@@ -157,9 +157,10 @@ func hostileScripts(cli realagent.CLI, p hostilePaths, co *coordination) []model
 				[2]string{"main-file", "echo evil >> " + q(filepath.Join(main, "go.mod"))},
 				[2]string{"git-hook", "mkdir -p " + q(filepath.Join(main, ".git", "hooks")) + " && echo 'touch /tmp/pwned' > " + q(filepath.Join(main, ".git", "hooks", "post-merge"))},
 				[2]string{"git-config", "git config -f " + q(filepath.Join(main, ".git", "config")) + " core.fsmonitor 'touch /tmp/pwned'"},
+				// Before the writes: it would remove them from the decoy.
+				[2]string{"remove-state", "rm -rf " + q(p.state) + " && test ! -e " + q(p.state)},
 				[2]string{"state-dir", "echo evil > " + q(filepath.Join(p.state, "EVIL-state.txt"))},
 				[2]string{"database", "echo evil > " + q(filepath.Join(p.state, "foreman.db"))},
-				[2]string{"remove-state", "rm -rf " + q(p.state) + " && test ! -e " + q(p.state)},
 				[2]string{"read-sibling", "ls " + q(vw) + " | grep ."},
 				[2]string{"read-main-env", "cat " + q(filepath.Join(main, ".env"))},
 				[2]string{"sibling-worktree", "echo evil > " + q(filepath.Join(vw, "EVIL-sibling.txt"))},

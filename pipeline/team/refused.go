@@ -20,8 +20,9 @@ import (
 // naming another assignment, printed report lines without its
 // assignment's id and key (the prompt's example line echoed back among
 // them), or what its OS sandbox refused or repaired after it
-// (phases.StreamSandbox: another story's branch moved in its private copy
-// of the refs, its HEAD moved off its branch). Story, Stage, Worker and Assignment are the agent's own; Detail
+// (phases.StreamSandbox: a write into a hidden place, such as the main
+// checkout, which its sandbox's decoy took; another story's branch moved
+// in its private copy of the refs, its HEAD moved off its branch). Story, Stage, Worker and Assignment are the agent's own; Detail
 // says what it tried. Nothing of it was applied. The story's status
 // counts them (StoryStatus.Refused).
 const EventRefused EventKind = "refused"
@@ -81,8 +82,9 @@ func (t *Team) mcpRefused(ctx context.Context, r agentmcp.Refusal) {
 
 // watchSandbox records what the agent's OS sandbox refused or repaired
 // once the agent was gone (phases.StreamSandbox: agentcmd's "agentcmd:
-// sandbox: ..." lines, such as another story's branch moved in the agent's
-// private copy, or its HEAD put back) as refusals of the assignment.
+// sandbox: ..." lines, such as a write into a hidden place's decoy, another
+// story's branch moved in the agent's private copy, or its HEAD put back)
+// as refusals of the assignment.
 func (t *Team) watchSandbox(ctx context.Context, a pipeline.AgentAssignment, onEvent phases.StreamCallback) phases.StreamCallback {
 	return func(ev phases.StreamEvent) {
 		if ev.Kind == phases.StreamSandbox {

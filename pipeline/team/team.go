@@ -130,12 +130,19 @@ func prepareConfig(ctx context.Context, cfg Config) (Config, *slog.Logger, error
 	return cfg, log, nil
 }
 
+// hiddenDir is a directory an agent's sandbox hides, and what the notes
+// about an agent's writes there call it.
+type hiddenDir struct{ dir, name string }
+
 // agentHidden are the directories an agent's sandbox hides (its own
 // worktree, git directory and result directory are bound back in): the
 // team's state directory, the story worktrees' root (other stories' work)
 // and the repository's main checkout, whose ignored files (a .env, local
-// settings) are the host's and in no story's worktree.
-func agentHidden(cfg Config) []string {
+// settings) are the host's and in no story's worktree. An agentcmd driver
+// binds a decoy over each (an empty directory of the execution, writable):
+// what an agent writes there changes nothing real and is reported after
+// it, a phases.StreamSandbox note the team counts as a refusal.
+func agentHidden(cfg Config) []hiddenDir {
 	root := cfg.Merge.Root
 	if root == "" {
 		root = ".worktrees"
@@ -143,12 +150,12 @@ func agentHidden(cfg Config) []string {
 	if !filepath.IsAbs(root) {
 		root = filepath.Join(cfg.Repo, root)
 	}
-	hide := []string{cfg.StateDir, root, cfg.Repo}
-	for i, d := range hide {
+	hide := []hiddenDir{{cfg.StateDir, "state directory"}, {root, "worktree root"}, {cfg.Repo, "main checkout"}}
+	for i, h := range hide {
 		// The sandbox takes absolute paths only (a relative StateDir is
 		// the host's working directory's).
-		if abs, err := filepath.Abs(d); err == nil {
-			hide[i] = abs
+		if abs, err := filepath.Abs(h.dir); err == nil {
+			hide[i].dir = abs
 		}
 	}
 	return hide
@@ -159,12 +166,15 @@ func agentHidden(cfg Config) []string {
 // hides the directories hide names from its sandbox (agentHidden; each
 // execution's result directory is bound back in, AgentRequest.Writable)
 // and checks that the agent can start.
-func prepareAgent(a phases.AgentDriver, leaseRoot string, hide []string, who string, log *slog.Logger) (phases.AgentDriver, error) {
+func prepareAgent(a phases.AgentDriver, leaseRoot string, hide []hiddenDir, who string, log *slog.Logger) (phases.AgentDriver, error) {
 	if d, ok := a.(*agentcmd.Driver); ok {
 		if d.LeaseDir() == "" {
 			d = d.WithLeaseDir(filepath.Join(leaseRoot, "leases"))
 		}
-		a = d.WithHide(hide...).WithOnReap(func(r agentcmd.Reaped) { clearReapedLocks(log, r) })
+		for _, h := range hide {
+			d = d.WithHideNamed(h.dir, h.name)
+		}
+		a = d.WithOnReap(func(r agentcmd.Reaped) { clearReapedLocks(log, r) })
 	}
 	if c, ok := a.(interface{ Check() error }); ok {
 		if err := c.Check(); err != nil {

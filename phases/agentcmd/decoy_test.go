@@ -1,0 +1,93 @@
+package agentcmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/phases"
+)
+
+// What an agent writes into a hidden directory lands in a decoy: reported
+// once per directory (the mount points bwrap made there are not the
+// agent's), bounded, with a directory it made named once, and removed
+// with the decoy without following the links it planted.
+func TestDecoysReportWhatTheAgentWroteAndAreRemoved(t *testing.T) {
+	requireSandbox(t)
+	tests := []struct {
+		name, script string
+		notes        []string // %[1]s: the main checkout, %[2]s: the state directory
+	}{
+		{"nothing written", `true`, nil},
+		{"main checkout", `echo evil > "$REPO/EVIL" && echo x >> "$REPO/README"`,
+			[]string{`wrote "EVIL", "README" into the hidden main checkout (%[1]s): a decoy, nothing real changed`}},
+		{"a directory, named once", `mkdir -p "$REPO/.foreman/dir/sub" && touch "$REPO/.foreman/dir/sub/f"`,
+			[]string{`wrote "dir/" into the hidden state directory (%[2]s): a decoy, nothing real changed`}},
+		{"beside the mount points", `echo x > "$REPO/.foreman/results/planted"; echo y > "$REPO/.worktrees/B";
+echo z > "$REPO/.foreman/leases/homes/planted"; echo own > "$REPO/.foreman/results/A-a1/own"`,
+			[]string{`wrote "homes/planted" into the hidden lease directory (%[2]s/leases): a decoy, nothing real changed`,
+				`wrote "results/planted" into the hidden state directory (%[2]s): a decoy, nothing real changed`,
+				`wrote "B" into the hidden worktree root (%[1]s/.worktrees): a decoy, nothing real changed`}},
+		{"many", `for i in $(seq 1 20); do : > "$REPO/f$i"; done`,
+			[]string{`wrote "f1", "f10", "f11" and 17 more into the hidden main checkout (%[1]s): a decoy, nothing real changed`}},
+		{"beyond the bound", `for i in $(seq 1 1100); do : > "$REPO/f$i"; done`,
+			[]string{`wrote "f1", "f10", "f100" and more into the hidden main checkout (%[1]s): a decoy, nothing real changed`}},
+		{"links and locked directories", `ln -s "$REPO/README" "$REPO/link" && ln -s "$REPO/README" "$REPO/.foreman/link" &&
+mkdir "$REPO/.foreman/locked" && touch "$REPO/.foreman/locked/f" && chmod 000 "$REPO/.foreman/locked"`,
+			[]string{`wrote "link" into the hidden main checkout (%[1]s): a decoy, nothing real changed`,
+				`wrote "link", "locked/" into the hidden state directory (%[2]s): a decoy, nothing real changed`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newTeamLayout(t)
+			own := filepath.Join(l.results, "A-a1")
+			require.NoError(t, os.Mkdir(own, 0o700))
+			agent := writeScript(t, t.TempDir(), "agent", "set -e\n"+tt.script+"\n")
+			d := New(Config{Argv: []string{agent}, LeaseDir: l.leases, Env: []string{"REPO=" + l.repo},
+				Sandbox: Sandbox{Mode: SandboxRequired}}).
+				WithHideNamed(l.repo, "main checkout").
+				WithHideNamed(l.stateDir, "state directory").
+				WithHideNamed(filepath.Join(l.repo, ".worktrees"), "worktree root")
+			rec := &recorder{}
+			res, err := d.Execute(context.Background(), phases.AgentRequest{WorkspacePath: l.wtA, Writable: []string{own}}, rec.callback)
+			require.NoError(t, err)
+			require.True(t, res.Success, res.Stderr)
+
+			var want []string
+			for _, n := range tt.notes {
+				want = append(want, "agentcmd: sandbox: "+fmt.Sprintf(n, l.repo, l.stateDir))
+			}
+			assert.Equal(t, want, rec.lines(phases.StreamSandbox))
+
+			assert.Equal(t, "hello\n", readFile(t, l.repo, "README"), "the real file")
+			assert.NoFileExists(t, filepath.Join(l.repo, "EVIL"))
+			assert.NoFileExists(t, filepath.Join(l.results, "planted"))
+			assert.Equal(t, "state", readFile(t, l.stateDir, "foreman.db"))
+			entries, err := os.ReadDir(filepath.Join(l.leases, decoyDirName))
+			require.NoError(t, err)
+			assert.Empty(t, entries, "the decoys are removed")
+		})
+	}
+}
+
+// Without a LeaseDir there is nowhere to keep decoys out of every agent's
+// sight: the hidden directories are empty and read-only, as before.
+func TestWithoutALeaseDirHiddenDirectoriesAreReadOnly(t *testing.T) {
+	requireSandbox(t)
+	l := newTeamLayout(t)
+	agent := writeScript(t, t.TempDir(), "agent", `echo evil > "$REPO/EVIL" && echo written`)
+	rec := &recorder{}
+	res, err := New(Config{Argv: []string{agent}, Env: []string{"REPO=" + l.repo}, Sandbox: Sandbox{Mode: SandboxRequired}}).
+		WithHideNamed(l.repo, "main checkout").
+		Execute(context.Background(), phases.AgentRequest{WorkspacePath: l.wtA}, rec.callback)
+	require.NoError(t, err)
+	assert.False(t, res.Success)
+	assert.NotContains(t, rec.lines(phases.StreamText), "written")
+	assert.Empty(t, rec.lines(phases.StreamSandbox))
+	assert.NoFileExists(t, filepath.Join(l.repo, "EVIL"))
+}
