@@ -62,12 +62,16 @@ func TestExecuteNonZeroExitIsAResultNotAnError(t *testing.T) {
 func fakeAgent(t *testing.T, name, fixture string, exit int) (dir string) {
 	t.Helper()
 	bin := t.TempDir()
-	fixturePath, err := filepath.Abs(filepath.Join("testdata", fixture))
+	// The fixture goes beside the script: the sandbox binds the program's
+	// directory, not the repository's testdata (which, in a checkout under
+	// /tmp, the sandbox's own /tmp hides).
+	b, err := os.ReadFile(filepath.Join("testdata", fixture))
 	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "fixture.out"), b, 0o644))
 	writeScript(t, bin, name, `
 for a in "$@"; do printf '%s\n' "$a"; done > "$FOREMAN_WORKSPACE/args.txt"
 cat > "$FOREMAN_WORKSPACE/stdin.txt"
-cat '`+fixturePath+`'
+cat "$(dirname "$0")/fixture.out"
 exit `+strconv.Itoa(exit)+`
 `)
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))

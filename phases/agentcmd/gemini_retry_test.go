@@ -26,12 +26,15 @@ func TestGeminiRetriesOnStderrAreRetryEvents(t *testing.T) {
 		{"gemini_retry_500", "model API 500 INTERNAL: retry 1 of 9"},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
-			stdout, err := filepath.Abs(filepath.Join("testdata", "recorded", tc.fixture+".jsonl"))
-			require.NoError(t, err)
-			stderr, err := filepath.Abs(filepath.Join("testdata", "recorded", tc.fixture+".stderr"))
-			require.NoError(t, err)
+			// The recordings go beside the script, where a sandboxed run
+			// would see them too (a checkout under /tmp is hidden in one).
 			bin := t.TempDir()
-			script := "#!/bin/sh\ncat >/dev/null\ncat '" + stderr + "' >&2\ncat '" + stdout + "'\n"
+			for _, ext := range []string{".jsonl", ".stderr"} {
+				b, err := os.ReadFile(filepath.Join("testdata", "recorded", tc.fixture+ext))
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(filepath.Join(bin, "out"+ext), b, 0o644))
+			}
+			script := "#!/bin/sh\ncat >/dev/null\ncat \"$(dirname \"$0\")/out.stderr\" >&2\ncat \"$(dirname \"$0\")/out.jsonl\"\n"
 			require.NoError(t, os.WriteFile(filepath.Join(bin, "gemini"), []byte(script), 0o755))
 			d := agentcmd.New(agentcmd.Config{Format: agentcmd.FormatGemini, Argv: []string{filepath.Join(bin, "gemini")},
 				Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxOff}})

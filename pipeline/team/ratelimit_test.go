@@ -25,9 +25,15 @@ import (
 func TestARateLimitedAgentIsRetriedAfterTheBackoff(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fixture, err := filepath.Abs("../../phases/agentcmd/testdata/claude_rate_limit_event.jsonl")
+	// The recording is copied beside the script, a directory the sandbox
+	// binds: the repository's testdata is hidden when the checkout is
+	// under /tmp (the sandbox's /tmp is its own).
+	recorded, err := os.ReadFile("../../phases/agentcmd/testdata/claude_rate_limit_event.jsonl")
 	require.NoError(t, err)
 	bin := filepath.Join(filepath.Dir(f.ctl), "bin")
+	require.NoError(t, os.MkdirAll(bin, 0o755))
+	fixture := filepath.Join(bin, "claude_rate_limit_event.jsonl")
+	require.NoError(t, os.WriteFile(fixture, recorded, 0o644))
 	script, err := demo.WriteScript(bin, "claude-like.sh", `#!/bin/sh
 if [ "$FOREMAN_ROLE" = planner ] && [ ! -e `+demo.ShellQuote(filepath.Join(f.ctl, "limited"))+` ]; then
   : > `+demo.ShellQuote(filepath.Join(f.ctl, "limited"))+`
