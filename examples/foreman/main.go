@@ -135,8 +135,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.source, "source", "", "take the stories from an issue tracker instead of -plan: github:OWNER/REPO?label=foreman (the open\nissues with the label; the token in $GITHUB_TOKEN, which no agent or gate gets); needs -gate")
 	fs.StringVar(&o.land, "land", "local", landUsage)
 	fs.StringVar(&o.githubAPI, "github-api", os.Getenv("GITHUB_API_URL"), "with -source github:... and -land pr: the REST API's base URL (GitHub Enterprise: https://HOST/api/v3/;\ndefault $GITHUB_API_URL, else https://api.github.com/)")
-	fs.StringVar(&o.agent, "agent", "", "the agent command, split like a shell would; {prompt} is replaced by the stage's prompt\n(default for -format claude or codex: that CLI's own non-interactive command); not needed with -role coordinator,\nwhose worker hosts run the agent and the gates")
-	fs.Func("format", "the agent's output format: text, claude or codex (default text)", func(s string) error {
+	fs.StringVar(&o.agent, "agent", "", "the agent command, split like a shell would; {prompt} is replaced by the stage's prompt\n(default for -format claude, codex or gemini: that CLI's own non-interactive command); not needed with -role coordinator,\nwhose worker hosts run the agent and the gates")
+	fs.Func("format", "the agent's output format: text, claude, codex or gemini (default text)", func(s string) error {
 		f, err := agentcmd.ParseFormat(s)
 		o.format = f
 		return err

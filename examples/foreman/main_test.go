@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentforeman/foreman/phases/agentcmd"
 	"github.com/agentforeman/foreman/pipeline/team/teamnotify"
 )
 
@@ -205,6 +206,7 @@ func TestRunMergesThePlanOneSquashCommitPerStory(t *testing.T) {
 	}
 	assert.Contains(t, stdout, "US-002     merged as ")
 	assert.Contains(t, stdout, "3 merged, 0 paused")
+	assert.NotContains(t, stdout, "from earlier runs", "a fresh repository's first run has no earlier runs (its own story_added events are not theirs)")
 	for story, n := range f.executions(t) {
 		assert.Equal(t, 1, n, "%s ran once", story)
 	}
@@ -218,6 +220,7 @@ func TestRunMergesThePlanOneSquashCommitPerStory(t *testing.T) {
 	// Running the finished plan again merges nothing and ends at once.
 	code, stdout, stderr = f.foreman(t, f.runArgs()...)
 	require.Equal(t, exitMerged, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.Regexp(t, `\n?[1-9][0-9]* events from earlier runs`, stdout)
 	assert.Len(t, f.merged(t), 3)
 	for story, n := range f.executions(t) {
 		assert.Equal(t, 1, n, "%s not run again", story)
@@ -400,6 +403,12 @@ func TestHelpShowsACompleteStoriesFile(t *testing.T) {
 	help := stderr.String()
 	for _, want := range []string{"-plan", "-agent", "-format", "-workers", "-gate", "-status", "-resolve", "stories:", "after: [US-001]", "gates:"} {
 		assert.Contains(t, help, want)
+	}
+	// Every format -format accepts is named in its help.
+	assert.Contains(t, help, "text, claude, codex or gemini")
+	for _, name := range []string{"text", "claude", "codex", "gemini"} {
+		_, err := agentcmd.ParseFormat(name)
+		assert.NoError(t, err, name)
 	}
 }
 

@@ -89,6 +89,9 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	defer tm.Close()
 	ref.tm = tm
 
+	// Events recorded before this invocation: Add below records this run's
+	// own story_added ones, which are not "from earlier runs".
+	earlier := len(tm.Events(0))
 	if err := tm.Add(ctx, plan.Stories...); err != nil {
 		fmt.Fprintln(stderr, "foreman:", err)
 		if errors.Is(err, team.ErrStoryExists) {
@@ -117,7 +120,9 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	var from uint64
 	if evs := tm.Events(0); len(evs) > 0 {
 		from = evs[len(evs)-1].Seq
-		fmt.Fprintf(stdout, "%d events from earlier runs (-status shows where the plan stands)\n", len(evs))
+		if earlier > 0 {
+			fmt.Fprintf(stdout, "%d events from earlier runs (-status shows where the plan stands)\n", earlier)
+		}
 	}
 	events := tm.Subscribe(subCtx, from)
 	var printed sync.WaitGroup
