@@ -51,6 +51,13 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if lander != nil {
+		// One GET of the repository now: a run whose stories could never
+		// land (no network, a wrong token or repository) fails before any
+		// agent works, not after a story was planned, built and gated.
+		if err := lander.Check(ctx); err != nil {
+			fmt.Fprintln(stderr, "foreman: -land:", err)
+			return exitFault
+		}
 		cfg.Merger = lander
 	}
 	out := &printer{w: stdout}

@@ -202,3 +202,37 @@ func TestTheReferenceBinaryKilledWhileLanding(t *testing.T) {
 	assert.ElementsMatch(t, []string{"issue-1", "issue-2"}, b.landed(t), "the local main has both merges")
 	t.Logf("REST calls over three runs, two killed: %d (%d not modified); %v", st.Requests, st.NotModified, st.ByRoute)
 }
+
+// TestTheReferenceBinaryRefusesAnUnreachableRepositoryAtStart: -land pr
+// with a token and an API it cannot reach (no network, a wrong host), or a
+// repository that does not allow the merge method asked for, fails at
+// once, with the cause, before any agent works; it used to plan, build
+// and gate a whole story before the landing failed.
+func TestTheReferenceBinaryRefusesAnUnreachableRepositoryAtStart(t *testing.T) {
+	b := newBinFixture(t, fakegithub.Config{})
+	closed := fakegithub.New(fakegithub.Config{Token: "ghs_land"})
+	unreachable := closed.BaseURL()
+	closed.Close()
+	squashOnly := fakegithub.New(fakegithub.Config{Token: "ghs_land", GitDir: b.remote, MergeMethods: []string{"squash"}})
+	t.Cleanup(squashOnly.Close)
+	ran := filepath.Join(t.TempDir(), "agent-ran")
+	agent := filepath.Join(t.TempDir(), "agent.sh")
+	require.NoError(t, os.WriteFile(agent, []byte("#!/bin/sh\n: > '"+ran+"'\n"), 0o755))
+	plan := filepath.Join(t.TempDir(), "stories.yaml")
+	require.NoError(t, os.WriteFile(plan, []byte(threeStories), 0o644))
+	for _, tc := range []struct{ name, api, land, says string }{
+		{"unreachable API", unreachable, "pr:octocat/Hello-World?remote=" + b.remote, "connection refused"},
+		{"merge method not allowed", squashOnly.BaseURL(), "pr:octocat/Hello-World?method=rebase&remote=" + b.remote,
+			"does not allow the rebase merge method"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd, out := b.command(t, "-repo", b.f.Repo, "-agent", agent+" {prompt}", "-bind", b.f.Ctl, "-gate", "true",
+				"-github-api", tc.api, "-plan", plan, "-land", tc.land)
+			code := exitStatus(cmd.Run())
+			assert.NotEqual(t, 0, code, out.String())
+			assert.Contains(t, out.String(), "foreman: -land: ghland: the repository cannot land stories")
+			assert.Contains(t, out.String(), tc.says)
+			assert.NoFileExists(t, ran, "no agent ran")
+		})
+	}
+}

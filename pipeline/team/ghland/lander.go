@@ -43,6 +43,29 @@ func New(cfg Config) (*Lander, error) {
 	return &Lander{cfg: cfg, gh: gh, items: map[foreman.ItemID]*sync.Mutex{}}, nil
 }
 
+// ErrRepository is Check's error when the repository cannot be reached
+// or read with the token, or cannot land a story (no merge method, or not
+// Config.Method).
+var ErrRepository = errors.New("ghland: the repository cannot land stories")
+
+// Check reads the repository once (one GET through the API), so that a run
+// whose stories could never land (no network, an unknown host, a wrong
+// token or repository, the merge method not allowed) fails before any
+// agent works: call it before the team's Run. It also reads the merge
+// method Watch uses when Config.Method is empty. Its error matches
+// ErrRepository and says the cause.
+func (l *Lander) Check(ctx context.Context) error {
+	repo, _, err := l.gh.Repositories.Get(ctx, l.cfg.Owner, l.cfg.Repo)
+	if err != nil {
+		return fmt.Errorf("%w: reading %s/%s: %w", ErrRepository, l.cfg.Owner, l.cfg.Repo, err)
+	}
+	if repo.GetArchived() {
+		return fmt.Errorf("%w: %s/%s is archived", ErrRepository, l.cfg.Owner, l.cfg.Repo)
+	}
+	_, err = l.chooseMethod(repo)
+	return err
+}
+
 // Stats counts the requests sent so far.
 func (l *Lander) Stats() ghclient.Stats { return l.gh.Stats() }
 

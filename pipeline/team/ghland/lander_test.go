@@ -141,3 +141,41 @@ func TestRateLimitsAreWaitedOutWhileLanding(t *testing.T) {
 	assert.Equal(t, 25*time.Second, st.Waited, "Retry-After, on the clock")
 	assert.GreaterOrEqual(t, w.clk.Now().Sub(start), 25*time.Second)
 }
+
+// TestCheckReadsTheRepositoryOnce: Check sends one GET of the repository;
+// it fails, matching ErrRepository, when the API cannot be reached or the
+// repository does not allow the configured merge method.
+func TestCheckReadsTheRepositoryOnce(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, fakegithub.Config{MergeMethods: []string{"merge"}})
+	closed := fakegithub.New(fakegithub.Config{Token: "ghs_test"})
+	unreachable := closed.BaseURL()
+	closed.Close()
+	for _, tc := range []struct {
+		name, method, says string
+		unreachable        bool
+	}{
+		{name: "reachable, method from the repository"},
+		{name: "allowed method", method: "merge"},
+		{name: "wait needs no method", method: ghland.MethodWait},
+		{name: "method not allowed", method: "squash", says: "does not allow the squash merge method"},
+		{name: "unreachable", unreachable: true, says: "connection refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := w.lander(t, func(c *ghland.Config) {
+				c.Method = tc.method
+				if tc.unreachable {
+					c.BaseURL = unreachable
+				}
+			})
+			err := l.Check(ctx)
+			assert.Equal(t, 1, l.Stats().Requests)
+			if tc.says == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ghland.ErrRepository)
+			assert.ErrorContains(t, err, tc.says)
+		})
+	}
+}

@@ -197,30 +197,46 @@ func (l *Lander) synced(ctx context.Context) {
 }
 
 // mergeMethod is Config.Method, or the first of squash, merge and rebase
-// the repository allows (read once).
+// the repository allows (read once: by Check, else here).
 func (l *Lander) mergeMethod(ctx context.Context) (string, error) {
+	if l.cfg.Method != "" {
+		return l.cfg.Method, nil
+	}
 	l.mu.Lock()
 	m := l.method
 	l.mu.Unlock()
 	if m != "" {
 		return m, nil
 	}
-	if l.cfg.Method != "" {
-		return l.cfg.Method, nil
-	}
 	repo, _, err := l.gh.Repositories.Get(ctx, l.cfg.Owner, l.cfg.Repo)
 	if err != nil {
 		return "", fmt.Errorf("ghland: reading the repository's merge methods: %w", err)
 	}
+	return l.chooseMethod(repo)
+}
+
+// chooseMethod checks Config.Method against the methods repo allows, or
+// picks the first of squash, merge and rebase it allows, and remembers it.
+func (l *Lander) chooseMethod(repo *github.Repository) (string, error) {
+	allowed := map[string]bool{"squash": repo.GetAllowSquashMerge(), "merge": repo.GetAllowMergeCommit(), "rebase": repo.GetAllowRebaseMerge()}
+	m := l.cfg.Method
 	switch {
-	case repo.GetAllowSquashMerge():
-		m = "squash"
-	case repo.GetAllowMergeCommit():
-		m = "merge"
-	case repo.GetAllowRebaseMerge():
-		m = "rebase"
+	case m == MethodWait:
+		return m, nil
+	case m != "":
+		if !allowed[m] {
+			return "", fmt.Errorf("%w: %s/%s does not allow the %s merge method", ErrRepository, l.cfg.Owner, l.cfg.Repo, m)
+		}
 	default:
-		return "", fmt.Errorf("ghland: %s/%s allows no merge method", l.cfg.Owner, l.cfg.Repo)
+		for _, c := range []string{"squash", "merge", "rebase"} {
+			if allowed[c] {
+				m = c
+				break
+			}
+		}
+		if m == "" {
+			return "", fmt.Errorf("%w: %s/%s allows no merge method", ErrRepository, l.cfg.Owner, l.cfg.Repo)
+		}
 	}
 	l.mu.Lock()
 	l.method = m
