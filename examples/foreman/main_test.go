@@ -263,6 +263,14 @@ func (f *fixture) holdInBuild(t *testing.T, extra ...string) (cmd *exec.Cmd, std
 // exactly once, and of the stages that had finished none runs again.
 func (f *fixture) finishAfterStop(t *testing.T) {
 	t.Helper()
+	// -status after the stop says no process runs the team, and shows no
+	// worker or growing elapsed time for the story it stopped in.
+	code, status, _ := f.foreman(t, "-repo", f.repo, "-status")
+	assert.Equal(t, exitNeedsPerson, code)
+	assert.Contains(t, status, "No foreman process is running the team: the last run stopped while US-002 was in flight")
+	assert.Regexp(t, `US-002\s+running\s+2 builder\s`, status)
+	assert.NotContains(t, status, "story-US-002-s2", "no worker works on it")
+	assert.NotRegexp(t, `US-002\s+running\s+2 builder\s+(\S+\s+)?[0-9.]+(ms|s|m)\s`, status, "no elapsed time")
 	require.NoError(t, os.Remove(filepath.Join(f.ctl, "US-002.started")))
 	require.NoError(t, os.Remove(filepath.Join(f.ctl, "US-002.release")))
 	code, out, errOut := f.foreman(t, f.runArgs()...)
@@ -275,7 +283,7 @@ func (f *fixture) finishAfterStop(t *testing.T) {
 	for _, k := range []string{"US-001 0", "US-001 1", "US-001 2", "US-002 0", "US-002 1"} {
 		assert.Equal(t, 1, runs[k], "%s finished before the stop and is not redone", k)
 	}
-	code, status, _ := f.foreman(t, "-repo", f.repo, "-status")
+	code, status, _ = f.foreman(t, "-repo", f.repo, "-status")
 	assert.Equal(t, exitMerged, code)
 	assert.NotContains(t, status, "is running the team")
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/phases"
@@ -36,8 +37,39 @@ func showStatus(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	running := ""
 	if st.Host != nil {
 		running = fmt.Sprintf("A foreman process (pid %d) is running the team.\n\n", st.Host.PID)
+	} else if !st.Running && !o.json {
+		running = stopped(&st)
 	}
 	return printStatus(o, st, running, stdout, stderr)
+}
+
+// stopped is what -status says when no process runs the team and stories
+// are still marked running: the last run stopped (interrupted, killed, or
+// failed) in the middle of them. Their worker and elapsed time are cleared
+// from st, so that the table does not show work going on that no process
+// does; the next run takes them up again.
+func stopped(st *team.Status) string {
+	var ids []string
+	for i, s := range st.Stories {
+		if s.State == team.StoryRunning {
+			ids = append(ids, string(s.ID))
+			st.Stories[i].Worker, st.Stories[i].Since = "", time.Time{}
+		}
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("No foreman process is running the team: the last run stopped while %s %s in flight\n"+
+		"(shown running below); run foreman again to go on with %s.\n\n",
+		strings.Join(ids, ", "), plural(len(ids), "was", "were"), plural(len(ids), "it", "them"))
+}
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // printStatus prints st as text (after the line saying who runs the team)
