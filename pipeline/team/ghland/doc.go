@@ -5,7 +5,14 @@
 //	l, err := ghland.New(ghland.Config{Owner: "acme", Repo: "app", Token: ghsource.TakeToken(),
 //		Worktree: func(id foreman.ItemID) (string, error) { return tm.Worktree(id) },
 //		StateDir: ".foreman/land", LocalRepo: "."})
+//	if err := l.Check(ctx); err != nil { ... } // before any agent works
 //	cfg.Merger = l // team.New(ctx, cfg); the team runs l.Watch during every Run
+//
+// New sends nothing; Check reads the repository once (one GET), so that a
+// run whose stories could never land (no network, a wrong host, token or
+// repository, a Config.Method the repository does not allow) fails at its
+// start with the cause (ErrRepository), not after a story was planned,
+// built and gated. It also reads the merge method Watch will use.
 //
 // # Landing a story
 //

@@ -1,6 +1,8 @@
 package ghland_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/agentforeman/foreman"
@@ -23,4 +25,21 @@ func ExampleNew() {
 	// ghland: invalid config: Token is required (set GITHUB_TOKEN)
 	// <nil> true
 	// Foreman-Item: issue-12
+}
+
+// Check, before the team runs, reads the repository once: an API that
+// cannot be reached (no network, a wrong host) fails the run at its start,
+// before any agent works.
+func ExampleLander_Check() {
+	l, err := ghland.New(ghland.Config{Owner: "acme", Repo: "app", Token: "ghs_example", BaseURL: "http://127.0.0.1:1/",
+		Worktree: func(id foreman.ItemID) (string, error) { return "/work/app/.worktrees/" + string(id), nil },
+		StateDir: "/work/app/.foreman/land"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = l.Check(context.Background())
+	fmt.Println(errors.Is(err, ghland.ErrRepository), l.Stats().Requests)
+	// Output:
+	// true 1
 }
