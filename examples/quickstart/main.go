@@ -61,7 +61,7 @@ func main() {
 	flag.IntVar(&o.stories, "stories", 6, "number of stories to plan (1-20; the first six are the demo's, more are simple extras)")
 	flag.IntVar(&o.parallel, "parallel", 3, "stories in flight at once (the team's Workers); the merge conflict needs 2 or more")
 	flag.StringVar(&o.agent, "agent", "", "a real agent CLI instead of the scripted agent, run by sh (so quotes work); agentcmd's placeholders\n({prompt} {workspace} {session} ...) become its arguments; the prompt says what the stage asks and how to report")
-	flag.Func("format", "output format of the agent: text, claude or codex (default text); with no -agent, claude and codex run their own CLI", func(s string) error {
+	flag.Func("format", "output format of the agent: text, claude, codex or gemini (default text); with no -agent, claude, codex and gemini run their own CLI", func(s string) error {
 		f, err := agentcmd.ParseFormat(s)
 		o.format = f
 		return err
