@@ -11,8 +11,8 @@ import (
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/health"
 	"github.com/agentforeman/foreman/internal/clock"
-	"github.com/agentforeman/foreman/internal/mutant"
 	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/pipeline/internal/spawnrules"
 	"github.com/agentforeman/foreman/worker"
 )
 
@@ -113,13 +113,14 @@ type DispatcherSpawner struct {
 	hook  worker.EventHook
 
 	mu sync.Mutex
-	// spawns holds the assignments submitted whose end has not been
-	// reported yet; ended the ids of those whose end was (a tombstone:
-	// the id alone, not the request, the prompt or the report), so that a
-	// spawn issued again is still a no-op and a probe of one is answered
-	// at once, while what a finished assignment no longer needs is freed.
-	spawns map[foreman.AssignmentID]*dispatched
-	ended  map[foreman.AssignmentID]struct{}
+	// spawns holds the spawner's decisions (pipeline/internal/spawnrules,
+	// shared with the simulator's pool bridge): the assignments submitted
+	// whose end has not been reported yet, and the ids of those whose end
+	// was (a tombstone: the id alone, not the request, the prompt or the
+	// report), so that a spawn issued again is still a no-op and a probe
+	// of one is answered at once, while what a finished assignment no
+	// longer needs is freed.
+	spawns *spawnrules.Table[*dispatched]
 	probes map[foreman.AssignmentID]clock.Timer
 	closed bool
 	ctx    context.Context
@@ -127,7 +128,9 @@ type DispatcherSpawner struct {
 	wg     sync.WaitGroup
 }
 
-// dispatched is one assignment submitted to the Dispatcher.
+// dispatched is what the spawner keeps about one assignment submitted to
+// the Dispatcher (whether it ended or was shut down is its
+// spawnrules.Entry's).
 type dispatched struct {
 	req     SpawnRequest
 	session string
@@ -135,9 +138,6 @@ type dispatched struct {
 	cancel context.CancelFunc
 	// report is the agent's report, once its execution ended with one.
 	report agentReport
-	// ended: its end (completed or parked) was reported; shutdown: the
-	// pipeline asked it to stop, so its end is nobody's news.
-	ended, shutdown bool
 	// lastReview is the latest reviewer's feedback; reviewLimit says why
 	// the Dispatcher gave up on the reviews (REVIEW_LIMIT), if it did.
 	lastReview, reviewLimit string
@@ -161,11 +161,9 @@ func NewDispatcherSpawner(cfg DispatcherSpawnerConfig) (*DispatcherSpawner, erro
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &DispatcherSpawner{cfg: cfg, clk: clock.OrReal(cfg.Worker.Clock), log: logger(cfg.Logger),
 		agent: cfg.Worker.Agent, hook: cfg.Worker.OnEvent,
-		spawns: map[foreman.AssignmentID]*dispatched{}, ended: map[foreman.AssignmentID]struct{}{}, probes: map[foreman.AssignmentID]clock.Timer{},
+		spawns: spawnrules.New[*dispatched](), probes: map[foreman.AssignmentID]clock.Timer{},
 		ctx: ctx, cancel: cancel}
-	wc := cfg.Worker
-	wc.Mode = worker.ModeFresh
-	wc.CrashBudget, wc.StallBudget = -1, -1
+	wc := spawnrules.PoolConfig(cfg.Worker)
 	wc.Agent = worker.AgentFunc(s.execute)
 	wc.OnEvent = s.onEvent
 	d, err := worker.New(wc)
@@ -184,13 +182,12 @@ func (s *DispatcherSpawner) Dispatcher() *worker.Dispatcher { return s.d }
 // Spawn implements Spawner.
 func (s *DispatcherSpawner) Spawn(ctx context.Context, r SpawnRequest) error {
 	s.mu.Lock()
-	known := s.knownLocked(r.Assignment)
-	closed := s.closed
+	adm := s.spawns.Admit(r.Assignment, s.closed)
 	s.mu.Unlock()
-	switch {
-	case closed:
+	switch adm {
+	case spawnrules.Closed:
 		return ErrSpawnerClosed
-	case known && !mutant.Active(mutant.SpawnTwice):
+	case spawnrules.Known:
 		return nil
 	}
 	dir, err := s.cfg.Workspace(r.Item)
@@ -202,23 +199,23 @@ func (s *DispatcherSpawner) Spawn(ctx context.Context, r SpawnRequest) error {
 		return err
 	}
 	s.mu.Lock()
-	if known := s.knownLocked(r.Assignment); (known && !mutant.Active(mutant.SpawnTwice)) || s.closed {
+	switch s.spawns.Admit(r.Assignment, s.closed) {
+	case spawnrules.Closed:
 		s.mu.Unlock()
-		if known {
-			return nil
-		}
 		return ErrSpawnerClosed
+	case spawnrules.Known:
+		s.mu.Unlock()
+		return nil
 	}
-	s.spawns[r.Assignment] = &dispatched{req: r, session: session}
+	s.spawns.Add(r.Assignment, &dispatched{req: r, session: session})
 	s.mu.Unlock()
 	// Submit may assign at once, and the agent wrapper and the event hook
 	// take s.mu: it is not held here.
-	review := s.cfg.Review != nil && (s.cfg.RequireReview == nil || s.cfg.RequireReview(r))
-	err = s.d.Submit(ctx, worker.Item{ID: foreman.ItemID(r.Assignment), Stage: r.Stage, Prompt: task, Worktree: dir,
-		RequireReview: review})
+	review := spawnrules.Review(s.cfg.Review != nil, func() bool { return s.cfg.RequireReview == nil || s.cfg.RequireReview(r) })
+	err = s.d.Submit(ctx, spawnrules.Item(r.Assignment, r.Stage, task, dir, review))
 	if err != nil && !errors.Is(err, worker.ErrItemActive) {
 		s.mu.Lock()
-		delete(s.spawns, r.Assignment) // not submitted: a re-issued spawn tries again
+		s.spawns.Forget(r.Assignment) // not submitted: a re-issued spawn tries again
 		s.mu.Unlock()
 		return err
 	}
@@ -232,15 +229,16 @@ func (s *DispatcherSpawner) Spawn(ctx context.Context, r SpawnRequest) error {
 func (s *DispatcherSpawner) execute(ctx context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (phases.AgentResult, error) {
 	a, ok := ParseAssignment(req.TaskPrompt)
 	s.mu.Lock()
-	sp := s.spawns[a.Assignment]
-	if !ok || sp == nil {
+	e := s.spawns.Get(a.Assignment)
+	if !ok || e == nil {
 		s.mu.Unlock()
 		return s.agent.Execute(ctx, req, onEvent) // not one of ours
 	}
-	if sp.shutdown {
+	if e.Shutdown() {
 		s.mu.Unlock()
 		return phases.AgentResult{}, context.Canceled
 	}
+	sp := e.P
 	req.SessionID = sp.session
 	req.Env = append(slices.Clip(req.Env), AssignmentEnv(sp.req)...)
 	var cancel context.CancelFunc
@@ -272,9 +270,9 @@ func (s *DispatcherSpawner) onEvent(ev worker.Event) {
 	if s.hook != nil {
 		s.hook(ev)
 	}
-	switch ev.Kind {
-	case worker.EventCompleted, worker.EventParked, worker.EventItemClosed:
-	case worker.EventReviewRequested:
+	switch {
+	case spawnrules.Ends(ev.Kind):
+	case ev.Kind == worker.EventReviewRequested:
 		if s.cfg.Review != nil {
 			// The reviewer may take as long as an agent: not on the
 			// Dispatcher's effect goroutine.
@@ -285,11 +283,11 @@ func (s *DispatcherSpawner) onEvent(ev worker.Event) {
 			}()
 		}
 		return
-	case worker.EventEscalated:
+	case ev.Kind == worker.EventEscalated:
 		if ev.Escalation != nil && ev.Escalation.Kind == worker.ReviewLimit {
 			s.mu.Lock()
-			if sp := s.spawns[foreman.AssignmentID(ev.Item)]; sp != nil {
-				sp.reviewLimit = ev.Escalation.Reason
+			if e := s.spawns.Get(foreman.AssignmentID(ev.Item)); e != nil {
+				e.P.reviewLimit = ev.Escalation.Reason
 			}
 			s.mu.Unlock()
 		}
@@ -299,25 +297,21 @@ func (s *DispatcherSpawner) onEvent(ev worker.Event) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sp := s.spawns[foreman.AssignmentID(ev.Item)]
-	if sp == nil || sp.ended || s.closed {
-		return
-	}
-	sp.ended = true
-	// Its end is reported: only its id is kept from now on.
-	delete(s.spawns, foreman.AssignmentID(ev.Item))
-	s.ended[foreman.AssignmentID(ev.Item)] = struct{}{}
-	if ev.Kind == worker.EventParked {
+	// Its end is taken once: only its id is kept from now on
+	// (spawnrules.Table.End).
+	e, deliver := s.spawns.End(foreman.AssignmentID(ev.Item), s.closed)
+	if e != nil && spawnrules.Forgets(ev.Kind) {
 		// Nobody submits it again (a retry is a new assignment): the
 		// Dispatcher forgets it, and its prompt, too (s.mu before the
-		// Dispatcher's lock, as heldLocked takes them).
+		// Dispatcher's lock, as Probe's pool view takes them).
 		if err := s.d.Forget(ev.Item); err != nil {
 			s.log.Warn("pipeline: forgetting a parked assignment", "assignment", ev.Item, "err", err)
 		}
 	}
-	if sp.shutdown {
+	if !deliver {
 		return
 	}
+	sp := e.P
 	r, rep := sp.req, sp.report
 	if ev.Kind == worker.EventParked && sp.reviewLimit != "" {
 		rep = reviewLimitReport(r, sp.reviewLimit, sp.lastReview)
@@ -341,11 +335,8 @@ func (s *DispatcherSpawner) Send(_ context.Context, m Outgoing) error {
 	defer s.mu.Unlock()
 	switch m.Kind {
 	case EffectShutdown:
-		if sp := s.spawns[m.Assignment]; sp != nil {
-			sp.shutdown = true
-			if sp.cancel != nil {
-				sp.cancel()
-			}
+		if e := s.spawns.Shut(m.Assignment); e != nil && e.P.cancel != nil {
+			e.P.cancel()
 		}
 		if t := s.probes[m.Assignment]; t != nil {
 			t.Stop()
@@ -355,20 +346,17 @@ func (s *DispatcherSpawner) Send(_ context.Context, m Outgoing) error {
 		if s.closed {
 			return ErrSpawnerClosed
 		}
-		if s.heldLocked(m.Assignment) {
+		switch s.spawns.Probe(m.Assignment, s.d.Item) {
+		case spawnrules.StatusReply:
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
 				s.handle(m, EventStatusReply)
 			}()
 			return nil
-		}
-		if sp := s.spawns[m.Assignment]; sp == nil || sp.ended {
-			// The Dispatcher has finished with it (completed, or parked:
-			// its worker failed, was killed as stalled or went silent), or
-			// this spawner never ran it (a coordinator restart): nobody is
-			// working on it, so waiting ProbeTimeout for an answer would
-			// only delay the crash protocol.
+		case spawnrules.TimeoutNow:
+			// Nobody is working on it: waiting ProbeTimeout for an answer
+			// would only delay the crash protocol.
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
@@ -394,26 +382,6 @@ func (s *DispatcherSpawner) Send(_ context.Context, m Outgoing) error {
 		})
 	}
 	return nil
-}
-
-// knownLocked reports whether the assignment was submitted in this
-// process: it is held or its end was reported.
-func (s *DispatcherSpawner) knownLocked(a foreman.AssignmentID) bool {
-	if _, ok := s.spawns[a]; ok {
-		return true
-	}
-	_, ok := s.ended[a]
-	return ok
-}
-
-// heldLocked reports whether the Dispatcher still holds the assignment
-// (queued, running, in review, recovering) and so watches it itself.
-func (s *DispatcherSpawner) heldLocked(a foreman.AssignmentID) bool {
-	if sp := s.spawns[a]; sp == nil || sp.ended {
-		return false
-	}
-	info, ok := s.d.Item(foreman.ItemID(a))
-	return ok && info.State != worker.Done && info.State != worker.Parked
 }
 
 func (s *DispatcherSpawner) handle(m Outgoing, kind EventKind) {

@@ -82,7 +82,7 @@ func TestDispatcherSpawnerForgetsFinishedAssignments(t *testing.T) {
 		assert.Equal(t, EventReport, ev.Kind, "%+v", ev)
 	}
 	ds.mu.Lock()
-	held, ended := len(ds.spawns), len(ds.ended)
+	held, ended := ds.spawns.Len()
 	ds.mu.Unlock()
 	assert.Zero(t, held, "requests of finished assignments still held")
 	assert.Equal(t, n, ended)

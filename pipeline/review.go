@@ -30,11 +30,12 @@ type ReviewFunc func(ctx context.Context, r ReviewRequest) (approved bool, feedb
 // review and gives its verdict to the Dispatcher.
 func (s *DispatcherSpawner) review(ev worker.Event) {
 	s.mu.Lock()
-	sp := s.spawns[foreman.AssignmentID(ev.Item)]
-	if sp == nil || sp.shutdown || s.closed {
+	e := s.spawns.Get(foreman.AssignmentID(ev.Item))
+	if e == nil || e.Shutdown() || s.closed {
 		s.mu.Unlock()
 		return
 	}
+	sp := e.P
 	req := ReviewRequest{SpawnRequest: sp.req, Attempt: ev.Attempt, Report: sp.report.raw}
 	s.mu.Unlock()
 	req.Workspace, _ = s.cfg.Workspace(req.Item)

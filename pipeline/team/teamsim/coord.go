@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/internal/spawnrules"
 	"github.com/agentforeman/foreman/pipeline/message"
 	"github.com/agentforeman/foreman/pipeline/taskgraph"
 	"github.com/agentforeman/foreman/pipeline/team/internal/teamcore"
@@ -71,11 +72,10 @@ func (w *world) boot() *coord {
 // teamcore.PoolConfig, with the settings pipeline.DispatcherSpawner adds
 // (a fresh worker per assignment; crashes and stalls are the flow's).
 func (w *world) poolConfig(c *coord) worker.Config {
-	wc := teamcore.PoolConfig(worker.Config{
+	wc := spawnrules.PoolConfig(teamcore.PoolConfig(worker.Config{
 		HeartbeatInterval: heartbeatInterval, LivenessTimeout: livenessTimeout, ProbeTimeout: probeTimeout,
 		ProgressTimeout: progressTimeout, RateLimitJitter: -1, TotalBudget: w.cfg.budget(),
-	}, w.cfg.Workers)
-	wc.Mode, wc.CrashBudget, wc.StallBudget = worker.ModeFresh, -1, -1
+	}, w.cfg.Workers))
 	wc.AssignmentPrefix, wc.WorkerPrefix = fmt.Sprintf("p%d-", c.inc), fmt.Sprintf("w%d-", c.inc)
 	wc.Transport, wc.OnEvent, wc.Clock = transport{c.br}, c.br.onPoolEvent, w.clk
 	return wc

@@ -8,56 +8,52 @@ import (
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/pipeline"
+	"github.com/agentforeman/foreman/pipeline/internal/spawnrules"
 	"github.com/agentforeman/foreman/pipeline/message"
 	"github.com/agentforeman/foreman/pipeline/team/internal/teamcore"
 	"github.com/agentforeman/foreman/worker"
 )
 
 // bridge joins the flow to the worker pool as pipeline.DispatcherSpawner
-// does in the team (each pipeline assignment is a worker.Item; its end is
-// the agent's report or EventIdle; probes are answered from whether the
-// pool still holds it), with the simulated agents as the pool's
-// Transport.
+// does in the team, through the same decisions
+// (pipeline/internal/spawnrules: what a spawn does, which pool events end
+// an assignment and whether its end is reported, what a shutdown marks,
+// how a probe is answered), with the simulated agents as the pool's
+// Transport. The bridge only schedules: what the spawner does on its
+// goroutines and timers happens here at simulated times.
 type bridge struct {
 	c      *coord
-	spawns map[foreman.AssignmentID]*dispatched
+	spawns *spawnrules.Table[*dispatched]
+	// probes are the pending probe timeouts, by the token that fires.
 	probes map[foreman.AssignmentID]uint64
 	token  uint64
 }
 
+// dispatched is what the bridge keeps about an assignment: its request
+// and the report its agent ended with (the spawner's agentReport).
 type dispatched struct {
-	req             pipeline.SpawnRequest
-	line            string
-	ended, shutdown bool
+	req  pipeline.SpawnRequest
+	line string
 }
 
 func newBridge(c *coord) *bridge {
-	return &bridge{c: c, spawns: map[foreman.AssignmentID]*dispatched{}, probes: map[foreman.AssignmentID]uint64{}}
+	return &bridge{c: c, spawns: spawnrules.New[*dispatched](), probes: map[foreman.AssignmentID]uint64{}}
 }
 
-// Spawn implements pipeline.Spawner: idempotent by assignment within the
-// process; a restarted coordinator runs the assignment again. A spawn the
-// pool still holds is handed to the pool again, whose Submit refuses it
-// (worker.ErrItemActive): that refusal, in the shipped worker pool, is what
-// keeps the assignment to one agent (the spawn-twice mutant removes it).
-// Only an assignment whose end was reported is answered here.
+// Spawn implements pipeline.Spawner as DispatcherSpawner.Spawn does. A
+// simulated coordinator is never closed: a crash drops its bridge.
 func (b *bridge) Spawn(ctx context.Context, r pipeline.SpawnRequest) error {
 	w := b.c.w
 	w.crashPoint("spawn " + string(r.Assignment))
-	sp, known := b.spawns[r.Assignment]
-	if known && sp.ended {
+	if b.spawns.Admit(r.Assignment, false) != spawnrules.Submit {
 		return nil
 	}
-	if !known {
-		b.spawns[r.Assignment] = &dispatched{req: r}
-		w.tracef("spawn %s %s stage %d", r.Item, r.Assignment, r.Stage)
-	}
-	err := b.c.pool.Submit(ctx, worker.Item{ID: foreman.ItemID(r.Assignment), Stage: r.Stage,
-		Prompt: pipeline.DefaultPrompt(r), Worktree: "wt/" + string(r.Item)})
+	b.spawns.Add(r.Assignment, &dispatched{req: r})
+	w.tracef("spawn %s %s stage %d", r.Item, r.Assignment, r.Stage)
+	err := b.c.pool.Submit(ctx, spawnrules.Item(r.Assignment, r.Stage, pipeline.DefaultPrompt(r), "wt/"+string(r.Item),
+		spawnrules.Review(false, nil)))
 	if err != nil && !errors.Is(err, worker.ErrItemActive) {
-		if !known {
-			delete(b.spawns, r.Assignment)
-		}
+		b.spawns.Forget(r.Assignment)
 		return err
 	}
 	return nil
@@ -71,19 +67,16 @@ func (b *bridge) Send(_ context.Context, m pipeline.Outgoing) error {
 	case pipeline.EffectAck:
 		w.checks.acked(m.Assignment, m.Stage)
 	case pipeline.EffectShutdown:
-		if sp := b.spawns[m.Assignment]; sp != nil {
-			sp.shutdown = true
-		}
+		b.spawns.Shut(m.Assignment)
 		w.agents.cancel(w, m.Assignment, b.c.inc)
 		delete(b.probes, m.Assignment)
 	case pipeline.EffectProbe:
-		sp := b.spawns[m.Assignment]
 		ev := pipeline.Event{Worker: m.Worker, Assignment: m.Assignment, Stage: m.Stage}
-		switch {
-		case b.held(m.Assignment):
+		switch b.spawns.Probe(m.Assignment, b.c.pool.Item) {
+		case spawnrules.StatusReply:
 			ev.Kind = pipeline.EventStatusReply
 			b.c.w.schedule(w.delay(), b.c.inc, "status reply "+string(m.Assignment), func() { b.c.handle(m.Item, ev) })
-		case sp == nil || sp.ended:
+		case spawnrules.TimeoutNow:
 			ev.Kind = pipeline.EventProbeTimeout
 			b.c.w.schedule(0, b.c.inc, "probe unanswered "+string(m.Assignment), func() { b.c.handle(m.Item, ev) })
 		default:
@@ -102,33 +95,25 @@ func (b *bridge) Send(_ context.Context, m pipeline.Outgoing) error {
 	return nil
 }
 
-func (b *bridge) held(a foreman.AssignmentID) bool {
-	if sp := b.spawns[a]; sp == nil || sp.ended {
-		return false
-	}
-	info, ok := b.c.pool.Item(foreman.ItemID(a))
-	return ok && info.State != worker.Done && info.State != worker.Parked
-}
-
 // onPoolEvent follows the pool: an assignment's end is its report, or
 // EventIdle when it has none (DispatcherSpawner.onEvent).
 func (b *bridge) onPoolEvent(ev worker.Event) {
-	switch ev.Kind {
-	case worker.EventCompleted, worker.EventParked, worker.EventItemClosed:
-	default:
+	if !spawnrules.Ends(ev.Kind) {
 		return
 	}
 	w := b.c.w
 	w.checks.poolEnded(ev.Assignment)
-	sp := b.spawns[foreman.AssignmentID(ev.Item)]
-	if sp == nil || sp.ended {
+	e, deliver := b.spawns.End(foreman.AssignmentID(ev.Item), false)
+	if e != nil && spawnrules.Forgets(ev.Kind) {
+		if err := b.c.pool.Forget(ev.Item); err != nil {
+			b.c.fault("forgetting a parked assignment", err)
+			return
+		}
+	}
+	if !deliver {
 		return
 	}
-	sp.ended = true
-	if sp.shutdown {
-		return
-	}
-	r, line := sp.req, sp.line
+	r, line := e.P.req, e.P.line
 	c := b.c
 	w.schedule(w.delay(), c.inc, fmt.Sprintf("report %s %s %q", r.Item, r.Assignment, line), func() {
 		c.report(r, line)
@@ -204,11 +189,11 @@ func (t *agentTable) init() {
 }
 
 func (t *agentTable) start(w *world, c *coord, as worker.Assignment) {
-	sp := c.br.spawns[foreman.AssignmentID(as.Item)]
+	e := c.br.spawns.Get(foreman.AssignmentID(as.Item))
 	ag := &agent{pool: as.ID, a: as, inc: c.inc, started: w.now()}
 	t.byPool[as.ID] = ag
 	t.list = append(t.list, ag)
-	if sp == nil || sp.shutdown {
+	if e == nil || e.Shutdown() {
 		// Not one of ours, or stopped before it started: the execution
 		// is cancelled at once.
 		ag.b = Behaviour{Fault: FaultCrash}
@@ -216,6 +201,7 @@ func (t *agentTable) start(w *world, c *coord, as worker.Assignment) {
 		ag.dead = true
 		return
 	}
+	sp := e.P
 	ag.req = sp.req
 	if b := w.cfg.budget(); b.Tokens > 0 && w.checks.spent > b.Tokens {
 		w.violate(InvBudget, "an agent started for %s after its pool spent %d tokens of a budget of %d", sp.req.Assignment, w.checks.spent, b.Tokens)
@@ -259,8 +245,8 @@ func (t *agentTable) finish(w *world, ag *agent) {
 		t.send(w, ag, worker.Message{Kind: worker.MsgRateLimited, Reason: "429", ResetsAt: w.now().Add(5 * time.Minute), Usage: usage})
 	default:
 		if c := w.c; c.inc == ag.inc {
-			if sp := c.br.spawns[ag.req.Assignment]; sp != nil {
-				sp.line = reportOf(ag.req.Item, ag.b.Line)
+			if e := c.br.spawns.Get(ag.req.Assignment); e != nil {
+				e.P.line = reportOf(ag.req.Item, ag.b.Line)
 			}
 		}
 		done := worker.Message{Kind: worker.MsgDone, Usage: usage}
