@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman"
-	"github.com/agentforeman/foreman/pipeline"
-	"github.com/agentforeman/foreman/pipeline/store"
 	"github.com/agentforeman/foreman/pipeline/team/internal/teamcore"
 )
 
@@ -37,7 +35,7 @@ func Actions() []Action { return []Action{Retry, Resume, Skip, Abandon} }
 
 // ErrNotPaused is matched when Resolve is asked about a story that is not
 // waiting for a person (it runs, merged, or was resolved otherwise).
-var ErrNotPaused = errors.New("team: story is not paused")
+var ErrNotPaused = teamcore.ErrNotPaused
 
 // ErrUnknownAction is matched for an action Resolve does not know.
 var ErrUnknownAction = errors.New("team: unknown action")
@@ -56,6 +54,12 @@ type decision struct {
 	// crash kept after the flow acted on it decides no later pause.
 	Pause string `json:"pause,omitempty"`
 }
+
+// PauseKey implements teamcore.KeptDecision.
+func (d decision) PauseKey() string { return d.Pause }
+
+// ActionName implements teamcore.KeptDecision.
+func (d decision) ActionName() string { return string(d.Action) }
 
 // restarts reports whether the decision sends the story back to work.
 func (d decision) restarts() bool { return d.Action == Retry || d.Action == Resume }
@@ -86,32 +90,11 @@ func (t *Team) Resolve(ctx context.Context, story foreman.ItemID, action Action,
 	if err != nil {
 		return err
 	}
-	if st.Status != pipeline.StatusPaused {
-		return fmt.Errorf("%w: %s is %s", ErrNotPaused, story, st.Status)
-	}
-	var prev decision
-	ver, found, err := getJSON(ctx, t.db, kindDecision, string(story), &prev)
-	if err != nil {
-		return err
-	}
-	if found && prev.core(nil).About(st) {
-		if prev.Action == action {
-			return nil // a double click
-		}
-		return fmt.Errorf("%w: %s was already resolved (%s)", ErrNotPaused, story, prev.Action)
-	}
 	d := decision{Action: action, Stage: resolveStage(action, st.Stage, len(t.cfg.Flow.Stages)), Note: note, At: t.clk.Now()}
 	if st.Pause != nil {
 		d.Pause = st.Pause.Key
 	}
-	data, err := jsonMarshal(d)
-	if err != nil {
-		return err
-	}
-	if _, err := t.db.Apply(ctx, store.Op{Kind: kindDecision, ID: string(story), ExpectVersion: ver, Data: data}); err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			return fmt.Errorf("%w: %s was resolved at the same time", ErrNotPaused, story)
-		}
+	if dup, err := teamcore.RecordDecision(ctx, t.db, kindDecision, st, d); err != nil || dup {
 		return err
 	}
 	t.events.add(Event{Kind: EventStoryResolved, At: d.At, Story: story, Stage: d.Stage, Action: action, Detail: note})
@@ -141,23 +124,10 @@ func (t *Team) applyDecision(ctx context.Context, story foreman.ItemID) error {
 // clearDecision forgets a retry or resume once the pipeline has acted on
 // it, so that a later pause can be resolved again.
 func (t *Team) clearDecision(ctx context.Context, story foreman.ItemID) error {
-	rec, err := t.db.Get(ctx, kindDecision, string(story))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	_, err = t.db.Apply(ctx, store.Op{Kind: kindDecision, ID: string(story), ExpectVersion: rec.Version, Delete: true})
-	return err
+	return teamcore.ForgetDecision(ctx, t.db, kindDecision, story)
 }
 
 // decisionOf returns the recorded decision about story, or nil.
 func (t *Team) decisionOf(ctx context.Context, story foreman.ItemID) (*decision, error) {
-	var d decision
-	_, found, err := getJSON(ctx, t.db, kindDecision, string(story), &d)
-	if err != nil || !found {
-		return nil, err
-	}
-	return &d, nil
+	return teamcore.KeptDecisionOf[decision](ctx, t.db, kindDecision, story)
 }

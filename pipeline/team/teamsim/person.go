@@ -2,20 +2,21 @@ package teamsim
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/pipeline"
-	"github.com/agentforeman/foreman/pipeline/store"
 	"github.com/agentforeman/foreman/pipeline/taskgraph"
 	"github.com/agentforeman/foreman/pipeline/team/internal/teamcore"
 )
 
 // kindDecision is where the simulated person's decisions are kept: in the
-// store, so that a crash may lose or keep them as it would the team's.
+// store, so that a crash may lose or keep them as it would the team's,
+// recorded, read and forgotten by the team's own code
+// (teamcore.RecordDecision, KeptDecisionOf, ForgetDecision), as the
+// coordinator acts on them (teamcore.Decision).
 const kindDecision = "teamsim.decision"
 
 // simHost is what the coordinator asks the team (the team's coordHost):
@@ -30,20 +31,11 @@ func (h simHost) Title(item foreman.ItemID) (string, error) {
 }
 
 func (h simHost) Decision(ctx context.Context, st pipeline.State) (*teamcore.Decision, error) {
-	d, _, err := h.w.decisionOf(ctx, st.Item)
-	return d, err
+	return teamcore.KeptDecisionOf[teamcore.Decision](ctx, h.w.store, kindDecision, st.Item)
 }
 
 func (h simHost) DecisionTaken(ctx context.Context, item foreman.ItemID) error {
-	rec, err := h.w.store.Get(ctx, kindDecision, string(item))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	_, err = h.w.store.Apply(ctx, store.Op{Kind: kindDecision, ID: string(item), ExpectVersion: rec.Version, Delete: true})
-	return err
+	return teamcore.ForgetDecision(ctx, h.w.store, kindDecision, item)
 }
 
 func (h simHost) ReworkDue(ctx context.Context, st pipeline.State) (int, bool, error) {
@@ -59,18 +51,6 @@ func (h simHost) GrantRework(ctx context.Context, st pipeline.State, _ int) (str
 // team's reworkStage): the stage before the flow's last (the story
 // flow's execute), or -1 for a flow of one stage.
 func (w *world) reworkStage(paused int) int { return min(paused, len(w.cfg.Flow.Stages)-2) }
-
-func (w *world) decisionOf(ctx context.Context, item foreman.ItemID) (*teamcore.Decision, int64, error) {
-	rec, err := w.store.Get(ctx, kindDecision, string(item))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	var d teamcore.Decision
-	return &d, rec.Version, json.Unmarshal(rec.Data, &d)
-}
 
 // personState is the simulated person: it decides about some paused
 // stories (Faults.Person), at most twice per story, within seconds or up
@@ -115,8 +95,10 @@ func (p *personState) paused(w *world, st pipeline.State) {
 }
 
 // decide is a person's Team.Resolve: a decision about the pause the story
-// is in (none about a story not paused there, or already decided), kept,
-// then carried to the Run in progress or, when none is, to the next.
+// is in (none about a story not paused there any more), validated and kept
+// by Resolve's own code (teamcore.RecordDecision: none when the story is
+// not paused or the pause was decided already), then carried to the Run in
+// progress or, when none is, to the next.
 func (w *world) decide(item foreman.ItemID, key string, to taskgraph.Status, resume bool) {
 	c := w.c
 	ctx := w.ctx
@@ -125,24 +107,16 @@ func (w *world) decide(item foreman.ItemID, key string, to taskgraph.Status, res
 		c.fault("reading "+string(item), err)
 		return
 	}
-	if st.Status != pipeline.StatusPaused || st.Pause == nil || st.Pause.Key != key {
-		return
-	}
-	prev, ver, err := w.decisionOf(ctx, item)
-	if err != nil {
-		c.fault("reading a decision about "+string(item), err)
-		return
-	}
-	if prev != nil && prev.About(st) {
-		return
+	if st.Pause == nil || st.Pause.Key != key {
+		return // the person saw another pause
 	}
 	d := teamcore.Decision{To: to, Stage: teamcore.ResolveStage(resume, st.Stage, len(w.cfg.Flow.Stages)),
 		Feedback: "A person sent this story back to work.", At: w.now(), Pause: key}
-	data, err := json.Marshal(d)
-	if err == nil {
-		_, err = w.store.Apply(ctx, store.Op{Kind: kindDecision, ID: string(item), ExpectVersion: ver, Data: data})
-	}
-	if err != nil {
+	dup, err := teamcore.RecordDecision(ctx, w.store, kindDecision, st, d)
+	switch {
+	case errors.Is(err, teamcore.ErrNotPaused) || dup:
+		return // not paused, or decided already: Resolve's error, or a double click
+	case err != nil:
 		c.fault("recording a decision about "+string(item), err)
 		return
 	}
