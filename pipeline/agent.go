@@ -14,6 +14,7 @@ import (
 	"github.com/agentforeman/foreman/health"
 	"github.com/agentforeman/foreman/internal/clock"
 	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/pipeline/internal/spawnrules"
 	"github.com/agentforeman/foreman/pipeline/message"
 )
 
@@ -209,15 +210,14 @@ func execute(ctx context.Context, agent phases.AgentDriver, item foreman.ItemID,
 
 // report hands the agent's report to inbox, or EventIdle when it has none.
 func report(ctx context.Context, inbox Inbox, log *slog.Logger, now time.Time, r SpawnRequest, rep agentReport) {
-	if rep.msg != nil {
-		env, err := message.Wrap(r.Worker, r.Assignment, rep.msg, now)
-		env.Raw = rep.raw
-		if err == nil {
-			if _, err := inbox.Deliver(ctx, r.Item, env); err != nil {
-				log.Warn("pipeline: delivering report", "item", r.Item, "assignment", r.Assignment, "err", err)
-			}
-			return
+	env, ok, err := spawnrules.Envelope(r.Worker, r.Assignment, rep.msg, rep.raw, now)
+	if ok {
+		if _, err := inbox.Deliver(ctx, r.Item, env); err != nil {
+			log.Warn("pipeline: delivering report", "item", r.Item, "assignment", r.Assignment, "err", err)
 		}
+		return
+	}
+	if err != nil {
 		log.Warn("pipeline: a report under an invalid assignment", "item", r.Item, "assignment", r.Assignment, "err", err)
 	}
 	if _, err := inbox.Handle(ctx, r.Item, Event{Kind: EventIdle, Worker: r.Worker, Assignment: r.Assignment}); err != nil {
@@ -341,14 +341,8 @@ func (a *AgentSpawner) idle(item foreman.ItemID, w foreman.WorkerID, as foreman.
 // reportLineOf finds the last line of text that is a worker's canonical
 // message about item, parsed; agents like to say more than the line.
 func reportLineOf(item foreman.ItemID, text string) (agentReport, bool) {
-	lines := strings.Split(strings.TrimSpace(text), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		m, err := message.Parse(lines[i])
-		if err == nil && m.Kind().FromWorker() && m.ItemID() == item {
-			return agentReport{msg: m, raw: lines[i]}, true
-		}
-	}
-	return agentReport{}, false
+	m, raw, ok := spawnrules.ReportOf(item, text)
+	return agentReport{msg: m, raw: raw}, ok
 }
 
 // Send implements Messenger: a shutdown cancels the assignment's agent, a

@@ -1,8 +1,12 @@
 package spawnrules
 
 import (
+	"strings"
+	"time"
+
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/mutant"
+	"github.com/agentforeman/foreman/pipeline/message"
 	"github.com/agentforeman/foreman/worker"
 )
 
@@ -188,4 +192,35 @@ func Item(a foreman.AssignmentID, stage int, prompt, worktree string, review boo
 // require (nil: every stage) names the spawn's stage.
 func Review(reviewer bool, require func() bool) bool {
 	return reviewer && (require == nil || require())
+}
+
+// ReportOf finds an agent's report about item in text (its final message,
+// or its output): the last line that is a canonical worker message about
+// the item, with that line. A line about another story, or garbage, is no
+// report: the assignment ends with EventIdle.
+func ReportOf(item foreman.ItemID, text string) (message.Message, string, bool) {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		m, err := message.Parse(lines[i])
+		if err == nil && m.Kind().FromWorker() && m.ItemID() == item {
+			return m, lines[i], true
+		}
+	}
+	return nil, "", false
+}
+
+// Envelope is what an assignment's end delivers to the inbox: its report
+// m (raw: the line it came from), wrapped for the assignment's worker.
+// ok is false when the end is EventIdle instead: it has no report (err
+// nil), or its worker or assignment id is invalid (err says which).
+func Envelope(w foreman.WorkerID, a foreman.AssignmentID, m message.Message, raw string, now time.Time) (env message.Envelope, ok bool, err error) {
+	if m == nil {
+		return message.Envelope{}, false, nil
+	}
+	env, err = message.Wrap(w, a, m, now)
+	if err != nil {
+		return env, false, err
+	}
+	env.Raw = raw
+	return env, true, nil
 }

@@ -2,9 +2,11 @@ package spawnrules_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/pipeline/internal/spawnrules"
+	"github.com/agentforeman/foreman/pipeline/message"
 	"github.com/agentforeman/foreman/worker"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -109,4 +111,38 @@ func TestPoolConfigItemAndReview(t *testing.T) {
 	assert.False(t, spawnrules.Review(false, func() bool { return true }))
 	assert.True(t, spawnrules.Review(true, nil))
 	assert.False(t, spawnrules.Review(true, func() bool { return false }))
+}
+
+func TestReportOfAndEnvelope(t *testing.T) {
+	ok := message.Line(message.ErrorReport("S1", 1, "gates failed", 600))
+	other := message.Line(message.ErrorReport("S2", 1, "gates failed", 600))
+	tests := []struct {
+		name, text, want string
+	}{
+		{"the line", ok, ok},
+		{"the last canonical line", "thinking\n" + ok + "\nbye\n", ok},
+		{"about another story", other, ""},
+		{"garbage", "STAGE 1 COMPLETE for", ""},
+		{"empty", "", ""},
+	}
+	now := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, raw, found := spawnrules.ReportOf("S1", tc.text)
+			assert.Equal(t, tc.want != "", found)
+			assert.Equal(t, tc.want, raw)
+			env, deliver, err := spawnrules.Envelope("w1", "a1", m, raw, now)
+			require.NoError(t, err)
+			assert.Equal(t, found, deliver, "a report is delivered, none is EventIdle")
+			if deliver {
+				assert.Equal(t, tc.want, env.Raw)
+				assert.Equal(t, m, env.Body)
+				assert.Equal(t, foreman.AssignmentID("a1"), env.Assignment)
+			}
+		})
+	}
+	m, raw, _ := spawnrules.ReportOf("S1", ok)
+	_, deliver, err := spawnrules.Envelope("w1", "bad id with spaces", m, raw, now)
+	assert.False(t, deliver)
+	require.ErrorIs(t, err, foreman.ErrInvalidID, "a report under an invalid assignment is EventIdle, and says why")
 }

@@ -30,9 +30,11 @@ type bridge struct {
 }
 
 // dispatched is what the bridge keeps about an assignment: its request
-// and the report its agent ended with (the spawner's agentReport).
+// and the report its agent ended with, and that report's line (the
+// spawner's agentReport).
 type dispatched struct {
 	req  pipeline.SpawnRequest
+	msg  message.Message
 	line string
 }
 
@@ -113,16 +115,23 @@ func (b *bridge) onPoolEvent(ev worker.Event) {
 	if !deliver {
 		return
 	}
-	r, line := e.P.req, e.P.line
+	r, msg, line := e.P.req, e.P.msg, e.P.line
 	c := b.c
 	w.schedule(w.delay(), c.inc, fmt.Sprintf("report %s %s %q", r.Item, r.Assignment, line), func() {
-		c.report(r, line)
+		c.report(r, msg, line)
 	})
 }
 
-// report is pipeline's report: the agent's line to the flow, or EventIdle.
-func (c *coord) report(r pipeline.SpawnRequest, line string) {
-	if line == "" {
+// report is pipeline's report (spawnrules.Envelope): the agent's report
+// to the flow, or EventIdle. The team's stage runner records the board
+// from the report it makes; the simulated agent's is recorded here.
+func (c *coord) report(r pipeline.SpawnRequest, msg message.Message, line string) {
+	env, ok, err := spawnrules.Envelope(r.Worker, r.Assignment, msg, line, c.w.now())
+	if !ok {
+		if err != nil {
+			c.fault("wrapping the report of "+string(r.Assignment), err)
+			return
+		}
 		c.handle(r.Item, pipeline.Event{Kind: pipeline.EventIdle, Worker: r.Worker, Assignment: r.Assignment})
 		return
 	}
@@ -131,11 +140,6 @@ func (c *coord) report(r pipeline.SpawnRequest, line string) {
 			c.fault("recording the board of "+string(r.Item), err)
 			return
 		}
-	}
-	env, perr := message.Open(r.Worker, r.Assignment, line, c.w.now())
-	if perr != nil && env.Body != nil {
-		c.handle(r.Item, pipeline.Event{Kind: pipeline.EventIdle, Worker: r.Worker, Assignment: r.Assignment})
-		return
 	}
 	c.deliverChecked(r.Item, env)
 }
@@ -246,7 +250,7 @@ func (t *agentTable) finish(w *world, ag *agent) {
 	default:
 		if c := w.c; c.inc == ag.inc {
 			if e := c.br.spawns.Get(ag.req.Assignment); e != nil {
-				e.P.line = reportOf(ag.req.Item, ag.b.Line)
+				e.P.msg, e.P.line, _ = spawnrules.ReportOf(ag.req.Item, ag.b.Line)
 			}
 		}
 		done := worker.Message{Kind: worker.MsgDone, Usage: usage}
@@ -261,18 +265,6 @@ func (t *agentTable) finish(w *world, ag *agent) {
 		}
 	}
 	t.end(ag)
-}
-
-// reportOf is the report the bridge reads from an agent's output, as
-// pipeline.DispatcherSpawner reads it: a canonical worker line about the
-// story, else none (garbage, or a line about another story, ends the
-// assignment without a report: EventIdle).
-func reportOf(item foreman.ItemID, line string) string {
-	m, err := message.Parse(line)
-	if err != nil || !m.Kind().FromWorker() || m.ItemID() != item {
-		return ""
-	}
-	return line
 }
 
 // resend delivers the agent's report to the flow once more after d: a
