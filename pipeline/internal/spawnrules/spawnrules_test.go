@@ -59,12 +59,22 @@ func TestEndIsReportedOnceAndNotAfterShutdownOrClose(t *testing.T) {
 				require.NotNil(t, tab.Shut("a1"))
 			}
 			e, deliver := tab.End("a1", tc.closed)
+			assert.Equal(t, tc.deliver, deliver)
+			held, ended := tab.Len()
+			if tc.closed {
+				assert.Nil(t, e, "no end is taken after Close")
+				assert.Equal(t, 1, held)
+				return
+			}
 			require.NotNil(t, e)
 			assert.Equal(t, "req", e.P)
-			assert.Equal(t, tc.deliver, deliver)
-			assert.Equal(t, !tc.closed, e.Ended(), "the end is taken unless closed")
-			_, again := tab.End("a1", false)
-			assert.Equal(t, tc.closed && !tc.shut, again, "an end is taken once")
+			assert.Equal(t, 0, held, "only the id of an ended assignment is kept")
+			assert.Equal(t, 1, ended)
+			assert.Nil(t, tab.Get("a1"))
+			assert.Equal(t, spawnrules.Known, tab.Admit("a1", false), "a spawn issued again is still a no-op")
+			e, again := tab.End("a1", false)
+			assert.Nil(t, e)
+			assert.False(t, again, "an end is taken once")
 		})
 	}
 	tab := spawnrules.New[string]()
@@ -72,6 +82,8 @@ func TestEndIsReportedOnceAndNotAfterShutdownOrClose(t *testing.T) {
 	assert.Nil(t, e)
 	assert.False(t, deliver, "an assignment never spawned here is nobody's news")
 	assert.Nil(t, tab.Shut("never"))
+	assert.True(t, spawnrules.Forgets(worker.EventParked))
+	assert.False(t, spawnrules.Forgets(worker.EventCompleted))
 }
 
 func TestProbe(t *testing.T) {
