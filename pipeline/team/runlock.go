@@ -1,6 +1,7 @@
 package team
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/agentforeman/foreman/internal/clock"
 )
 
 // ErrBusy is matched by Run when another process (or another Team value)
@@ -31,26 +34,64 @@ type runLock struct{ f *os.File }
 
 func runLockPath(stateDir string) string { return filepath.Join(stateDir, "run.lock") }
 
-func acquireRunLock(stateDir string, info runInfo) (*runLock, error) {
+// deadHolderWait bounds how long acquireRunLock waits for the lock of a
+// holder that is dead: the kernel frees it once the last copy of its
+// descriptor closes, and a child the holder forked keeps one until it
+// execs. A holder killed while starting git or an agent leaves such a
+// child for a moment (seen in CI: a run started right after a SIGKILL
+// found the dead host's lock still held, 1 run in 50).
+const deadHolderWait = 5 * time.Second
+
+func acquireRunLock(ctx context.Context, stateDir string, info runInfo) (*runLock, error) {
+	return acquireRunLockWaiting(ctx, stateDir, info, deadHolderWait)
+}
+
+func acquireRunLockWaiting(ctx context.Context, stateDir string, info runInfo, wait time.Duration) (*runLock, error) {
 	path := runLockPath(stateDir)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			if held, ok := readRunInfo(path); ok {
-				return nil, fmt.Errorf("%w (pid %d on %s, since %s)", ErrBusy, held.PID, held.Host, held.Started.Format(time.RFC3339))
-			}
-			return nil, ErrBusy
+	// Real time, not the team's clock: what is waited for is the kernel
+	// closing a dead process's descriptors.
+	deadline := time.Now().Add(wait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
 		}
-		return nil, fmt.Errorf("team: locking %s: %w", path, err)
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("team: locking %s: %w", path, err)
+		}
+		held, ok := readRunInfo(path)
+		if ok && heldByTheDead(held, info) && time.Now().Before(deadline) {
+			if err := clock.Sleep(ctx, clock.Real(), 10*time.Millisecond); err != nil {
+				f.Close()
+				return nil, err
+			}
+			continue
+		}
+		f.Close()
+		if ok {
+			return nil, fmt.Errorf("%w (pid %d on %s, since %s)", ErrBusy, held.PID, held.Host, held.Started.Format(time.RFC3339))
+		}
+		return nil, ErrBusy
 	}
 	if data, err := json.Marshal(info); err == nil && f.Truncate(0) == nil {
 		_, _ = f.WriteAt(append(data, '\n'), 0)
 	}
 	return &runLock{f: f}, nil
+}
+
+// heldByTheDead reports whether the lock's recorded holder is a process of
+// this host that no longer exists (a reused pid counts as alive: ErrBusy).
+func heldByTheDead(held, me runInfo) bool {
+	if held.PID <= 0 || held.PID == me.PID || held.Host != me.Host {
+		return false
+	}
+	err := syscall.Kill(held.PID, 0)
+	return errors.Is(err, syscall.ESRCH)
 }
 
 // release unlocks before it closes. Closing alone drops the flock only when

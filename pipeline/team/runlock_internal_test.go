@@ -1,9 +1,15 @@
 package team
 
 import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -14,14 +20,66 @@ import (
 func TestReleasedRunLockIsFreeWhileACopyOfItsDescriptorLives(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	lock, err := acquireRunLock(dir, runInfo{PID: 1})
+	lock, err := acquireRunLock(context.Background(), dir, runInfo{PID: 1})
 	require.NoError(t, err)
 	copied, err := syscall.Dup(int(lock.f.Fd()))
 	require.NoError(t, err)
 	defer syscall.Close(copied)
 
 	lock.release()
-	again, err := acquireRunLock(dir, runInfo{PID: 2})
+	again, err := acquireRunLock(context.Background(), dir, runInfo{PID: 2})
 	require.NoError(t, err, "the lock was released")
 	again.release()
+}
+
+// deadPID returns the pid of a process that has exited and been reaped.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	require.True(t, errors.Is(syscall.Kill(cmd.Process.Pid, 0), syscall.ESRCH))
+	return cmd.Process.Pid
+}
+
+// The lock of a host that died is held a moment longer by a child it forked
+// and that has not exec'd yet: a Run waits for it, bounded; the lock of a
+// live holder is refused at once.
+func TestARunWaitsForTheLockOfADeadHolderOnly(t *testing.T) {
+	t.Parallel()
+	host, _ := os.Hostname()
+	for _, tc := range []struct {
+		name    string
+		holder  func(t *testing.T) int
+		release bool // the dead holder's last descriptor closes
+		wait    time.Duration
+		busy    bool
+	}{
+		{"a dead holder's lock, freed", deadPID, true, time.Hour, false},
+		{"a dead holder's lock, never freed", deadPID, false, 50 * time.Millisecond, true},
+		{"a live holder", func(*testing.T) int { return os.Getpid() }, false, time.Hour, true},
+		{"a holder on another host", deadPID, false, time.Hour, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			holderHost := host
+			if tc.name == "a holder on another host" {
+				holderHost = "elsewhere"
+			}
+			held, err := acquireRunLock(context.Background(), dir, runInfo{PID: tc.holder(t), Host: holderHost})
+			require.NoError(t, err)
+			if tc.release {
+				go held.release()
+			} else {
+				defer held.release()
+			}
+			// os.Getpid()+1 as the new holder's pid: not the live holder's.
+			lock, err := acquireRunLockWaiting(context.Background(), dir, runInfo{PID: os.Getpid() + 1, Host: host}, tc.wait)
+			if tc.busy {
+				assert.ErrorIs(t, err, ErrBusy)
+				return
+			}
+			require.NoError(t, err)
+			lock.release()
+		})
+	}
 }
