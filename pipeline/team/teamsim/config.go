@@ -17,8 +17,9 @@ type Config struct {
 	// delays, duplicates and reorderings, merge conflicts and coordinator
 	// crashes. Default: 0 (a seed like any other).
 	Seed uint64
-	// Flow is the stages every story goes through. Stage reports name
-	// stages 0-3, so a flow has at most 4 stages. Default:
+	// Flow is the stages every story goes through. The simulated agents
+	// print the story flow's stage 0-3 lines, so a flow has at most 4
+	// stages here (the team itself takes any number). Default:
 	// pipeline.StoryFlow(pipeline.StoryConfig{}).
 	Flow *pipeline.Flow
 	// Stories is the most stories in the plan, at most 40; Config.Seed
