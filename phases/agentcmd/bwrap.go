@@ -49,10 +49,15 @@ type sandboxRun struct {
 	// decoyRoot; none without a LeaseDir.
 	decoys    []decoy
 	decoyRoot string
+	// watch watches the decoys and the git directory's copy while the
+	// agent runs (accesswatch.go); nil without inotify.
+	watch *accessWatch
 }
 
 // cleanup removes what prepareSandbox made for the execution alone.
 func (s *sandboxRun) cleanup() {
+	s.watch.collect(s.notAgents) // ends the watch, if the agent never ran
+	s.watch = nil
 	for i := len(s.cleanups) - 1; i >= 0; i-- {
 		s.cleanups[i]()
 	}
@@ -201,6 +206,9 @@ func (d *Driver) prepareSandbox(ctx context.Context, bwrap string, req phases.Ag
 		s.mounts = append(s.mounts, mount{kind: k, src: src, dst: filepath.Clean(dst)})
 	}
 	s.markSkeleton()
+	if err := s.startWatch(); err != nil {
+		return fail(fmt.Errorf("decoys: %w", err))
+	}
 	return s, nil
 }
 

@@ -3,8 +3,10 @@ package agentcmd
 import (
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -21,7 +23,9 @@ type decoy struct {
 	dir, name, src string
 	// skeleton are the paths (relative to dir) bwrap made in src as mount
 	// points of the binds below dir, and their parents: not the agent's.
-	skeleton map[string]bool
+	// parents are the directories among them, which the driver makes
+	// itself, before bwrap, to watch them (accesswatch.go).
+	skeleton, parents map[string]bool
 }
 
 // decoyDirName is the directory under Config.LeaseDir that holds each
@@ -78,7 +82,7 @@ func (d *Driver) hideName(dir string) string {
 func (s *sandboxRun) markSkeleton() {
 	for i := range s.decoys {
 		dc := &s.decoys[i]
-		dc.skeleton = map[string]bool{}
+		dc.skeleton, dc.parents = map[string]bool{}, map[string]bool{}
 		for _, m := range s.mounts {
 			if m.dst == dc.dir || !within(m.dst, dc.dir) {
 				continue
@@ -87,20 +91,51 @@ func (s *sandboxRun) markSkeleton() {
 			if err != nil {
 				continue
 			}
-			for ; rel != "." && rel != "/" && !dc.skeleton[rel]; rel = filepath.Dir(rel) {
-				dc.skeleton[rel] = true
+			dc.skeleton[rel] = true
+			for rel = filepath.Dir(rel); rel != "." && rel != "/" && !dc.parents[rel]; rel = filepath.Dir(rel) {
+				dc.skeleton[rel], dc.parents[rel] = true, true
 			}
 		}
 	}
 }
 
+// startWatch makes the directories of the decoys' skeletons that are not
+// mount points themselves and watches them, with each decoy and the
+// private copy of the git directory, while the agent runs.
+func (s *sandboxRun) startWatch() error {
+	s.watch = newAccessWatch()
+	for i, dc := range s.decoys {
+		s.watch.add(i, dc.src, ".")
+		for _, rel := range slices.Sorted(maps.Keys(dc.parents)) {
+			if err := os.MkdirAll(filepath.Join(dc.src, rel), 0o700); err != nil {
+				return err
+			}
+			s.watch.add(i, dc.src, rel)
+		}
+	}
+	if s.git != nil && s.git.shadow != nil {
+		s.git.shadow.watch(s.watch)
+	}
+	return nil
+}
+
+// notAgents reports whether path rel of place was made by bwrap or git on
+// their own, not by the agent.
+func (s *sandboxRun) notAgents(place int, rel string) bool {
+	if place == shadowPlace {
+		return s.git == nil || s.git.shadow == nil || s.git.shadow.ignored(rel)
+	}
+	return place < 0 || place >= len(s.decoys) || s.decoys[place].skeleton[rel]
+}
+
 // decoyNotes lists what the agent made in each decoy (not following
 // symbolic links, at most maxDecoyEntries entries in all): one note per
 // hidden directory written, naming the first paths.
-func (s *sandboxRun) decoyNotes() []string {
+func (s *sandboxRun) decoyNotes(acc *accessWatches) []string {
 	var notes []string
 	budget := maxDecoyEntries
-	for _, dc := range s.decoys {
+	for i, dc := range s.decoys {
+		seen := acc.place(i)
 		var paths []string
 		more, stopped := 0, false
 		_ = filepath.WalkDir(dc.src, func(p string, e fs.DirEntry, err error) error {
@@ -132,7 +167,24 @@ func (s *sandboxRun) decoyNotes() []string {
 			}
 			return nil
 		})
+		// What the watch saw made that is gone: removed before the agent
+		// exited.
+		var gone []string
+		for _, rel := range slices.Sorted(maps.Keys(seen.touched)) {
+			if _, err := os.Lstat(filepath.Join(dc.src, rel)); err != nil &&
+				!slices.ContainsFunc(gone, func(g string) bool { return within(rel, g) }) {
+				gone = append(gone, rel)
+				if len(paths) < maxDecoyPaths {
+					paths = append(paths, strconv.Quote(truncate(rel, 80))+" (removed)")
+				} else {
+					more++
+				}
+			}
+		}
 		if len(paths) == 0 {
+			if seen.listed {
+				notes = append(notes, fmt.Sprintf("listed the hidden %s (%s): a decoy, nothing real to see", dc.name, dc.dir))
+			}
 			continue
 		}
 		what := strings.Join(paths, ", ")

@@ -3,7 +3,6 @@ package agentcmd
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -27,11 +26,15 @@ type gitLayout struct {
 	// branch is the branch checked out in the workspace (refs/heads/...),
 	// "" for a detached HEAD; before its value then.
 	branch, before string
-	// refsCopy is the private copy of the branch's ref directory the agent
-	// writes; "" without a branch. copied are the refs it held, by their
-	// path in it, with their values, to tell what else the agent moved.
-	refsCopy string
-	copied   map[string]string
+	// shadow is the private copy of the repository's git directory the
+	// agent of a linked worktree writes (gitshadow.go).
+	shadow *gitShadow
+	// refsCopy is, in the main worktree, the private copy of the branch's
+	// ref directory the agent writes ("" without a branch), the full names
+	// of its refs start with refsPrefix; copied are the refs it held, to
+	// tell what else the agent moved.
+	refsCopy, refsPrefix string
+	copied               map[string]string
 }
 
 // linked reports whether the workspace is a linked worktree.
@@ -106,14 +109,20 @@ func validRefName(ref string) bool {
 }
 
 // mounts are the binds that let the agent commit on its branch in ws and
-// nothing more: the object store and the workspace's own git directory
-// writable, the rest of the repository read-only, and the branch's ref
-// directory a private copy (cleanup removes it).
+// nothing more. In a linked worktree (the team's): the workspace's own git
+// directory writable, and the repository's a private copy (gitShadow)
+// around the real object store. In the main worktree: its git directory
+// (inside the workspace) writable, what makes the host's gits run commands
+// and the refs read-only, and the branch's ref directory a private copy.
+// cleanup removes the copies.
 func (g *gitLayout) mounts(ws string) ([]mount, func(), error) {
-	ms := []mount{{kind: mountRO, src: g.commonDir, dst: g.commonDir}}
 	if g.linked() {
+		sh, ms, err := newGitShadow(g.commonDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		g.shadow = sh
 		ms = append(ms,
-			mount{kind: mountRW, src: filepath.Join(g.commonDir, "objects"), dst: filepath.Join(g.commonDir, "objects")},
 			mount{kind: mountRW, src: g.gitDir, dst: g.gitDir},
 			// The files that say which repository this is: the host's gits
 			// read them after the agent.
@@ -121,15 +130,12 @@ func (g *gitLayout) mounts(ws string) ([]mount, func(), error) {
 			mount{kind: mountROTry, src: filepath.Join(g.gitDir, "gitdir"), dst: filepath.Join(g.gitDir, "gitdir")},
 			mount{kind: mountROTry, src: filepath.Join(ws, ".git"), dst: filepath.Join(ws, ".git")},
 		)
-	} else {
-		// The main worktree: its git directory is inside the workspace,
-		// writable; what makes the host's gits run commands, and the
-		// refs, stay read-only.
-		ms = append(ms, mount{kind: mountRW, src: g.gitDir, dst: g.gitDir})
-		for _, name := range []string{"config", "hooks", "info", "refs", "packed-refs", "commondir"} {
-			p := filepath.Join(g.gitDir, name)
-			ms = append(ms, mount{kind: mountROTry, src: p, dst: p})
-		}
+		return ms, sh.remove, nil
+	}
+	ms := []mount{{kind: mountRO, src: g.commonDir, dst: g.commonDir}, {kind: mountRW, src: g.gitDir, dst: g.gitDir}}
+	for _, name := range []string{"config", "hooks", "info", "refs", "packed-refs", "commondir"} {
+		p := filepath.Join(g.gitDir, name)
+		ms = append(ms, mount{kind: mountROTry, src: p, dst: p})
 	}
 	if g.branch == "" {
 		return ms, nil, nil
@@ -149,11 +155,12 @@ func (g *gitLayout) mounts(ws string) ([]mount, func(), error) {
 		return nil, nil, err
 	}
 	cleanup := func() { _ = os.RemoveAll(tmp) }
-	g.refsCopy = filepath.Join(tmp, "refs")
+	g.refsCopy, g.refsPrefix = filepath.Join(tmp, "refs"), filepath.Dir(g.branch)+"/"
 	logs := filepath.Join(tmp, "logs")
-	if g.copied, err = copyRefs(refDir, g.refsCopy); err != nil {
+	if err := copyRefs(refDir, g.refsCopy); err != nil {
 		return nil, cleanup, err
 	}
+	g.copied = looseRefs(g.refsCopy, g.refsPrefix)
 	if err := os.Mkdir(logs, 0o755); err != nil {
 		return nil, cleanup, err
 	}
@@ -165,10 +172,9 @@ func (g *gitLayout) mounts(ws string) ([]mount, func(), error) {
 }
 
 // copyRefs copies the loose refs under src (regular files; no links) to
-// dst, and returns them: their values by their paths under src.
-func copyRefs(src, dst string) (map[string]string, error) {
-	refs := map[string]string{}
-	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
+// dst.
+func copyRefs(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -185,51 +191,79 @@ func copyRefs(src, dst string) (map[string]string, error) {
 			if err != nil {
 				return err
 			}
-			refs[rel] = strings.TrimSpace(string(data))
 			return os.WriteFile(target, data, 0o644)
 		}
 		return nil
 	})
-	return refs, err
+}
+
+// looseRefs reads the loose refs under root, whose full names are prefix
+// and their path under it, into a map by full name (a symbolic ref's value
+// is "ref: <target>").
+func looseRefs(root, prefix string) map[string]string {
+	refs := map[string]string{}
+	addLooseRefs(refs, root, prefix)
+	return refs
+}
+
+func addLooseRefs(refs map[string]string, root, prefix string) {
+	_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || !e.Type().IsRegular() || strings.HasSuffix(p, ".lock") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return nil
+		}
+		if data, err := readSmall(p, 4096); err == nil {
+			refs[prefix+filepath.ToSlash(rel)] = strings.TrimSpace(string(data))
+		}
+		return nil
+	})
 }
 
 // maxRefNotes bounds the notes about other refs the agent moved.
 const maxRefNotes = 5
 
-// otherRefs says which refs of its private copy, other than its own branch
-// (own, a path in the copy), the agent created, moved or deleted: none is
-// carried back.
-func (g *gitLayout) otherRefs(own string) []string {
-	prefix := filepath.Dir(g.branch) + "/"
+// agentRefs are the refs the agent could write, before it and as it left
+// them: the shadow's, or the private copy of the branch's directory.
+func (g *gitLayout) agentRefs() (before, after map[string]string) {
+	if g.shadow != nil {
+		return g.shadow.refs, readRefs(g.shadow.dir)
+	}
+	if g.refsCopy == "" {
+		return nil, nil
+	}
+	return g.copied, looseRefs(g.refsCopy, g.refsPrefix)
+}
+
+// otherRefs says which refs, other than its own branch, the agent created,
+// moved or deleted in its private copy: none is carried back.
+func otherRefs(before, after map[string]string, own string) []string {
 	var notes []string
 	note := func(format string, args ...any) {
 		if len(notes) < maxRefNotes {
 			notes = append(notes, fmt.Sprintf(format, args...))
 		}
 	}
-	seen := map[string]bool{}
-	_ = filepath.WalkDir(g.refsCopy, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return nil
+	what := func(name string) string {
+		if strings.HasPrefix(name, "refs/heads/") {
+			return " (another branch)"
 		}
-		rel, err := filepath.Rel(g.refsCopy, p)
-		if err != nil || rel == own || strings.HasSuffix(rel, ".lock") {
-			return nil
-		}
-		seen[rel] = true
-		data, _ := os.ReadFile(p)
-		before, had := g.copied[rel]
-		switch after := strings.TrimSpace(string(data)); {
+		return ""
+	}
+	for _, name := range slices.Sorted(maps.Keys(after)) {
+		switch b, had := before[name]; {
+		case name == own:
 		case !had:
-			note("refused the agent's new ref %s%s: not carried back", prefix, rel)
-		case after != before:
-			note("refused the agent's move of %s%s (another branch): not carried back", prefix, rel)
+			note("refused the agent's new ref %s: not carried back", name)
+		case after[name] != b:
+			note("refused the agent's move of %s%s: not carried back", name, what(name))
 		}
-		return nil
-	})
-	for _, rel := range slices.Sorted(maps.Keys(g.copied)) {
-		if rel != own && !seen[rel] {
-			note("refused the agent's deletion of %s%s (another branch): not carried back", prefix, rel)
+	}
+	for _, name := range slices.Sorted(maps.Keys(before)) {
+		if _, ok := after[name]; !ok && name != own {
+			note("refused the agent's deletion of %s%s: not carried back", name, what(name))
 		}
 	}
 	return notes
@@ -242,38 +276,34 @@ var objectIDPattern = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 // on its branch if the agent moved it, and moves the branch to the commit
 // the agent left in its private copy (git checks that it exists and is a
 // commit). It returns what it had to refuse or repair, for the log and the
-// agent's transcript.
-func (g *gitLayout) carryBack(ctx context.Context) []string {
+// agent's transcript: what else the agent wrote in its copy among them.
+func (g *gitLayout) carryBack(ctx context.Context, seen *placeAccess) []string {
 	var notes []string
-	if g.branch == "" {
-		return nil
-	}
-	head := filepath.Join(g.gitDir, "HEAD")
-	want := "ref: " + g.branch + "\n"
-	if data, err := os.ReadFile(head); err != nil || string(data) != want {
-		if err := atomicfile.WriteFile(head, []byte(want), 0o644); err != nil {
-			notes = append(notes, fmt.Sprintf("could not put HEAD back on %s: %v", g.branch, err))
-		} else {
-			notes = append(notes, fmt.Sprintf("the agent moved HEAD (%q); put back on %s", strings.TrimSpace(string(data)), g.branch))
+	if g.branch != "" {
+		head := filepath.Join(g.gitDir, "HEAD")
+		want := "ref: " + g.branch + "\n"
+		if data, err := os.ReadFile(head); err != nil || string(data) != want {
+			if err := atomicfile.WriteFile(head, []byte(want), 0o644); err != nil {
+				notes = append(notes, fmt.Sprintf("could not put HEAD back on %s: %v", g.branch, err))
+			} else {
+				notes = append(notes, fmt.Sprintf("the agent moved HEAD (%q); put back on %s", strings.TrimSpace(string(data)), g.branch))
+			}
 		}
 	}
-	notes = append(notes, g.otherRefs(filepath.Base(g.branch))...)
-	data, err := os.ReadFile(filepath.Join(g.refsCopy, filepath.Base(g.branch)))
-	if errors.Is(err, fs.ErrNotExist) {
-		return notes // never written (a packed ref), or removed: the branch stays
+	before, after := g.agentRefs()
+	notes = append(notes, otherRefs(before, after, g.branch)...)
+	if g.shadow != nil {
+		notes = append(notes, g.shadow.fileNotes(seen)...)
 	}
-	if err != nil {
-		return append(notes, fmt.Sprintf("reading the agent's %s: %v", g.branch, err))
+	value, ok := after[g.branch]
+	if g.branch == "" || !ok || value == g.before {
+		return notes // unchanged, or removed: the branch stays
 	}
-	after := strings.TrimSpace(string(data))
-	if after == g.before {
-		return notes
-	}
-	if !objectIDPattern.MatchString(after) {
-		return append(notes, fmt.Sprintf("refused the agent's %s: %q is no object name", g.branch, truncate(after, 80)))
+	if !objectIDPattern.MatchString(value) {
+		return append(notes, fmt.Sprintf("refused the agent's %s: %q is no object name", g.branch, truncate(value, 80)))
 	}
 	if _, err := hostGit(ctx, g.commonDir, "--git-dir="+g.commonDir, "update-ref", "-m", "agentcmd: commits of the sandboxed agent",
-		g.branch, after, g.before); err != nil {
+		g.branch, value, g.before); err != nil {
 		return append(notes, fmt.Sprintf("refused the agent's %s: %v", g.branch, err))
 	}
 	return notes

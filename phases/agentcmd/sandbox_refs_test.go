@@ -2,6 +2,10 @@ package agentcmd
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,24 +14,49 @@ import (
 	"github.com/agentforeman/foreman/phases"
 )
 
-// What an agent does to other branches in its private copy of the refs is
-// not carried back (git itself cannot delete one there: packed-refs is
-// read-only; rm can), and each is a StreamSandbox note (a kind no parser
-// of agent output reports), while its own branch still moves.
+// The repository's git directory is the agent's private copy: what it
+// does there to other refs and to git's files (config, hooks, HEAD) is not
+// carried back, and each is a StreamSandbox note (a kind no parser of agent
+// output reports), while its own branch still moves, even when the agent
+// packs it; git's own housekeeping is no note.
 func TestSandboxNotesOtherRefsTheAgentTouched(t *testing.T) {
 	requireSandbox(t)
-	tests := []struct{ name, script, note string }{
+	const gitDir = `"$(git rev-parse --git-common-dir)"`
+	const private = "into the repository's git directory (%s): a private copy, nothing real changed"
+	tests := []struct {
+		name, script string
+		notes        []string
+	}{
 		{"moved", `git update-ref refs/heads/foreman/B HEAD`,
-			"agentcmd: sandbox: refused the agent's move of refs/heads/foreman/B (another branch): not carried back"},
+			[]string{"refused the agent's move of refs/heads/foreman/B (another branch): not carried back"}},
 		{"made", `git branch foreman/NEW`,
-			"agentcmd: sandbox: refused the agent's new ref refs/heads/foreman/NEW: not carried back"},
-		{"deleted", `rm "$(git rev-parse --git-common-dir)/refs/heads/foreman/B"`,
-			"agentcmd: sandbox: refused the agent's deletion of refs/heads/foreman/B (another branch): not carried back"},
+			[]string{"refused the agent's new ref refs/heads/foreman/NEW: not carried back"}},
+		{"deleted by rm", `rm ` + gitDir + `/refs/heads/foreman/B`,
+			[]string{"refused the agent's deletion of refs/heads/foreman/B (another branch): not carried back"}},
+		{"main deleted by git", `git update-ref -d refs/heads/main`,
+			[]string{"refused the agent's deletion of refs/heads/main (another branch): not carried back"}},
+		{"tag", `git tag -a -m v v9`, []string{"refused the agent's new ref refs/tags/v9: not carried back"}},
+		{"config", `git config core.hooksPath /nowhere`, []string{"wrote \"config\" " + private}},
+		{"main worktree's HEAD", `git --git-dir=` + gitDir + ` symbolic-ref HEAD refs/heads/foreman/B`,
+			[]string{"wrote \"HEAD\" " + private}},
+		{"hook made executable, one removed", `chmod +x ` + gitDir + `/hooks/pre-push; rm ` + gitDir + `/hooks/post-update`,
+			[]string{"wrote \"hooks/pre-push\", \"hooks/post-update (removed)\" " + private}},
+		{"hooks directory removed", `rm -r ` + gitDir + `/hooks`, []string{"wrote \"hooks (removed)\" " + private}},
+		{"config written and put back, a hook made and removed", `cp ` + gitDir + `/config "$HOME/c" && git config x.y z && cp "$HOME/c" ` + gitDir + `/config &&
+echo x > ` + gitDir + `/hooks/h && rm ` + gitDir + `/hooks/h`,
+			[]string{"wrote \"config (put back)\", \"hooks/h (removed)\" " + private}},
+		{"refs packed, its own among them", `git pack-refs --all --prune`, nil},
+		{"fetch", `git fetch -q . main`, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := newTeamLayout(t)
-			bBefore := l.ref(t, "foreman/B")
+			hooks := filepath.Join(l.repo, ".git", "hooks")
+			require.NoError(t, os.MkdirAll(hooks, 0o755))
+			for _, hook := range []string{"pre-push", "post-update"} {
+				require.NoError(t, os.WriteFile(filepath.Join(hooks, hook), []byte("#!/bin/sh\n"), 0o644))
+			}
+			bBefore, mainBefore := l.ref(t, "foreman/B"), l.ref(t, "main")
 			agent := writeScript(t, t.TempDir(), "agent", "set -e\n"+
 				`echo x > own.txt && git add own.txt && git commit -qm own`+"\n"+tt.script+"\n")
 			rec := &recorder{}
@@ -35,11 +64,25 @@ func TestSandboxNotesOtherRefsTheAgentTouched(t *testing.T) {
 				Execute(context.Background(), phases.AgentRequest{WorkspacePath: l.wtA}, rec.callback)
 			require.NoError(t, err)
 			require.True(t, res.Success, res.Stderr)
-			assert.Equal(t, []string{tt.note}, rec.lines(phases.StreamSandbox))
+			var want []string
+			for _, note := range tt.notes {
+				if strings.Contains(note, "%s") {
+					note = fmt.Sprintf(note, filepath.Join(l.repo, ".git"))
+				}
+				want = append(want, "agentcmd: sandbox: "+note)
+			}
+			assert.Equal(t, want, rec.lines(phases.StreamSandbox))
+			assert.Equal(t, mainBefore, l.ref(t, "main"))
+			assert.Empty(t, gitOut(t, l.repo, "tag", "--list"))
+			assert.NotContains(t, gitOut(t, l.repo, "config", "--list"), "hookspath")
+			assert.Equal(t, "refs/heads/main", gitOut(t, l.repo, "symbolic-ref", "HEAD"))
+			assert.FileExists(t, filepath.Join(hooks, "post-update"))
 			assert.Equal(t, bBefore, l.ref(t, "foreman/B"))
 			assert.Empty(t, gitOut(t, l.repo, "branch", "--list", "foreman/NEW"))
 			assert.Equal(t, "own", gitOut(t, l.repo, "log", "-1", "--format=%s", "foreman/A"), "its own branch moved")
-			assert.NotContains(t, rec.lines(phases.StreamStderr), tt.note)
+			for _, note := range want {
+				assert.NotContains(t, rec.lines(phases.StreamStderr), note)
+			}
 		})
 	}
 }

@@ -127,8 +127,8 @@ try read-host-home cat "$HOSTHOME/credentials"
 try read-host-tmp cat "$HOSTTMP"
 try write-host-home sh -c 'echo evil > "$HOSTHOME/planted"'
 try tag git tag evil
-try config git config core.fsmonitor "touch $REPO/pwned"
-try hook sh -c 'echo "#!/bin/sh" > "$COMMON/hooks/post-commit"'
+try config git config core.hooksPath "$REPO/evil-hooks"
+try hook sh -c 'mkdir -p "$COMMON/hooks" && printf "#!/bin/sh\ntouch $REPO/pwned\n" > "$COMMON/hooks/post-merge" && chmod +x "$COMMON/hooks/post-merge"'
 try dotgit sh -c 'echo "gitdir: /tmp/evil" > .git'
 try commondir sh -c 'echo /tmp/evil > "$COMMON/worktrees/A/commondir"'
 try remount mount -o remount,rw /
@@ -157,9 +157,20 @@ git symbolic-ref HEAD refs/heads/main && echo "head moved"
 
 	out := rec.lines(phases.StreamText)
 	for _, attempt := range []string{"write-main-checkout", "new-file-main-checkout", "write-other-worktree",
-		"read-state-db", "read-host-home", "read-host-tmp", "update-ref-main", "push-main",
-		"branch-force-main", "tag", "config", "hook", "dotgit", "commondir", "remount"} {
+		"read-state-db", "read-host-home", "read-host-tmp", "branch-force-main", "dotgit", "commondir", "remount"} {
 		assert.Contains(t, out, attempt+" refused")
+	}
+	// The repository's git directory is a private copy: git's writes there
+	// succeed, change nothing real, and are each reported.
+	for _, attempt := range []string{"tag", "config", "hook", "update-ref-main", "push-main"} {
+		assert.Contains(t, out, attempt+" ok")
+	}
+	for _, note := range []string{
+		"refused the agent's move of refs/heads/main (another branch): not carried back",
+		"refused the agent's new ref refs/tags/evil: not carried back",
+		fmt.Sprintf("wrote \"config\", \"hooks/\" into the repository's git directory (%s): a private copy, nothing real changed", common),
+	} {
+		assert.Contains(t, rec.lines(phases.StreamSandbox), "agentcmd: sandbox: "+note)
 	}
 	// The hidden directories are decoys: the writes succeed there, change
 	// nothing real, and are each reported once the agent is gone.
@@ -195,8 +206,8 @@ git symbolic-ref HEAD refs/heads/main && echo "head moved"
 	assert.Equal(t, "state", readFile(t, l.stateDir, "foreman.db"))
 	assert.Empty(t, leaseFiles(t, l.leases))
 	assert.Empty(t, gitOut(t, l.repo, "tag", "--list"))
-	assert.NotContains(t, gitOut(t, l.repo, "config", "--list"), "fsmonitor")
-	assert.NoFileExists(t, filepath.Join(common, "hooks", "post-commit"))
+	assert.NotContains(t, gitOut(t, l.repo, "config", "--list"), "hookspath")
+	assert.NoFileExists(t, filepath.Join(common, "hooks", "post-merge"))
 	assert.Equal(t, `{"outcome":"done"}`+"\n", readFile(t, l.results, "A-a1.json"))
 
 	// Its work landed on its branch, and its worktree is on that branch.

@@ -100,13 +100,18 @@ func (p *process) groupRunning() bool {
 // by sb.cleanup), and reports what it refused or repaired as
 // phases.StreamSandbox events.
 func (d *Driver) afterSandbox(ctx context.Context, sb *sandboxRun, workspace string, onEvent phases.StreamCallback) {
+	acc := sb.watch.collect(sb.notAgents)
+	sb.watch = nil
 	var notes []string
 	if sb.git != nil {
 		// Even when ctx ended: the agent's commits are on its branch only
 		// once carried back.
-		notes = sb.git.carryBack(context.WithoutCancel(ctx))
+		notes = sb.git.carryBack(context.WithoutCancel(ctx), acc.place(shadowPlace))
 	}
-	notes = append(notes, sb.decoyNotes()...)
+	notes = append(notes, sb.decoyNotes(acc)...)
+	if acc != nil && acc.overflow {
+		notes = append(notes, "the agent made more changes in its hidden places and its copy of the git directory than the driver's watch could keep: some made and removed again are not named")
+	}
 	for _, note := range notes {
 		d.cfg.Logger.Warn("sandboxed agent refused or repaired", "workspace", workspace, "note", note)
 		if onEvent != nil {

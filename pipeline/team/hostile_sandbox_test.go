@@ -98,13 +98,14 @@ func TestASandboxedAgentSeesNoOtherStoryAndItsRefMovesAreCounted(t *testing.T) {
 			refused = append(refused, e.Detail)
 		}
 	}
-	require.Len(t, refused, 2, "the builder's ref move, the reviewer's HEAD")
+	require.Len(t, refused, 3, "the builder's ref move and its listing of the worktree root, the reviewer's HEAD")
 	assert.Contains(t, refused[0], "the OS sandbox: refused the agent's")
 	assert.Contains(t, refused[0], "refs/heads/foreman/HONEST")
-	assert.Contains(t, refused[1], "the OS sandbox: the agent moved HEAD")
+	assert.Equal(t, refused[1], "the OS sandbox: listed the hidden worktree root ("+filepath.Join(repo, ".worktrees")+"): a decoy, nothing real to see")
+	assert.Contains(t, refused[2], "the OS sandbox: the agent moved HEAD")
 	st, err := tm.Status(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, int64(2), st.Refused)
+	assert.Equal(t, int64(3), st.Refused)
 
 	// The agents' homes went with the merged stories' worktrees.
 	for _, dir := range []string{"leases", filepath.Join("review", "leases")} {

@@ -1,0 +1,110 @@
+//go:build linux
+
+package agentcmd
+
+import (
+	"errors"
+	"path/filepath"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// accessWatch is the inotify instance of one execution.
+type accessWatch struct {
+	fd   int
+	dirs map[int32]watchedDir
+}
+
+// watchedDir is a watched directory: its place, and its path relative to
+// the place's root.
+type watchedDir struct {
+	place int
+	rel   string
+}
+
+// accessMask is what the watch records: made, written, renamed into,
+// removed, its mode changed; and a directory opened.
+const accessMask = unix.IN_CREATE | unix.IN_MODIFY | unix.IN_MOVED_TO | unix.IN_ATTRIB | unix.IN_CLOSE_WRITE |
+	unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_OPEN | unix.IN_EXCL_UNLINK
+
+// newAccessWatch makes an inotify instance; nil where none is to be had.
+func newAccessWatch() *accessWatch {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return nil
+	}
+	return &accessWatch{fd: fd, dirs: map[int32]watchedDir{}}
+}
+
+// add watches directory root/rel as part of place.
+func (w *accessWatch) add(place int, root, rel string) {
+	if w == nil {
+		return
+	}
+	wd, err := unix.InotifyAddWatch(w.fd, filepath.Join(root, rel), accessMask|unix.IN_ONLYDIR|unix.IN_DONT_FOLLOW)
+	if err == nil {
+		w.dirs[int32(wd)] = watchedDir{place: place, rel: rel}
+	}
+}
+
+// collect reads what the watch queued and ends it. ignore(place, rel)
+// says which paths are not the agent's (the mount points bwrap made).
+func (w *accessWatch) collect(ignore func(place int, rel string) bool) *accessWatches {
+	if w == nil {
+		return nil
+	}
+	defer func() { _ = unix.Close(w.fd) }()
+	a := &accessWatches{places: map[int]*placeAccess{}}
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.Read(w.fd, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n <= 0 {
+			return a
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			nameBytes := buf[off+unix.SizeofInotifyEvent : min(n, off+unix.SizeofInotifyEvent+int(ev.Len))]
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+				a.overflow = true
+				continue
+			}
+			dir, ok := w.dirs[ev.Wd]
+			if !ok {
+				continue
+			}
+			name := cString(nameBytes)
+			p := a.places[dir.place]
+			if p == nil {
+				p = &placeAccess{touched: map[string]bool{}}
+				a.places[dir.place] = p
+			}
+			switch {
+			case name == "" && ev.Mask&unix.IN_OPEN != 0 && ev.Mask&unix.IN_ISDIR != 0:
+				p.listed = true
+			case name == "" || ev.Mask&(unix.IN_OPEN|unix.IN_DELETE|unix.IN_MOVED_FROM) != 0:
+				// The directory's own events, a file opened, a removal: what
+				// is left, or was made first, is what counts.
+			default:
+				rel := filepath.Join(dir.rel, name)
+				if !ignore(dir.place, rel) {
+					p.touched[rel] = true
+				}
+			}
+		}
+	}
+}
+
+// cString is b up to its first NUL.
+func cString(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,349 @@
+package agentcmd
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// A gitShadow is the private copy of a linked worktree's repository git
+// directory (git's common directory) that the agent's git writes instead of
+// the real one. Git writes a file by making "<name>.lock" beside it and
+// renaming, so a read-only bind refuses every write with EROFS, which
+// leaves no trace; in the shadow a write succeeds, changes nothing real,
+// and is seen: once the agent is gone the driver compares the shadow with
+// what it copied (notes) and reports each difference, and carries back
+// the agent's own branch alone.
+//
+// The shadow holds copies of the small things (config, HEAD, hooks, info,
+// the loose refs and packed-refs, ...); the object store is the real one,
+// bound writable (git needs it to commit); the worktrees' admin
+// directories, the main worktree's index and any other directory are the
+// real ones, read-only; logs is an empty directory of the execution.
+type gitShadow struct {
+	// dir is the shadow on the host, bound at real.
+	dir, real string
+	// files are the copied files, links and directories, by path in dir
+	// (refs/ and packed-refs are compared as refs instead).
+	files map[string]shadowEntry
+	// refs are the refs before the agent: loose over packed, by full name.
+	refs map[string]string
+	// bound are the top-level names bound from the real directory: mount
+	// points, not the agent's.
+	bound map[string]bool
+}
+
+// shadowEntry is what a path of the shadow held: its type and permission
+// bits, a file's size and digest, a link's target.
+type shadowEntry struct {
+	mode fs.FileMode
+	size int64
+	sum  [sha256.Size]byte
+	link string
+}
+
+const (
+	// maxShadowFile is the largest top-level file the shadow copies; a
+	// larger one (a huge packed-refs) is bound read-only.
+	maxShadowFile = 16 << 20
+	// maxShadowEntries bounds the entries the comparison looks at.
+	maxShadowEntries = 20000
+)
+
+// shadowCopied are the directories of the git directory the shadow copies;
+// shadowRW are bound writable from the real one, shadowEmpty are the
+// execution's own empty directories. Any other directory is bound
+// read-only.
+var (
+	shadowCopied = map[string]bool{"refs": true, "hooks": true, "info": true, "branches": true}
+	shadowRW     = map[string]bool{"objects": true}
+	shadowEmpty  = map[string]bool{"logs": true}
+)
+
+// shadowIgnored are files git itself writes in passing (a fetch's
+// FETCH_HEAD, an automatic gc's pid and log): not the agent's attempts.
+var shadowIgnored = map[string]bool{"FETCH_HEAD": true, "gc.pid": true, "gc.log": true}
+
+// newGitShadow copies the git directory real into a new shadow and returns
+// it with the binds that complete it.
+func newGitShadow(real string) (*gitShadow, []mount, error) {
+	dir, err := os.MkdirTemp("", "foreman-sandbox-git-")
+	if err != nil {
+		return nil, nil, err
+	}
+	g := &gitShadow{dir: dir, real: real, files: map[string]shadowEntry{}, bound: map[string]bool{}}
+	ms := []mount{{kind: mountRW, src: dir, dst: real}}
+	fail := func(err error) (*gitShadow, []mount, error) {
+		g.remove()
+		return nil, nil, fmt.Errorf("copying the repository's git directory %s: %w", real, err)
+	}
+	entries, err := os.ReadDir(real)
+	if err != nil {
+		return fail(err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		src, dst := filepath.Join(real, name), filepath.Join(dir, name)
+		info, err := e.Info()
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue // gone meanwhile (a host git's lock)
+			}
+			return fail(err)
+		}
+		switch {
+		case strings.HasSuffix(name, ".lock"):
+			// A host git's write in progress: not the repository's state.
+		case shadowEmpty[name]:
+		case info.Mode()&fs.ModeSymlink != 0, info.Mode().IsRegular() && info.Size() <= maxShadowFile && name != "index",
+			info.IsDir() && shadowCopied[name]:
+			if err := g.copyTree(src, dst, name); err != nil {
+				return fail(err)
+			}
+		case info.IsDir() && shadowRW[name]:
+			g.bound[name] = true
+			ms = append(ms, mount{kind: mountRW, src: src, dst: src})
+		case info.IsDir() || info.Mode().IsRegular():
+			g.bound[name] = true
+			ms = append(ms, mount{kind: mountRO, src: src, dst: src})
+		}
+	}
+	for name := range shadowEmpty {
+		if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+			return fail(err)
+		}
+	}
+	g.refs = readRefs(dir)
+	return g, ms, nil
+}
+
+// copyTree copies src (a file, a link or a directory: regular files, links
+// and directories, no lock files) to dst and records each path copied.
+func (g *gitShadow) copyTree(src, dst, rel string) error {
+	return filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) && p != src {
+				return nil
+			}
+			return err
+		}
+		sub, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target, name := filepath.Join(dst, sub), filepath.Join(rel, sub)
+		if strings.HasSuffix(p, ".lock") {
+			return nil
+		}
+		info, err := e.Info()
+		if err != nil {
+			return nil // gone meanwhile
+		}
+		var st shadowEntry
+		switch {
+		case e.IsDir():
+			if err := os.Mkdir(target, info.Mode().Perm()|0o700); err != nil {
+				return err
+			}
+			st = shadowEntry{mode: fs.ModeDir | info.Mode().Perm()}
+		case e.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			if err := os.Symlink(link, target); err != nil {
+				return err
+			}
+			st = shadowEntry{mode: fs.ModeSymlink, link: link}
+		case e.Type().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(target, data, info.Mode().Perm()); err != nil {
+				return err
+			}
+			if err := os.Chmod(target, info.Mode().Perm()); err != nil {
+				return err
+			}
+			st = shadowEntry{mode: info.Mode().Perm(), size: int64(len(data)), sum: sha256.Sum256(data)}
+		default:
+			return nil // a socket or a pipe: not copied
+		}
+		if !comparedAsRefs(name) {
+			g.files[name] = st
+		}
+		return nil
+	})
+}
+
+// watch watches the copy's directories that are not compared as refs.
+func (g *gitShadow) watch(w *accessWatch) {
+	w.add(shadowPlace, g.dir, ".")
+	for rel, e := range g.files {
+		if e.mode.IsDir() {
+			w.add(shadowPlace, g.dir, rel)
+		}
+	}
+}
+
+// ignored reports whether path rel of the copy is no write of the agent's
+// to report: a mount point, a lock, git's own housekeeping, a ref.
+func (g *gitShadow) ignored(rel string) bool {
+	top := strings.SplitN(rel, string(filepath.Separator), 2)[0]
+	return g.bound[top] || shadowEmpty[top] || comparedAsRefs(rel) || strings.HasSuffix(rel, ".lock") || shadowIgnored[rel]
+}
+
+// comparedAsRefs reports whether path rel of the git directory is compared
+// as refs (their values), not as files.
+func comparedAsRefs(rel string) bool {
+	// git writes packed-refs through packed-refs.new (and its lock).
+	return rel == "refs" || strings.HasPrefix(rel, "refs/") || rel == "packed-refs" || strings.HasPrefix(rel, "packed-refs.")
+}
+
+// remove removes the shadow.
+func (g *gitShadow) remove() {
+	if g != nil {
+		removeDecoys(g.dir)
+	}
+}
+
+// readRefs reads the refs of git directory dir: its loose refs over its
+// packed ones, by full name (a symbolic ref's value is "ref: <target>").
+func readRefs(dir string) map[string]string {
+	refs := map[string]string{}
+	if f, err := os.Open(filepath.Join(dir, "packed-refs")); err == nil {
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if line == "" || line[0] == '#' || line[0] == '^' {
+				continue
+			}
+			if oid, name, ok := strings.Cut(line, " "); ok {
+				refs[name] = oid
+			}
+		}
+		_ = f.Close()
+	}
+	addLooseRefs(refs, filepath.Join(dir, "refs"), "refs/")
+	return refs
+}
+
+// readSmall reads at most n bytes of regular file p.
+func readSmall(p string, n int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	return io.ReadAll(io.LimitReader(f, n))
+}
+
+// fileNotes says what the agent wrote, made or removed in the shadow
+// outside the refs: one note naming the first maxDecoyPaths paths.
+func (g *gitShadow) fileNotes(watched *placeAccess) []string {
+	var changed []string
+	seen := map[string]bool{}
+	budget := maxShadowEntries
+	_ = filepath.WalkDir(g.dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || p == g.dir {
+			return nil
+		}
+		if budget--; budget < 0 {
+			changed = append(changed, "...")
+			return filepath.SkipAll
+		}
+		rel, err := filepath.Rel(g.dir, p)
+		if err != nil {
+			return nil
+		}
+		top := strings.SplitN(rel, string(filepath.Separator), 2)[0]
+		if g.bound[top] || shadowEmpty[top] || comparedAsRefs(rel) {
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(rel, ".lock") || shadowIgnored[rel] {
+			return nil
+		}
+		seen[rel] = true
+		before, had := g.files[rel]
+		if !had {
+			if e.IsDir() {
+				changed = append(changed, rel+"/")
+				return filepath.SkipDir // what it made: named once
+			}
+			changed = append(changed, rel)
+			return nil
+		}
+		if !sameEntry(p, e, before) {
+			changed = append(changed, rel)
+		}
+		return nil
+	})
+	var gone []string
+	for _, rel := range slices.Sorted(maps.Keys(g.files)) {
+		if seen[rel] || slices.ContainsFunc(gone, func(dir string) bool { return within(rel, dir) }) {
+			continue // still there, or gone with a directory already named
+		}
+		if _, err := os.Lstat(filepath.Join(g.dir, rel)); os.IsNotExist(err) {
+			changed = append(changed, rel+" (removed)")
+			gone = append(gone, rel)
+		}
+	}
+	// What the watch saw written that looks untouched now: made and
+	// removed, or put back as it was, before the agent exited.
+	for _, rel := range slices.Sorted(maps.Keys(watched.touched)) {
+		if slices.ContainsFunc(changed, func(c string) bool { return within(rel, strings.TrimSuffix(c, "/")) }) {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(g.dir, rel)); err != nil {
+			changed = append(changed, rel+" (removed)")
+		} else {
+			changed = append(changed, rel+" (put back)")
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	var quoted []string
+	for i, c := range changed {
+		if i == maxDecoyPaths {
+			quoted = append(quoted, fmt.Sprintf("and %d more", len(changed)-i))
+			break
+		}
+		quoted = append(quoted, strconv.Quote(truncate(filepath.ToSlash(c), 80)))
+	}
+	return []string{fmt.Sprintf("wrote %s into the repository's git directory (%s): a private copy, nothing real changed",
+		strings.Join(quoted, ", "), g.real)}
+}
+
+// sameEntry reports whether p (entry e) still is what was copied.
+func sameEntry(p string, e fs.DirEntry, before shadowEntry) bool {
+	info, err := e.Info()
+	if err != nil {
+		return false
+	}
+	switch {
+	case before.mode.IsDir():
+		return info.IsDir() && info.Mode().Perm() == before.mode.Perm()
+	case before.mode&fs.ModeSymlink != 0:
+		link, err := os.Readlink(p)
+		return err == nil && info.Mode()&fs.ModeSymlink != 0 && link == before.link
+	}
+	if !info.Mode().IsRegular() || info.Mode().Perm() != before.mode.Perm() || info.Size() != before.size {
+		return false
+	}
+	data, err := readSmall(p, before.size+1)
+	return err == nil && sha256.Sum256(data) == before.sum
+}
