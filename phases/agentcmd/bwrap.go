@@ -95,12 +95,12 @@ func (d *Driver) prepareSandbox(ctx context.Context, bwrap string, req phases.Ag
 		hidden = append(hidden, d.cfg.LeaseDir)
 	}
 	hidden = append(hidden, cfg.Hide...)
-	// Each but the system's own (/tmp, /run, /root unless it is the home)
-	// gets a decoy where the driver has a LeaseDir to keep them in: an
-	// empty directory of this execution, writable, looked at after it.
+	// Each but /tmp (the agent's own) gets a decoy where the driver has a
+	// LeaseDir to keep them in: an empty directory of this execution,
+	// writable, looked at after it.
 	decoyed := map[string]bool{}
-	for _, h := range hidden[3:] {
-		if a, ok := cleanDir(h); ok && a != "/tmp" && a != "/run" {
+	for _, h := range hidden {
+		if a, ok := cleanDir(h); ok && a != "/tmp" {
 			decoyed[a] = true
 		}
 	}

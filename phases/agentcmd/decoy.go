@@ -74,6 +74,12 @@ func (d *Driver) hideName(dir string) string {
 			return "lease directory"
 		}
 	}
+	switch dir {
+	case "/root":
+		return "root's home"
+	case "/run":
+		return "runtime directory"
+	}
 	return "directory"
 }
 

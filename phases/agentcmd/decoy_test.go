@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -36,6 +37,8 @@ echo z > "$REPO/.foreman/leases/homes/planted"; echo own > "$REPO/.foreman/resul
 		{"made and removed before it exited", `echo x > "$REPO/tmp" && rm "$REPO/tmp" && mkdir -p "$REPO/.foreman/d/e" && rm -r "$REPO/.foreman/d"`,
 			[]string{`wrote "tmp" (removed) into the hidden main checkout (%[1]s): a decoy, nothing real changed`,
 				`wrote "d" (removed) into the hidden state directory (%[2]s): a decoy, nothing real changed`}},
+		{"the system's hidden places", `echo x > /run/planted; mkdir -p /run/user/0 && touch /run/user/0/bus`,
+			[]string{`wrote "planted", "user/" into the hidden runtime directory (/run): a decoy, nothing real changed`}},
 		{"listed", `ls -a "$REPO" >/dev/null`,
 			[]string{`listed the hidden main checkout (%[1]s): a decoy, nothing real to see`}},
 		{"removed whole", `rm -rf "$REPO/.foreman" 2>/dev/null || true`,
@@ -68,7 +71,10 @@ mkdir "$REPO/.foreman/locked" && touch "$REPO/.foreman/locked/f" && chmod 000 "$
 
 			var want []string
 			for _, n := range tt.notes {
-				want = append(want, "agentcmd: sandbox: "+fmt.Sprintf(n, l.repo, l.stateDir))
+				if strings.Contains(n, "%[") {
+					n = fmt.Sprintf(n, l.repo, l.stateDir)
+				}
+				want = append(want, "agentcmd: sandbox: "+n)
 			}
 			assert.Equal(t, want, rec.lines(phases.StreamSandbox))
 

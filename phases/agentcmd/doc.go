@@ -67,19 +67,21 @@
 //     Sandbox.Hide (pipeline/team hides its state directory, the worktree
 //     root and the main checkout) are empty, so the host's credentials,
 //     ssh and gpg agents, the team's database and other agents' leases
-//     are out of reach. With a Config.LeaseDir the host's home, the lease
-//     directory and Sandbox.Hide are decoys: each an empty directory of the
-//     execution (under <LeaseDir>/decoys, which no agent sees) bound
-//     writable, so a write there succeeds and changes nothing real; once
-//     the agent is gone the driver lists what it made in each (not the
-//     mount points bwrap made there; at most 1,000 entries; links not
-//     followed) and reports one phases.StreamSandbox note per place written
-//     ("agentcmd: sandbox: wrote "EVIL", "go.mod" into the hidden main
-//     checkout (/srv/app): a decoy, nothing real changed"; Sandbox.HideNames
-//     names the places), then removes the decoys. /root and /run, and every
-//     hidden directory without a LeaseDir, are read-only: a write there
-//     fails (EROFS) unseen, as do writes into the repository's read-only
-//     git directories below;
+//     are out of reach. With a Config.LeaseDir each of them is a decoy: an
+//     empty directory of the execution (under <LeaseDir>/decoys, which no
+//     agent sees) bound writable, so a write there succeeds and changes
+//     nothing real; once the agent is gone the driver lists what it made
+//     in each (not the mount points bwrap made there; at most 1,000
+//     entries; links not followed) and reports one phases.StreamSandbox
+//     note per place written ("agentcmd: sandbox: wrote "EVIL", "go.mod"
+//     into the hidden main checkout (/srv/app): a decoy, nothing real
+//     changed"; Sandbox.HideNames names the places), then removes the
+//     decoys. An inotify watch on the decoys while the agent runs adds
+//     what that listing cannot see: what it made and removed again before
+//     it exited ("tmp" (removed)), and a decoy it listed and left alone
+//     ("listed the hidden state directory (...): a decoy, nothing real to
+//     see"; an rm -rf shows so). Without a LeaseDir every hidden directory
+//     is read-only: a write there fails (EROFS) unseen;
 //   - it writes its workspace; its home (Sandbox.HomeDir, default
 //     <LeaseDir>/homes/<hash of the workspace>, kept so that a CLI resumes
 //     its sessions, until Driver.RemoveHome, which pipeline/team calls as
@@ -91,25 +93,32 @@
 //     object store and the worktree's own admin directory
 //     (.git/worktrees/<name>; its commondir and gitdir files, and the
 //     worktree's .git file, stay read-only: the host's gits read them
-//     after the agent). The rest of the repository (config, hooks, refs,
-//     packed-refs, other worktrees' admin directories) is read-only, so it
-//     cannot move main or any other ref, tag, or change what the host's
-//     gits run. Its branch is the exception that needs care: git writes
-//     <ref>.lock beside the ref and renames it over, so no single file can
-//     be bound. The agent gets a private copy of its branch's directory
-//     (refs/heads/foreman/ for a team's story branches, and an empty one
-//     for their reflogs): it may move any branch in its copy, and once it
-//     is gone the driver carries its own branch, and only it, back with git
-//     update-ref (checking the old value; git refuses a missing object or
-//     a non-commit), and puts the worktree's HEAD back on its branch if the
-//     agent moved it; what the agent did to other branches in its copy
-//     (moved, made, deleted) is not carried back. What it refused or
-//     repaired is logged and reported to the StreamCallback as a
-//     phases.StreamSandbox event, a line starting "agentcmd: sandbox:"
+//     after the agent). The rest of the repository's git directory is a
+//     private copy of the execution: config, HEAD, hooks, info, the loose
+//     refs and packed-refs copied (other worktrees' admin directories, the
+//     main worktree's index and any other directory are the real ones,
+//     read-only; logs is empty). Git writes a file by making <name>.lock
+//     beside it and renaming, so a read-only bind would refuse each write
+//     unseen; in the copy the agent may move main or any other ref, tag,
+//     set config or plant a hook, and none of it reaches the host's gits.
+//     Once it is gone the driver carries its own branch, and only it, back
+//     with git update-ref (checking the old value; git refuses a missing
+//     object or a non-commit; a branch the agent packed is read from its
+//     packed-refs), puts the worktree's HEAD back on its branch if the
+//     agent moved it, and compares the copy with what it copied: refs by
+//     value ("refused the agent's move of refs/heads/main (another branch):
+//     not carried back", "new ref refs/tags/v9"), files by type, mode and
+//     content ("wrote "config", "hooks/post-merge" into the repository's
+//     git directory (...): a private copy, nothing real changed"; with the
+//     watch, "config (put back)" and "(removed)" too); git's own
+//     housekeeping (FETCH_HEAD, gc.pid, gc.log, locks) is not noted. What
+//     it refused or repaired is logged and reported to the StreamCallback
+//     as a phases.StreamSandbox event, a line starting "agentcmd: sandbox:"
 //     (a kind no parser of agent output reports: pipeline/team counts each
-//     as a refusal of the story's agent).
-//     An agent in a repository's main worktree (no linked worktree) writes
-//     its .git, except config, hooks, info, refs and packed-refs;
+//     as a refusal of the story's agent). An agent in a repository's main
+//     worktree (no linked worktree) writes its .git, except config, hooks,
+//     info, refs and packed-refs, which are read-only (its writes there
+//     fail unseen), and a private copy of its branch's ref directory;
 //   - it runs in its own pid, IPC and UTS namespaces, with no
 //     capabilities (as root, bwrap keeps them unless dropped, and a
 //     remount would make / writable), in a session of its own (no
