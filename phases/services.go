@@ -160,8 +160,10 @@ const (
 	StreamRetry StreamKind = "retry"
 	// StreamSandbox is the driver, not the agent: what the agent's OS
 	// sandbox refused or repaired once the agent was gone (agentcmd: a
-	// moved HEAD put back, a forged or foreign ref not carried back). No
-	// parser of agent output reports it, so an agent cannot print one.
+	// moved HEAD put back, a forged or foreign ref not carried back, a
+	// write into a hidden place's decoy), and what the driver itself
+	// stopped (an output flood). No parser of agent output reports it, so
+	// an agent cannot print one.
 	StreamSandbox StreamKind = "sandbox"
 )
 

@@ -63,6 +63,10 @@ const (
 	DefaultOutputLimit  = 64 << 10
 	DefaultStderrLimit  = 16 << 10
 	DefaultMaxLineBytes = 8 << 20
+	// DefaultMaxOutputBytes is far above what a CLI prints in a long stage
+	// (its stream of events, tool results among them), and far below what
+	// would keep the driver busy parsing for long.
+	DefaultMaxOutputBytes = 256 << 20
 )
 
 // Config configures a Driver. The zero value of every field means its
@@ -142,6 +146,14 @@ type Config struct {
 	// a longer line is split and its pieces reported as text. Default:
 	// DefaultMaxLineBytes, 8 MiB (for a negative value too).
 	MaxLineBytes int
+	// MaxOutputBytes bounds what one execution may print, stdout and
+	// stderr together, in bytes: past it the driver stops the agent at
+	// once (its process group: SIGTERM, SIGKILL after KillGrace), the
+	// result fails ("stopped at once: the agent printed more than ...: an
+	// output flood"), and a phases.StreamSandbox event says so (a team
+	// counts it as a refusal). Default: DefaultMaxOutputBytes, 256 MiB;
+	// negative for no bound.
+	MaxOutputBytes int64
 	// NewParser overrides the Format's parser, for agents with formats of
 	// their own. It is called once per execution. Default: the Format's
 	// own parser.
@@ -274,6 +286,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.MaxLineBytes <= 0 {
 		cfg.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if cfg.MaxOutputBytes == 0 {
+		cfg.MaxOutputBytes = DefaultMaxOutputBytes
 	}
 	cfg.Clock = clock.OrReal(cfg.Clock)
 	if cfg.Logger == nil {

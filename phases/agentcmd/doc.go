@@ -25,6 +25,11 @@
 // Code's and Codex's are UUIDs; others 1 to 128 of [A-Za-z0-9._:-], never
 // starting with "-"): a request with another is a *SessionIDError, and one
 // read from an agent's output is dropped from the result.
+// An agent that prints more than Config.MaxOutputBytes (256 MiB by
+// default), stdout and stderr together, is stopped at once: nothing past
+// the bound is parsed or kept, the result fails saying so, and a
+// phases.StreamSandbox note ("agentcmd: output: stopped the agent: ...")
+// tells the host (a team counts it as a refusal).
 // The first stream event after the agent's output names its session
 // carries it (phases.StreamEvent.SessionID), long before the run ends, so
 // that a host can record it and resume the session after a crash.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -326,6 +327,7 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, parser O
 		timedOut, stopped bool
 		stopReason        string
 		announced         bool
+		printed           int64
 		ctxErr            error
 		ctxDone           = ctx.Done()
 	)
@@ -335,6 +337,19 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, parser O
 			if l.eof {
 				eofs++
 				continue
+			}
+			if printed += int64(len(l.text)) + 1; cfg.MaxOutputBytes > 0 && printed > cfg.MaxOutputBytes {
+				if stage == stageRunning && !exited && stopReason == "" {
+					stopReason, stopped = fmt.Sprintf("the agent printed more than %s (Config.MaxOutputBytes): an output flood",
+						byteSize(cfg.MaxOutputBytes)), true
+					escalate("output flood")
+					if onEvent != nil {
+						line := "agentcmd: output: stopped the agent: it printed more than " + byteSize(cfg.MaxOutputBytes) +
+							" (Config.MaxOutputBytes), a flood; the rest is not read"
+						onEvent(phases.StreamEvent{Time: cfg.Clock.Now(), Kind: phases.StreamSandbox, Line: line, Text: line})
+					}
+				}
+				continue // past the bound: neither parsed nor kept
 			}
 			ev := phases.StreamEvent{Time: cfg.Clock.Now(), Line: l.text}
 			if l.stderr {
@@ -427,6 +442,17 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, parser O
 		return res, fmt.Errorf("agentcmd: agent stopped: %w", ctxErr)
 	}
 	return res, nil
+}
+
+// byteSize is n in the largest binary unit that keeps it whole or tenths.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', -1, 64) + " MiB"
+	case n >= 1<<10:
+		return strconv.FormatFloat(float64(n)/(1<<10), 'f', -1, 64) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // abort kills an agent that must not run after all and reaps it.

@@ -22,7 +22,10 @@ import (
 // them), or what its OS sandbox refused or repaired after it
 // (phases.StreamSandbox: a write into a hidden place, such as the main
 // checkout, which its sandbox's decoy took; another story's branch moved
-// in its private copy of the refs, its HEAD moved off its branch). Story, Stage, Worker and Assignment are the agent's own; Detail
+// in its private copy of the refs, its HEAD moved off its branch; an
+// output flood its driver stopped: "the agent's driver: output: stopped
+// the agent: it printed more than ..."). Story, Stage, Worker and
+// Assignment are the agent's own; Detail
 // says what it tried. Nothing of it was applied. The story's status
 // counts them (StoryStatus.Refused).
 const EventRefused EventKind = "refused"
@@ -88,8 +91,13 @@ func (t *Team) mcpRefused(ctx context.Context, r agentmcp.Refusal) {
 func (t *Team) watchSandbox(ctx context.Context, a pipeline.AgentAssignment, onEvent phases.StreamCallback) phases.StreamCallback {
 	return func(ev phases.StreamEvent) {
 		if ev.Kind == phases.StreamSandbox {
-			t.refuse(ctx, refusal{Item: a.Item, Stage: a.Stage, Worker: a.Worker, Assignment: a.Assignment,
-				Detail: "the OS sandbox: " + strings.TrimPrefix(ev.Text, "agentcmd: sandbox: ")})
+			detail := "the agent's driver: " + ev.Text
+			if note, ok := strings.CutPrefix(ev.Text, "agentcmd: sandbox: "); ok {
+				detail = "the OS sandbox: " + note
+			} else if note, ok := strings.CutPrefix(ev.Text, "agentcmd: "); ok {
+				detail = "the agent's driver: " + note
+			}
+			t.refuse(ctx, refusal{Item: a.Item, Stage: a.Stage, Worker: a.Worker, Assignment: a.Assignment, Detail: detail})
 		}
 		if onEvent != nil {
 			onEvent(ev)
