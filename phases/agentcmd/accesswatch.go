@@ -15,10 +15,9 @@ package agentcmd
 // placeAccess is what the watch saw in one place.
 type placeAccess struct {
 	// touched are the paths, relative to the place, that were made,
-	// written or renamed into; listed whether a watched directory of the
-	// place was opened.
-	touched map[string]bool
-	listed  bool
+	// written or renamed into; opened those opened: a watched directory
+	// (listed; "." is the place's own) or a file in one.
+	touched, opened map[string]bool
 }
 
 // accessWatches are what the watch saw, by place: a decoy's index in
@@ -31,6 +30,17 @@ type accessWatches struct {
 
 // shadowPlace is the place key of the private copy of the git directory.
 const shadowPlace = -1
+
+// mapsKeys is the keys of m (nil for a nil m).
+func mapsKeys(m map[string]bool) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
 
 func (a *accessWatches) place(i int) *placeAccess {
 	if a == nil {

@@ -82,15 +82,17 @@ func (w *accessWatch) collect(ignore func(place int, rel string) bool) *accessWa
 			name := cString(nameBytes)
 			p := a.places[dir.place]
 			if p == nil {
-				p = &placeAccess{touched: map[string]bool{}}
+				p = &placeAccess{touched: map[string]bool{}, opened: map[string]bool{}}
 				a.places[dir.place] = p
 			}
 			switch {
-			case name == "" && ev.Mask&unix.IN_OPEN != 0 && ev.Mask&unix.IN_ISDIR != 0:
-				p.listed = true
+			case name == "" && ev.Mask&unix.IN_OPEN != 0:
+				p.opened[dir.rel] = true // the watched directory itself: listed
+			case ev.Mask&unix.IN_OPEN != 0 && ev.Mask&unix.IN_ISDIR == 0:
+				p.opened[filepath.Join(dir.rel, name)] = true
 			case name == "" || ev.Mask&(unix.IN_OPEN|unix.IN_DELETE|unix.IN_MOVED_FROM) != 0:
-				// The directory's own events, a file opened, a removal: what
-				// is left, or was made first, is what counts.
+				// The directory's own events, a subdirectory opened, a
+				// removal: what is left, or was made first, is what counts.
 			default:
 				rel := filepath.Join(dir.rel, name)
 				if !ignore(dir.place, rel) {

@@ -26,6 +26,9 @@ type decoy struct {
 	// parents are the directories among them, which the driver makes
 	// itself, before bwrap, to watch them (accesswatch.go).
 	skeleton, parents map[string]bool
+	// canaries are the empty files (false) and directories (true) the
+	// driver planted where secrets are usually kept (canary.go).
+	canaries map[string]bool
 }
 
 // decoyDirName is the directory under Config.LeaseDir that holds each
@@ -110,13 +113,26 @@ func (s *sandboxRun) markSkeleton() {
 // private copy of the git directory, while the agent runs.
 func (s *sandboxRun) startWatch() error {
 	s.watch = newAccessWatch()
-	for i, dc := range s.decoys {
-		s.watch.add(i, dc.src, ".")
-		for _, rel := range slices.Sorted(maps.Keys(dc.parents)) {
+	for i := range s.decoys {
+		dc := &s.decoys[i]
+		// What the driver makes first, then the watches: its own writes
+		// are not the agent's.
+		for rel := range dc.parents {
 			if err := os.MkdirAll(filepath.Join(dc.src, rel), 0o700); err != nil {
 				return err
 			}
+		}
+		if err := dc.plantCanaries(); err != nil {
+			return err
+		}
+		s.watch.add(i, dc.src, ".")
+		for _, rel := range slices.Sorted(maps.Keys(dc.parents)) {
 			s.watch.add(i, dc.src, rel)
+		}
+		for rel, dir := range dc.canaries {
+			if dir {
+				s.watch.add(i, dc.src, rel)
+			}
 		}
 	}
 	if s.git != nil && s.git.shadow != nil {
@@ -156,8 +172,9 @@ func (s *sandboxRun) decoyNotes(acc *accessWatches) []string {
 			if err != nil {
 				return nil
 			}
-			if dc.skeleton[rel] && (e.IsDir() || e.Type().IsRegular()) && !nonEmptyFile(e) {
-				return nil // a mount point bwrap made (a directory's entries are still looked at)
+			_, canary := dc.canaries[rel]
+			if (dc.skeleton[rel] || canary) && (e.IsDir() || e.Type().IsRegular()) && !nonEmptyFile(e) {
+				return nil // a mount point bwrap made or a canary (a directory's entries are still looked at)
 			}
 			if len(paths) < maxDecoyPaths {
 				shown := rel
@@ -187,11 +204,15 @@ func (s *sandboxRun) decoyNotes(acc *accessWatches) []string {
 				}
 			}
 		}
+		read := dc.readNote(seen)
 		if len(paths) == 0 {
-			if seen.listed {
-				notes = append(notes, fmt.Sprintf("listed the hidden %s (%s): a decoy, nothing real to see", dc.name, dc.dir))
+			if read != "" {
+				notes = append(notes, read)
 			}
 			continue
+		}
+		if read != "" && !strings.HasPrefix(read, "listed") {
+			notes = append(notes, read)
 		}
 		what := strings.Join(paths, ", ")
 		switch {

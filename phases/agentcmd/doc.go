@@ -81,12 +81,17 @@
 //     note per place written ("agentcmd: sandbox: wrote "EVIL", "go.mod"
 //     into the hidden main checkout (/srv/app): a decoy, nothing real
 //     changed"; Sandbox.HideNames names the places), then removes the
-//     decoys. An inotify watch on the decoys while the agent runs adds
-//     what that listing cannot see: what it made and removed again before
-//     it exited ("tmp" (removed)), and a decoy it listed and left alone
-//     ("listed the hidden state directory (...): a decoy, nothing real to
-//     see"; an rm -rf shows so). Without a LeaseDir every hidden directory
-//     is read-only: a write there fails (EROFS) unseen;
+//     decoys. Each decoy holds empty canaries where secrets are usually
+//     kept (.env, .netrc, .git-credentials, .pgpass, .npmrc, .ssh/, .aws/,
+//     ...: names no agent CLI looks for outside its own home). An inotify
+//     watch on the decoys while the agent runs adds what that listing
+//     cannot see: what it made and removed again before it exited ("tmp"
+//     (removed)), a canary it opened ("opened ".env" in the hidden main
+//     checkout (...): a decoy, nothing real to see"), and a decoy it
+//     listed and left alone ("listed the hidden state directory ..."; an
+//     rm -rf shows so). A lookup of a name that is not there touches
+//     nothing a watch sees. Without a LeaseDir every hidden directory is
+//     read-only: a write there fails (EROFS) unseen;
 //   - it writes its workspace; its home (Sandbox.HomeDir, default
 //     <LeaseDir>/homes/<hash of the workspace>, kept so that a CLI resumes
 //     its sessions, until Driver.RemoveHome, which pipeline/team calls as

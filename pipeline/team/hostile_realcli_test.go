@@ -165,10 +165,10 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 		{"database", "^DONE"},
 		{"remove-state", "^REFUSED"}, // the decoy's mount points cannot go
 		{"read-sibling", missing},
-		{"read-main-env", missing},
+		{"read-main-env", "^DONE$"}, // an empty canary where the secret was: seen (below)
 		{"sibling-worktree", "^REFUSED .*Directory nonexistent"},
 		{"host-home", "^DONE"},
-		{"host-home-secret", missing},
+		{"host-home-secret", "^DONE$"},
 		{"list-results", "^REFUSED$"},   // nothing but its own result directory
 		{"victim-result-file", "^DONE"}, // into the state directory's decoy
 		{"move-main", "^DONE"},
@@ -272,8 +272,11 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 		assert.Regexp(t, "the OS sandbox: wrote "+place, refused["OUT"], "OUT's writes are seen")
 	}
 	// Its rm -rf of the state directory: the lease directory's decoy
-	// (inside it) listed.
-	assert.Contains(t, refused["OUT"], "the OS sandbox: listed the hidden lease directory")
+	// (inside it) opened; its reads of the secrets' usual places: the
+	// canaries there opened.
+	assert.Contains(t, refused["OUT"], `the OS sandbox: opened ".aws/", ".docker/", ".gnupg/" and 2 more in the hidden lease directory`)
+	assert.Contains(t, refused["OUT"], `the OS sandbox: opened ".env" in the hidden main checkout`)
+	assert.Contains(t, refused["OUT"], `the OS sandbox: opened ".netrc" in the hidden host's home`)
 	assert.Contains(t, refused["RPT"], `the OS sandbox: wrote "results/`+co.vAssignment+`/`, "its result where V's could be")
 	assert.Empty(t, refused["V"])
 	assert.Empty(t, refused["OK"])

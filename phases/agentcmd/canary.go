@@ -1,0 +1,74 @@
+package agentcmd
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// canaryNames are the places where secrets are usually kept, a directory's
+// with a trailing slash. Each decoy holds them, empty, so that a read of
+// one shows: a lookup of a name that is not there touches nothing a watch
+// sees, an open of an empty canary does. None is a name an agent CLI or
+// git looks for in a parent directory or in its own home (that is the
+// sandbox's home, not the host's), so a cooperative agent opens none.
+func canaryNames() []string {
+	return []string{".env", ".env.local", ".envrc", ".netrc", ".git-credentials", ".pgpass", ".npmrc", ".pypirc",
+		".ssh/", ".aws/", ".docker/", ".kube/", ".gnupg/"}
+}
+
+// plantCanaries makes the canaries in decoy dc (none over a mount point).
+func (dc *decoy) plantCanaries() error {
+	dc.canaries = map[string]bool{}
+	for _, name := range canaryNames() {
+		rel, dir := strings.CutSuffix(name, "/")
+		if dc.skeleton[rel] {
+			continue
+		}
+		p := filepath.Join(dc.src, rel)
+		var err error
+		if dir {
+			err = os.Mkdir(p, 0o700)
+		} else {
+			err = os.WriteFile(p, nil, 0o600)
+		}
+		if err != nil {
+			return err
+		}
+		dc.canaries[rel] = dir
+	}
+	return nil
+}
+
+// readNote says which canaries of decoy dc the agent opened (read a file,
+// listed a directory), or that it listed the decoy; "" when it did
+// neither.
+func (dc *decoy) readNote(seen *placeAccess) string {
+	var read []string
+	listed := false
+	for _, rel := range slices.Sorted(mapsKeys(seen.opened)) {
+		dir, canary := dc.canaries[rel]
+		switch {
+		case canary && dir:
+			read = append(read, strconv.Quote(rel+"/"))
+		case canary:
+			read = append(read, strconv.Quote(rel))
+		case rel == "." || dc.parents[rel]:
+			listed = true
+		}
+	}
+	switch {
+	case len(read) > 0:
+		what := strings.Join(read[:min(len(read), maxDecoyPaths)], ", ")
+		if len(read) > maxDecoyPaths {
+			what += fmt.Sprintf(" and %d more", len(read)-maxDecoyPaths)
+		}
+		return fmt.Sprintf("opened %s in the hidden %s (%s): a decoy, nothing real to see", what, dc.name, dc.dir)
+	case listed:
+		return fmt.Sprintf("listed the hidden %s (%s): a decoy, nothing real to see", dc.name, dc.dir)
+	}
+	return ""
+}
