@@ -20,12 +20,38 @@ func canaryNames() []string {
 		".ssh/", ".aws/", ".docker/", ".kube/", ".gnupg/"}
 }
 
-// plantCanaries makes the canaries in decoy dc (none over a mount point).
+// maxMirrored bounds the names a mirrored decoy repeats.
+const maxMirrored = 1000
+
+// mirrored reports whether hidden directory dir is one of Sandbox.Mirror.
+func (d *Driver) mirrored(dir string) bool {
+	return slices.ContainsFunc(d.cfg.Sandbox.Mirror, func(p string) bool {
+		c, ok := cleanDir(p)
+		return ok && c == dir
+	})
+}
+
+// plantCanaries makes the canaries in decoy dc (none over a mount point):
+// the usual places of secrets, and a mirrored directory's names.
 func (dc *decoy) plantCanaries() error {
 	dc.canaries = map[string]bool{}
-	for _, name := range canaryNames() {
+	names := canaryNames()
+	if dc.mirror {
+		if f, err := os.Open(dc.dir); err == nil {
+			entries, _ := f.ReadDir(maxMirrored)
+			_ = f.Close()
+			for _, e := range entries {
+				if e.IsDir() {
+					names = append(names, e.Name()+"/")
+				} else {
+					names = append(names, e.Name())
+				}
+			}
+		}
+	}
+	for _, name := range names {
 		rel, dir := strings.CutSuffix(name, "/")
-		if dc.skeleton[rel] {
+		if _, planted := dc.canaries[rel]; planted || dc.skeleton[rel] {
 			continue
 		}
 		p := filepath.Join(dc.src, rel)

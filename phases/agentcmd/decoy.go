@@ -27,8 +27,10 @@ type decoy struct {
 	// itself, before bwrap, to watch them (accesswatch.go).
 	skeleton, parents map[string]bool
 	// canaries are the empty files (false) and directories (true) the
-	// driver planted where secrets are usually kept (canary.go).
+	// driver planted where secrets are usually kept, and, with mirror, one
+	// for each entry of the real directory (canary.go).
 	canaries map[string]bool
+	mirror   bool
 }
 
 // decoyDirName is the directory under Config.LeaseDir that holds each

@@ -14,8 +14,9 @@ import (
 	"github.com/agentforeman/foreman/phases"
 )
 
-// What an agent writes into a hidden directory lands in a decoy: reported
-// once per directory (the mount points bwrap made there are not the
+// What an agent writes into a hidden directory lands in a decoy (the
+// worktree root's mirrors the other worktrees' names): reported once per
+// directory (the mount points bwrap made there are not the
 // agent's), bounded, with a directory it made named once, and removed
 // with the decoy without following the links it planted.
 func TestDecoysReportWhatTheAgentWroteAndAreRemoved(t *testing.T) {
@@ -29,16 +30,19 @@ func TestDecoysReportWhatTheAgentWroteAndAreRemoved(t *testing.T) {
 			[]string{`wrote "EVIL", "README" into the hidden main checkout (%[1]s): a decoy, nothing real changed`}},
 		{"a directory, named once", `mkdir -p "$REPO/.foreman/dir/sub" && touch "$REPO/.foreman/dir/sub/f"`,
 			[]string{`wrote "dir/" into the hidden state directory (%[2]s): a decoy, nothing real changed`}},
-		{"beside the mount points", `echo x > "$REPO/.foreman/results/planted"; echo y > "$REPO/.worktrees/B";
+		{"beside the mount points", `echo x > "$REPO/.foreman/results/planted"; echo y > "$REPO/.worktrees/C";
 echo z > "$REPO/.foreman/leases/homes/planted"; echo own > "$REPO/.foreman/results/A-a1/own"`,
 			[]string{`wrote "homes/planted" into the hidden lease directory (%[2]s/leases): a decoy, nothing real changed`,
 				`wrote "results/planted" into the hidden state directory (%[2]s): a decoy, nothing real changed`,
-				`wrote "B" into the hidden worktree root (%[1]s/.worktrees): a decoy, nothing real changed`}},
+				`wrote "C" into the hidden worktree root (%[1]s/.worktrees): a decoy, nothing real changed`}},
 		{"made and removed before it exited", `echo x > "$REPO/tmp" && rm "$REPO/tmp" && mkdir -p "$REPO/.foreman/d/e" && rm -r "$REPO/.foreman/d"`,
 			[]string{`wrote "tmp" (removed) into the hidden main checkout (%[1]s): a decoy, nothing real changed`,
 				`wrote "d" (removed) into the hidden state directory (%[2]s): a decoy, nothing real changed`}},
 		{"the system's hidden places", `echo x > /run/planted; mkdir -p /run/user/0 && touch /run/user/0/bus`,
 			[]string{`wrote "planted", "user/" into the hidden runtime directory (/run): a decoy, nothing real changed`}},
+		{"another story's worktree by name", `ls "$REPO/.worktrees/B" && echo evil > "$REPO/.worktrees/B/EVIL"`,
+			[]string{`opened "B/" in the hidden worktree root (%[1]s/.worktrees): a decoy, nothing real to see`,
+				`wrote "B/EVIL" into the hidden worktree root (%[1]s/.worktrees): a decoy, nothing real changed`}},
 		{"listed", `ls -a "$REPO" >/dev/null`,
 			[]string{`listed the hidden main checkout (%[1]s): a decoy, nothing real to see`}},
 		{"removed whole", `rm -rf "$REPO/.foreman" 2>/dev/null || true`,
@@ -67,7 +71,8 @@ mkdir "$REPO/.foreman/locked" && touch "$REPO/.foreman/locked/f" && chmod 000 "$
 				Sandbox: Sandbox{Mode: SandboxRequired}}).
 				WithHideNamed(l.repo, "main checkout").
 				WithHideNamed(l.stateDir, "state directory").
-				WithHideNamed(filepath.Join(l.repo, ".worktrees"), "worktree root")
+				WithHideNamed(filepath.Join(l.repo, ".worktrees"), "worktree root").
+				WithMirror(filepath.Join(l.repo, ".worktrees"))
 			rec := &recorder{}
 			res, err := d.Execute(context.Background(), phases.AgentRequest{WorkspacePath: l.wtA, Writable: []string{own}}, rec.callback)
 			require.NoError(t, err)
@@ -84,6 +89,7 @@ mkdir "$REPO/.foreman/locked" && touch "$REPO/.foreman/locked/f" && chmod 000 "$
 
 			assert.Equal(t, "hello\n", readFile(t, l.repo, "README"), "the real file")
 			assert.NoFileExists(t, filepath.Join(l.repo, "EVIL"))
+			assert.NoFileExists(t, filepath.Join(l.wtB, "EVIL"), "the real worktree behind the mirrored name")
 			assert.NoFileExists(t, filepath.Join(l.results, "planted"))
 			assert.Equal(t, "state", readFile(t, l.stateDir, "foreman.db"))
 			entries, err := os.ReadDir(filepath.Join(l.leases, decoyDirName))

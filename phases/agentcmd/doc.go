@@ -90,7 +90,9 @@
 //     checkout (...): a decoy, nothing real to see"), and a decoy it
 //     listed and left alone ("listed the hidden state directory ..."; an
 //     rm -rf shows so). A lookup of a name that is not there touches
-//     nothing a watch sees. Without a LeaseDir every hidden directory is
+//     nothing a watch sees; Sandbox.Mirror makes a hidden directory's
+//     decoy repeat its entries' names, empty (pipeline/team mirrors its
+//     worktree root: the other stories' worktrees). Without a LeaseDir every hidden directory is
 //     read-only: a write there fails (EROFS) unseen;
 //   - it writes its workspace; its home (Sandbox.HomeDir, default
 //     <LeaseDir>/homes/<hash of the workspace>, kept so that a CLI resumes

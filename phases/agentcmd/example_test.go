@@ -159,3 +159,77 @@ func ExampleDriver_WithHideNamed() {
 	_, err = os.Stat(filepath.Join(settings, "planted"))
 	fmt.Println("planted in the real directory:", err == nil)
 }
+
+// An agent that prints without end is stopped at Config.MaxOutputBytes:
+// nothing past the bound is parsed or kept, the result says why, and a
+// phases.StreamSandbox note tells the host (a team counts it as a
+// refusal of the story's agent).
+func ExampleConfig_maxOutputBytes() {
+	workspace, err := os.MkdirTemp("", "agentcmd-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(workspace)
+
+	driver := agentcmd.New(agentcmd.Config{
+		Argv:           []string{"yes", "flood"},
+		MaxOutputBytes: 64 << 10,
+		Sandbox:        agentcmd.Sandbox{Mode: agentcmd.SandboxOff},
+	})
+	res, err := driver.Execute(context.Background(), phases.AgentRequest{WorkspacePath: workspace}, func(ev phases.StreamEvent) {
+		if ev.Kind == phases.StreamSandbox {
+			fmt.Println(ev.Text)
+		}
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Success, res.Error)
+	// Output:
+	// agentcmd: output: stopped the agent: it printed more than 64 KiB (Config.MaxOutputBytes), a flood; the rest is not read
+	// false stopped at once: the agent printed more than 64 KiB (Config.MaxOutputBytes): an output flood
+}
+
+// A host hides a directory of its agents' siblings and mirrors its names:
+// the agent finds an empty directory for each entry of the real one, and
+// reaching for one by its name comes back as a phases.StreamSandbox note
+// ("agentcmd: sandbox: opened "story-B/" in the hidden directory (...)").
+// It needs bubblewrap (SandboxRequired) and a LeaseDir, so it prints what
+// it got rather than a fixed output.
+func ExampleDriver_WithMirror() {
+	siblings, err := os.MkdirTemp("", "agentcmd-siblings")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(siblings)
+	if err := os.WriteFile(filepath.Join(siblings, "secret.txt"), []byte("hunter2"), 0o600); err != nil {
+		panic(err)
+	}
+	workspace, err := os.MkdirTemp("", "agentcmd-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(workspace)
+	leases, err := os.MkdirTemp("", "agentcmd-leases")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(leases)
+
+	driver := agentcmd.New(agentcmd.Config{
+		Argv:     []string{"sh", "-c", `cat "$SIBLINGS/secret.txt"`},
+		Env:      []string{"SIBLINGS=" + siblings},
+		LeaseDir: leases,
+		Sandbox:  agentcmd.Sandbox{Mode: agentcmd.SandboxRequired},
+	}).WithMirror(siblings)
+	res, err := driver.Execute(context.Background(), phases.AgentRequest{WorkspacePath: workspace}, func(ev phases.StreamEvent) {
+		if ev.Kind == phases.StreamSandbox {
+			fmt.Println(ev.Text)
+		}
+	})
+	if err != nil {
+		fmt.Println(err) // no sandbox here: ErrNoSandbox
+		return
+	}
+	fmt.Printf("the agent read %q\n", res.Output)
+}

@@ -84,6 +84,16 @@ func (d *Driver) WithHide(dirs ...string) *Driver {
 	return d.derive(cfg)
 }
 
+// WithMirror is a copy of the driver whose sandbox hides dirs too and
+// mirrors their entries' names in their decoys (Sandbox.Mirror), sharing
+// what WithHide shares.
+func (d *Driver) WithMirror(dirs ...string) *Driver {
+	cfg := d.cfg
+	cfg.Sandbox.Hide = append(slices.Clip(cfg.Sandbox.Hide), dirs...)
+	cfg.Sandbox.Mirror = append(slices.Clip(cfg.Sandbox.Mirror), dirs...)
+	return d.derive(cfg)
+}
+
 // WithHideNamed is WithHide for one directory, with the name the notes
 // about an agent's writes there give it (Sandbox.HideNames): pipeline/team
 // hides its "main checkout", "state directory" and "worktree root" so.

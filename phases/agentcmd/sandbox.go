@@ -97,12 +97,21 @@ type Sandbox struct {
 	// Hide are further host directories the agent must not see (an empty
 	// directory is mounted over each); the host's home ($HOME), /root,
 	// /run and /tmp are always hidden (/tmp is the agent's own). With a
-	// Config.LeaseDir, each of Hide, the host's home and the lease
-	// directory is a decoy: an empty directory of the execution, writable,
-	// whose entries the agent made are reported after it (a
+	// Config.LeaseDir, each of Hide, the host's home, the lease directory,
+	// /run and /root is a decoy: an empty directory of the execution,
+	// writable, whose entries the agent made are reported after it (a
 	// phases.StreamSandbox note per directory written) and removed;
 	// without one, an empty read-only directory. Default none.
 	Hide []string
+	// Mirror are directories of Hide whose decoy repeats the names of the
+	// real directory's entries (at most 1,000), each an empty canary (a
+	// file's an empty file, a directory's an empty directory), so that an
+	// agent opening or writing one by its name is seen. The names show to
+	// the agent: mirror only a directory whose names are no secret, and
+	// none whose names an agent CLI looks for in a parent directory
+	// (CLAUDE.md, AGENTS.md). pipeline/team mirrors its worktree root (the
+	// other stories' worktrees, named by their story ids). Default none.
+	Mirror []string
 	// HideNames says what the notes about an agent's writes into a hidden
 	// directory call it, by its path as in Hide ("main checkout" for the
 	// repository's). Default: "directory" (the host's home: "host's

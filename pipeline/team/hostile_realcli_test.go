@@ -149,9 +149,6 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 	}
 	attempts := attemptsSeen(seen)
 	t.Logf("attempts: %q", attempts)
-	const (
-		missing = "^REFUSED .*No such file or directory"
-	)
 	for _, tc := range []struct{ attempt, outcome string }{
 		// Into the decoys over the hidden directories: done, changing
 		// nothing real, and reported (below).
@@ -163,10 +160,10 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 		{"git-config", "^DONE"},
 		{"state-dir", "^DONE"},
 		{"database", "^DONE"},
-		{"remove-state", "^REFUSED"}, // the decoy's mount points cannot go
-		{"read-sibling", missing},
-		{"read-main-env", "^DONE$"}, // an empty canary where the secret was: seen (below)
-		{"sibling-worktree", "^REFUSED .*Directory nonexistent"},
+		{"remove-state", "^REFUSED"},   // the decoy's mount points cannot go
+		{"read-sibling", "^REFUSED$"},  // an empty directory: V's name mirrored (seen below)
+		{"read-main-env", "^DONE$"},    // an empty canary where the secret was: seen (below)
+		{"sibling-worktree", "^DONE$"}, // into the mirrored name's empty directory
 		{"host-home", "^DONE"},
 		{"host-home-secret", "^DONE$"},
 		{"list-results", "^REFUSED$"},   // nothing but its own result directory
@@ -277,6 +274,8 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 	assert.Contains(t, refused["OUT"], `the OS sandbox: opened ".aws/", ".docker/", ".gnupg/" and 2 more in the hidden lease directory`)
 	assert.Contains(t, refused["OUT"], `the OS sandbox: opened ".env" in the hidden main checkout`)
 	assert.Contains(t, refused["OUT"], `the OS sandbox: opened ".netrc" in the hidden host's home`)
+	assert.Contains(t, refused["OUT"], `the OS sandbox: opened "V/" in the hidden worktree root`, "its listing of V's worktree")
+	assert.Contains(t, refused["OUT"], `the OS sandbox: wrote "V/EVIL-sibling.txt" into the hidden worktree root`, "its write into V's worktree")
 	assert.Contains(t, refused["RPT"], `the OS sandbox: wrote "results/`+co.vAssignment+`/`, "its result where V's could be")
 	assert.Empty(t, refused["V"])
 	assert.Empty(t, refused["OK"])

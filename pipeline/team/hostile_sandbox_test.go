@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,7 +35,7 @@ validator) report go ',"score":9' ;;
    head -c 100000 /dev/zero > "$HOME/saved-output"
    if [ -e "$ctl/$id.snoop" ]; then
      repo=$(cat "$ctl/repo")
-     ls -a "$repo/.worktrees" > "$ctl/$id.worktrees" 2>&1 || true
+     ls -a "$repo/.worktrees" "$repo/.worktrees/HONEST" > "$ctl/$id.worktrees" 2>&1 || true
      cat "$repo/.env" > "$ctl/$id.env" 2>&1 || true
      git update-ref refs/heads/foreman/HONEST HEAD
    fi
@@ -87,7 +89,7 @@ func TestASandboxedAgentSeesNoOtherStoryAndItsRefMovesAreCounted(t *testing.T) {
 	assert.ElementsMatch(t, []string{"HONEST", "SNOOP"}, trailers(t, repo))
 	listing, err := os.ReadFile(filepath.Join(ctl, "SNOOP.worktrees"))
 	require.NoError(t, err)
-	assert.NotContains(t, string(listing), "HONEST", "the other story's worktree is hidden")
+	assert.NotContains(t, string(listing), "HONEST.txt", "the other story's worktree is hidden (its name is mirrored, empty)")
 	env, err := os.ReadFile(filepath.Join(ctl, "SNOOP.env"))
 	require.NoError(t, err)
 	assert.NotContains(t, string(env), envSecret, "the main checkout is hidden")
@@ -101,7 +103,9 @@ func TestASandboxedAgentSeesNoOtherStoryAndItsRefMovesAreCounted(t *testing.T) {
 	require.Len(t, refused, 4, "the builder's ref move, its listing of the worktree root and its read of .env, the reviewer's HEAD")
 	assert.Contains(t, refused[0], "the OS sandbox: refused the agent's")
 	assert.Contains(t, refused[0], "refs/heads/foreman/HONEST")
-	assert.Equal(t, "the OS sandbox: listed the hidden worktree root ("+filepath.Join(repo, ".worktrees")+"): a decoy, nothing real to see", refused[1])
+	// (HONEST's worktree, if there by then, is a name the decoy mirrors.)
+	assert.Regexp(t, `^the OS sandbox: (listed the hidden|opened "HONEST/" in the hidden) worktree root \(`+
+		regexp.QuoteMeta(filepath.Join(repo, ".worktrees"))+`\): a decoy, nothing real to see$`, refused[1])
 	assert.Equal(t, `the OS sandbox: opened ".env" in the hidden main checkout (`+repo+"): a decoy, nothing real to see", refused[2])
 	assert.Contains(t, refused[3], "the OS sandbox: the agent moved HEAD")
 	st, err := tm.Status(ctx)
@@ -180,10 +184,16 @@ func TestWritesIntoHiddenPlacesAreRefusedAndCounted(t *testing.T) {
 	}
 	stateDir := filepath.Join(repo, team.StateDirName)
 	decoy := "the OS sandbox: wrote %s into the hidden %s (%s): a decoy, nothing real changed"
+	// HONEST's worktree, if it is there by then, is a name the worktree
+	// root's decoy mirrors: the write is then into that empty directory.
+	sibling := fmt.Sprintf(decoy, `"HONEST/"`, "worktree root", filepath.Join(repo, ".worktrees"))
+	if slices.Contains(refused, fmt.Sprintf(decoy, `"HONEST/EVIL"`, "worktree root", filepath.Join(repo, ".worktrees"))) {
+		sibling = fmt.Sprintf(decoy, `"HONEST/EVIL"`, "worktree root", filepath.Join(repo, ".worktrees"))
+	}
 	assert.ElementsMatch(t, []string{
 		fmt.Sprintf(decoy, `"planted"`, "host's home", hostHome),
 		fmt.Sprintf(decoy, `"foreman.db"`, "state directory", stateDir),
-		fmt.Sprintf(decoy, `"HONEST/"`, "worktree root", filepath.Join(repo, ".worktrees")),
+		sibling,
 		fmt.Sprintf(decoy, `"EVIL", "go.mod"`, "main checkout", repo),
 	}, refused)
 	st, err := tm.Status(ctx)

@@ -132,7 +132,14 @@ func prepareConfig(ctx context.Context, cfg Config) (Config, *slog.Logger, error
 
 // hiddenDir is a directory an agent's sandbox hides, and what the notes
 // about an agent's writes there call it.
-type hiddenDir struct{ dir, name string }
+// hiddenDir is a directory an agent's sandbox hides, the name its notes
+// give it, and whether its decoy repeats its entries' names (mirror: the
+// worktree root's, the other stories' worktrees, so that an agent reaching
+// for one by its name is seen).
+type hiddenDir struct {
+	dir, name string
+	mirror    bool
+}
 
 // agentHidden are the directories an agent's sandbox hides (its own
 // worktree, git directory and result directory are bound back in): the
@@ -150,7 +157,7 @@ func agentHidden(cfg Config) []hiddenDir {
 	if !filepath.IsAbs(root) {
 		root = filepath.Join(cfg.Repo, root)
 	}
-	hide := []hiddenDir{{cfg.StateDir, "state directory"}, {root, "worktree root"}, {cfg.Repo, "main checkout"}}
+	hide := []hiddenDir{{cfg.StateDir, "state directory", false}, {root, "worktree root", true}, {cfg.Repo, "main checkout", false}}
 	for i, h := range hide {
 		// The sandbox takes absolute paths only (a relative StateDir is
 		// the host's working directory's).
@@ -173,6 +180,9 @@ func prepareAgent(a phases.AgentDriver, leaseRoot string, hide []hiddenDir, who 
 		}
 		for _, h := range hide {
 			d = d.WithHideNamed(h.dir, h.name)
+			if h.mirror {
+				d = d.WithMirror(h.dir)
+			}
 		}
 		a = d.WithOnReap(func(r agentcmd.Reaped) { clearReapedLocks(log, r) })
 	}
