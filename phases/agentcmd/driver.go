@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -442,17 +441,6 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, parser O
 		return res, fmt.Errorf("agentcmd: agent stopped: %w", ctxErr)
 	}
 	return res, nil
-}
-
-// byteSize is n in the largest binary unit that keeps it whole or tenths.
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return strconv.FormatFloat(float64(n)/(1<<20), 'f', -1, 64) + " MiB"
-	case n >= 1<<10:
-		return strconv.FormatFloat(float64(n)/(1<<10), 'f', -1, 64) + " KiB"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // abort kills an agent that must not run after all and reaps it.

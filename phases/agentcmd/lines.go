@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -89,4 +90,15 @@ func (t *tail) String() string {
 		dropped++
 	}
 	return fmt.Sprintf("[… %d earlier bytes omitted …]\n%s", dropped, b)
+}
+
+// byteSize is n in the largest binary unit that keeps it whole or tenths.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', -1, 64) + " MiB"
+	case n >= 1<<10:
+		return strconv.FormatFloat(float64(n)/(1<<10), 'f', -1, 64) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }
