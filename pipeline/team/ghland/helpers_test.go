@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,14 +98,14 @@ type reported struct {
 	tick int
 }
 
-func (r *reports) report(tick *int) ghland.Report {
+func (r *reports) report(tick *atomic.Int64) ghland.Report {
 	return func(_ context.Context, item foreman.ItemID, ev pipeline.Event) error {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if r.refuse != nil && r.refuse(ev) {
 			return &pipeline.TransitionError{Item: item, Event: ev.Kind}
 		}
-		r.events = append(r.events, reported{item: item, ev: ev, tick: *tick})
+		r.events = append(r.events, reported{item: item, ev: ev, tick: int(tick.Load())})
 		return nil
 	}
 }
@@ -121,11 +122,13 @@ func (w *world) watch(t *testing.T, l *ghland.Lander, r *reports, max int, done 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tick := 0
+	// The tick a report is made in: the loop moves it on while Watch may
+	// be in a look.
+	var tick atomic.Int64
 	wctx, stop := context.WithCancel(ctx)
 	ended := make(chan error, 1)
 	go func() { ended <- l.Watch(wctx, r.report(&tick)) }()
-	for ; tick < max; tick++ {
+	for ; tick.Load() < int64(max); tick.Add(1) {
 		require.NoError(t, w.clk.BlockUntil(ctx, 1)) // Watch waits for its next tick: a look is over
 		if done() {
 			break
@@ -134,7 +137,7 @@ func (w *world) watch(t *testing.T, l *ghland.Lander, r *reports, max int, done 
 	}
 	stop()
 	require.ErrorIs(t, <-ended, context.Canceled)
-	return tick
+	return int(tick.Load())
 }
 
 func gitShow(gitDir, rev, path string) string {
