@@ -117,7 +117,7 @@ func validRefName(ref string) bool {
 // cleanup removes the copies.
 func (g *gitLayout) mounts(ws string) ([]mount, func(), error) {
 	if g.linked() {
-		sh, ms, err := newGitShadow(g.commonDir)
+		sh, ms, err := newGitShadow(g.commonDir, g.branch)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -229,7 +229,7 @@ const maxRefNotes = 5
 // them: the shadow's, or the private copy of the branch's directory.
 func (g *gitLayout) agentRefs() (before, after map[string]string) {
 	if g.shadow != nil {
-		return g.shadow.refs, readRefs(g.shadow.dir)
+		return g.shadow.refs, g.shadow.refsAfter()
 	}
 	if g.refsCopy == "" {
 		return nil, nil
@@ -238,8 +238,9 @@ func (g *gitLayout) agentRefs() (before, after map[string]string) {
 }
 
 // otherRefs says which refs, other than its own branch, the agent created,
-// moved or deleted in its private copy: none is carried back.
-func otherRefs(before, after map[string]string, own string) []string {
+// moved or deleted in its private copy (a ref that is as the host has it
+// now, in hostNow, is none of these): none is carried back.
+func otherRefs(before, after, hostNow map[string]string, own string) []string {
 	var notes []string
 	note := func(format string, args ...any) {
 		if len(notes) < maxRefNotes {
@@ -252,9 +253,14 @@ func otherRefs(before, after map[string]string, own string) []string {
 		}
 		return ""
 	}
+	asHost := func(name string) bool {
+		v, ok := hostNow[name]
+		w, ok2 := after[name]
+		return hostNow != nil && ok == ok2 && v == w
+	}
 	for _, name := range slices.Sorted(maps.Keys(after)) {
 		switch b, had := before[name]; {
-		case name == own:
+		case name == own, asHost(name):
 		case !had:
 			note("refused the agent's new ref %s: not carried back", name)
 		case after[name] != b:
@@ -262,7 +268,7 @@ func otherRefs(before, after map[string]string, own string) []string {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(before)) {
-		if _, ok := after[name]; !ok && name != own {
+		if _, ok := after[name]; !ok && name != own && !asHost(name) {
 			note("refused the agent's deletion of %s%s: not carried back", name, what(name))
 		}
 	}
@@ -291,7 +297,14 @@ func (g *gitLayout) carryBack(ctx context.Context, seen *placeAccess) []string {
 		}
 	}
 	before, after := g.agentRefs()
-	notes = append(notes, otherRefs(before, after, g.branch)...)
+	var hostNow map[string]string
+	if g.shadow != nil {
+		// A ref the agent's git rewrote with the host's current value (a
+		// git pack-refs reads the real refs through their links) is not
+		// the agent's move.
+		hostNow = readRefs(g.commonDir)
+	}
+	notes = append(notes, otherRefs(before, after, hostNow, g.branch)...)
 	if g.shadow != nil {
 		notes = append(notes, g.shadow.fileNotes(seen)...)
 	}

@@ -34,8 +34,14 @@ type gitShadow struct {
 	// files are the copied files, links and directories, by path in dir
 	// (refs/ and packed-refs are compared as refs instead).
 	files map[string]shadowEntry
-	// refs are the refs before the agent: loose over packed, by full name.
-	refs map[string]string
+	// refs are the refs before the agent: loose over packed, by full name;
+	// packed the packed ones.
+	refs, packed map[string]string
+	// linked are the loose refs the shadow holds as links to the real
+	// ones (every one but the agent's own branch), by full name, with
+	// their targets; packedLinked: packed-refs is such a link.
+	linked       map[string]string
+	packedLinked bool
 	// bound are the top-level names bound from the real directory: mount
 	// points, not the agent's.
 	bound map[string]bool
@@ -63,7 +69,7 @@ const (
 // execution's own empty directories. Any other directory is bound
 // read-only.
 var (
-	shadowCopied = map[string]bool{"refs": true, "hooks": true, "info": true, "branches": true}
+	shadowCopied = map[string]bool{"hooks": true, "info": true, "branches": true}
 	shadowRW     = map[string]bool{"objects": true}
 	shadowEmpty  = map[string]bool{"logs": true}
 )
@@ -72,15 +78,25 @@ var (
 // FETCH_HEAD, an automatic gc's pid and log): not the agent's attempts.
 var shadowIgnored = map[string]bool{"FETCH_HEAD": true, "gc.pid": true, "gc.log": true}
 
+// hostView is where the shadow shows the real git directory, read-only:
+// its links to the real refs point there.
+const hostView = ".foreman-host"
+
 // newGitShadow copies the git directory real into a new shadow and returns
-// it with the binds that complete it.
-func newGitShadow(real string) (*gitShadow, []mount, error) {
+// it with the binds that complete it. The refs are links to the real ones
+// (through hostView), so that the agent sees the host's refs move (main,
+// as stories land) while it runs; own, the agent's branch, is a copy. Git
+// writes a ref by renaming a new file over it, so a ref the agent writes
+// becomes a file of the shadow, and the link of one it deletes goes.
+func newGitShadow(real, own string) (*gitShadow, []mount, error) {
 	dir, err := os.MkdirTemp("", "foreman-sandbox-git-")
 	if err != nil {
 		return nil, nil, err
 	}
-	g := &gitShadow{dir: dir, real: real, files: map[string]shadowEntry{}, bound: map[string]bool{}}
-	ms := []mount{{kind: mountRW, src: dir, dst: real}}
+	g := &gitShadow{dir: dir, real: real, files: map[string]shadowEntry{}, bound: map[string]bool{hostView: true},
+		linked: map[string]string{}}
+	ms := []mount{{kind: mountRW, src: dir, dst: real}, {kind: mountRO, src: real, dst: filepath.Join(real, hostView)}}
+	g.refs, g.packed = readRefs(real), readPacked(real)
 	fail := func(err error) (*gitShadow, []mount, error) {
 		g.remove()
 		return nil, nil, fmt.Errorf("copying the repository's git directory %s: %w", real, err)
@@ -102,7 +118,16 @@ func newGitShadow(real string) (*gitShadow, []mount, error) {
 		switch {
 		case strings.HasSuffix(name, ".lock"):
 			// A host git's write in progress: not the repository's state.
-		case shadowEmpty[name]:
+		case shadowEmpty[name], name == hostView:
+		case name == "refs" && info.IsDir():
+			if err := g.linkRefs(own); err != nil {
+				return fail(err)
+			}
+		case name == "packed-refs" && info.Mode().IsRegular():
+			if err := os.Symlink(filepath.Join(real, hostView, name), dst); err != nil {
+				return fail(err)
+			}
+			g.packedLinked = true
 		case info.Mode()&fs.ModeSymlink != 0, info.Mode().IsRegular() && info.Size() <= maxShadowFile && name != "index",
 			info.IsDir() && shadowCopied[name]:
 			if err := g.copyTree(src, dst, name); err != nil {
@@ -121,8 +146,79 @@ func newGitShadow(real string) (*gitShadow, []mount, error) {
 			return fail(err)
 		}
 	}
-	g.refs = readRefs(dir)
 	return g, ms, nil
+}
+
+// linkRefs makes the shadow's refs: a link to each real loose ref, a copy
+// of own.
+func (g *gitShadow) linkRefs(own string) error {
+	src := filepath.Join(g.real, "refs")
+	return filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) && p != src {
+				return nil
+			}
+			return err
+		}
+		rel, err := filepath.Rel(g.real, p)
+		if err != nil {
+			return err
+		}
+		target, name := filepath.Join(g.dir, rel), filepath.ToSlash(rel)
+		switch {
+		case e.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case !e.Type().IsRegular() || strings.HasSuffix(p, ".lock"):
+			return nil
+		case name == own:
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(target, data, 0o644)
+		}
+		link := filepath.Join(g.real, hostView, rel)
+		g.linked[name] = link
+		return os.Symlink(link, target)
+	})
+}
+
+// refsAfter are the refs as the agent left them: a ref whose link is as
+// the shadow made it has its value from before (the host may have moved
+// the real one meanwhile: not the agent's doing), one the agent wrote its
+// new value; packed-refs likewise.
+func (g *gitShadow) refsAfter() map[string]string {
+	after := map[string]string{}
+	packed := filepath.Join(g.dir, "packed-refs")
+	if link, err := os.Readlink(packed); g.packedLinked && err == nil && link == filepath.Join(g.real, hostView, "packed-refs") {
+		maps.Copy(after, g.packed)
+	} else {
+		maps.Copy(after, readPacked(g.dir))
+	}
+	root := filepath.Join(g.dir, "refs")
+	_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || strings.HasSuffix(p, ".lock") {
+			return nil
+		}
+		rel, err := filepath.Rel(g.dir, p)
+		if err != nil {
+			return nil
+		}
+		name := filepath.ToSlash(rel)
+		if e.Type()&fs.ModeSymlink != 0 {
+			if link, err := os.Readlink(p); err == nil && link == g.linked[name] {
+				after[name] = g.refs[name]
+			} else {
+				after[name] = "link: " + link
+			}
+			return nil
+		}
+		if data, err := readSmall(p, 4096); err == nil {
+			after[name] = strings.TrimSpace(string(data))
+		}
+		return nil
+	})
+	return after
 }
 
 // copyTree copies src (a file, a link or a directory: regular files, links
@@ -219,6 +315,13 @@ func (g *gitShadow) remove() {
 // readRefs reads the refs of git directory dir: its loose refs over its
 // packed ones, by full name (a symbolic ref's value is "ref: <target>").
 func readRefs(dir string) map[string]string {
+	refs := readPacked(dir)
+	addLooseRefs(refs, filepath.Join(dir, "refs"), "refs/")
+	return refs
+}
+
+// readPacked reads the packed refs of git directory dir.
+func readPacked(dir string) map[string]string {
 	refs := map[string]string{}
 	if f, err := os.Open(filepath.Join(dir, "packed-refs")); err == nil {
 		sc := bufio.NewScanner(f)
@@ -234,7 +337,6 @@ func readRefs(dir string) map[string]string {
 		}
 		_ = f.Close()
 	}
-	addLooseRefs(refs, filepath.Join(dir, "refs"), "refs/")
 	return refs
 }
 

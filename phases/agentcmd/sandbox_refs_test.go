@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -85,4 +86,54 @@ echo x > ` + gitDir + `/hooks/h && rm ` + gitDir + `/hooks/h`,
 			}
 		})
 	}
+}
+
+// The agent sees the host's refs as they are while it runs (its copy of
+// the git directory links them): main moved by a landing story meanwhile
+// is main's new value for it, and no note (not even once the agent packed
+// the refs with main's new value); its own commits still land on its
+// branch alone.
+func TestASandboxedAgentSeesTheHostsRefsMove(t *testing.T) {
+	requireSandbox(t)
+	l := newTeamLayout(t)
+	ctl := t.TempDir()
+	for _, fifo := range []string{"started", "moved"} {
+		require.NoError(t, syscall.Mkfifo(filepath.Join(ctl, fifo), 0o644))
+	}
+	agent := writeScript(t, t.TempDir(), "agent", `set -e
+echo "main before $(git rev-parse main)"
+echo started > "$CTL/started"
+read x < "$CTL/moved"
+echo "main after $(git rev-parse main)"
+git pack-refs --all --prune
+echo x > own.txt && git add own.txt && git commit -qm own
+git rebase -q main && echo rebased
+`)
+	done := make(chan struct{})
+	var res phases.AgentResult
+	var err error
+	rec := &recorder{}
+	go func() {
+		defer close(done)
+		res, err = New(Config{Argv: []string{agent}, Env: append(identity(), "CTL="+ctl), Sandbox: Sandbox{Mode: SandboxRequired}}).
+			Execute(context.Background(), phases.AgentRequest{WorkspacePath: l.wtA, Writable: []string{ctl}}, rec.callback)
+	}()
+	started, err2 := os.ReadFile(filepath.Join(ctl, "started"))
+	require.NoError(t, err2)
+	require.Equal(t, "started\n", string(started))
+	require.NoError(t, os.WriteFile(filepath.Join(l.repo, "landed.txt"), []byte("landed\n"), 0o644))
+	gitOut(t, l.repo, "add", "landed.txt")
+	gitOut(t, l.repo, "-c", "user.name=Host", "-c", "user.email=host@example.invalid", "commit", "-qm", "a story landed")
+	moved := l.ref(t, "main")
+	require.NoError(t, os.WriteFile(filepath.Join(ctl, "moved"), []byte("go\n"), 0o644))
+	<-done
+	require.NoError(t, err)
+	require.True(t, res.Success, res.Stderr)
+
+	out := rec.lines(phases.StreamText)
+	assert.Contains(t, out, "main after "+moved, "the agent saw main move")
+	assert.Contains(t, out, "rebased")
+	assert.Empty(t, rec.lines(phases.StreamSandbox), "the host's move is not the agent's")
+	assert.Equal(t, moved, gitOut(t, l.repo, "rev-parse", "foreman/A~1"), "its branch, rebased onto the new main, carried back")
+	assert.Equal(t, moved, l.ref(t, "main"))
 }
