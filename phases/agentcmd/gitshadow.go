@@ -75,8 +75,9 @@ var (
 )
 
 // shadowIgnored are files git itself writes in passing (a fetch's
-// FETCH_HEAD, an automatic gc's pid and log): not the agent's attempts.
-var shadowIgnored = map[string]bool{"FETCH_HEAD": true, "gc.pid": true, "gc.log": true}
+// FETCH_HEAD, an automatic gc's pid and log, a git fsck --lost-found's
+// directory): not the agent's attempts.
+var shadowIgnored = map[string]bool{"FETCH_HEAD": true, "gc.pid": true, "gc.log": true, "lost-found": true}
 
 // hostView is where the shadow shows the real git directory, read-only:
 // its links to the real refs point there.
@@ -295,7 +296,7 @@ func (g *gitShadow) watch(w *accessWatch) {
 // to report: a mount point, a lock, git's own housekeeping, a ref.
 func (g *gitShadow) ignored(rel string) bool {
 	top := strings.SplitN(rel, string(filepath.Separator), 2)[0]
-	return g.bound[top] || shadowEmpty[top] || comparedAsRefs(rel) || strings.HasSuffix(rel, ".lock") || shadowIgnored[rel]
+	return g.bound[top] || shadowEmpty[top] || shadowIgnored[top] || comparedAsRefs(rel) || strings.HasSuffix(rel, ".lock")
 }
 
 // comparedAsRefs reports whether path rel of the git directory is compared
@@ -368,14 +369,10 @@ func (g *gitShadow) fileNotes(watched *placeAccess) []string {
 		if err != nil {
 			return nil
 		}
-		top := strings.SplitN(rel, string(filepath.Separator), 2)[0]
-		if g.bound[top] || shadowEmpty[top] || comparedAsRefs(rel) {
+		if g.ignored(rel) {
 			if e.IsDir() {
 				return filepath.SkipDir
 			}
-			return nil
-		}
-		if strings.HasSuffix(rel, ".lock") || shadowIgnored[rel] {
 			return nil
 		}
 		seen[rel] = true

@@ -47,7 +47,8 @@ func TestSandboxNotesOtherRefsTheAgentTouched(t *testing.T) {
 echo x > ` + gitDir + `/hooks/h && rm ` + gitDir + `/hooks/h`,
 			[]string{"wrote \"config (put back)\", \"hooks/h (removed)\" " + private}},
 		{"refs packed, its own among them", `git pack-refs --all --prune`, nil},
-		{"fetch", `git fetch -q . main`, nil},
+		{"fetch, fsck --lost-found", `git fetch -q . main && echo dangling | git hash-object -w --stdin >/dev/null &&
+git fsck --no-progress --lost-found >/dev/null && test -d ` + gitDir + `/lost-found`, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

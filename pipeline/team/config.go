@@ -42,7 +42,9 @@ type Config struct {
 	// command outside the repository). An *agentcmd.Driver
 	// without a LeaseDir gets one under StateDir, so that an agent left
 	// running by a killed host is stopped before another starts in its
-	// worktree. It may be nil when Remote is set or every stage that runs
+	// worktree; its sandbox also hides (Sandbox.Hide, named) the state
+	// directory, the worktree root (mirrored: Sandbox.Mirror) and the main
+	// checkout. It may be nil when Remote is set or every stage that runs
 	// an agent has one of its own (Stage.Agent). Required.
 	Agent phases.AgentDriver
 	// Gates is the gate plan every story's work must pass: in the build

@@ -179,12 +179,17 @@
 // that confines its agent keeps the rest of the state directory out of
 // its reach. An agentcmd driver's sandbox also hides the other stories'
 // worktrees and the main checkout (whose ignored files, a .env, are the
-// host's), each hidden place (the state directory, the worktree root, the
-// main checkout, the host's home) a decoy the agent may write and nothing
-// real behind it, and what it refused or repaired once the agent was gone
-// (a write into a hidden place, named; another story's branch moved in the
-// agent's copy of the refs; its HEAD moved off its branch:
-// phases.StreamSandbox) is an EventRefused too.
+// host's), each hidden place (the state directory, the worktree root,
+// whose decoy repeats the other worktrees' names, the main checkout, the
+// host's home) a decoy the agent may write and nothing real behind it;
+// the repository's git directory is the agent's private copy around the
+// real object store. What its driver refused or repaired once the agent
+// was gone (a write into a hidden place or a read of a secret's usual
+// place there, named; a ref moved, a tag, a config or hook written in its
+// copy; its HEAD moved off its branch; an output flood stopped:
+// phases.StreamSandbox) is an EventRefused too. The object store is
+// shared: an agent that goes looking can read other stories' committed or
+// staged work (and the other worktrees' git admin directories, read-only).
 // docs/containment.md records the attacks tried and their outcomes.
 //
 // # Durable and resumable

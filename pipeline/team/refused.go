@@ -27,7 +27,9 @@ import (
 // the agent: it printed more than ..."). Story, Stage, Worker and
 // Assignment are the agent's own; Detail
 // says what it tried. Nothing of it was applied. The story's status
-// counts them (StoryStatus.Refused).
+// counts them all (StoryStatus.Refused); the events of an assignment's
+// own requests stop at ten (the tenth says so), what its driver saw is
+// always an event. Each is logged too (Config.Logger, at warn).
 const EventRefused EventKind = "refused"
 
 // kindRefused counts each story's refusals (refusedRecord, by story id).
@@ -38,8 +40,12 @@ type refusedRecord struct {
 	Last  string `json:"last,omitempty"`
 }
 
-// maxRefusedEvents bounds the EventRefused events of one assignment in
-// one process: an agent that keeps trying is counted on, not logged on.
+// maxRefusedEvents bounds the EventRefused events of the requests of one
+// assignment's agent (MCP reports and queries, result files, printed
+// lines) in one process: an agent that keeps trying is counted on, not
+// logged on. What its driver saw (phases.StreamSandbox notes, a bounded
+// few per execution) is always an event: no agent can push those out
+// with cheap requests first.
 const maxRefusedEvents = 10
 
 // refusal is one attempt of an assignment's agent beyond the assignment.
@@ -49,29 +55,35 @@ type refusal struct {
 	Worker     foreman.WorkerID
 	Assignment foreman.AssignmentID
 	Detail     string
+	// driver: what the agent's driver saw once it was gone, not a request
+	// of the agent's: always an event.
+	driver bool
 }
 
 // refuse records a refusal: counted in the story's record (which the
-// status shows), and an EventRefused while the assignment has had fewer
-// than maxRefusedEvents.
+// status shows), and an EventRefused: always for what the agent's driver
+// saw, while the assignment's requests have had fewer than
+// maxRefusedEvents for the rest.
 func (t *Team) refuse(ctx context.Context, r refusal) {
 	t.log.Warn("team: refused: "+r.Detail, "story", r.Item, "assignment", r.Assignment)
 	if err := addRefused(context.WithoutCancel(ctx), t.db, r.Item, r.Detail); err != nil {
 		t.log.Warn("team: counting a refusal", "story", r.Item, "err", err)
 	}
-	t.refusedMu.Lock()
-	if t.refusedEvents == nil {
-		t.refusedEvents = map[foreman.AssignmentID]int{}
-	}
-	t.refusedEvents[r.Assignment]++
-	n := t.refusedEvents[r.Assignment]
-	t.refusedMu.Unlock()
-	if n > maxRefusedEvents {
-		return
-	}
 	detail := r.Detail
-	if n == maxRefusedEvents {
-		detail += fmt.Sprintf(" (%d refusals of this assignment; later ones are counted in the story's status only)", n)
+	if !r.driver {
+		t.refusedMu.Lock()
+		if t.refusedEvents == nil {
+			t.refusedEvents = map[foreman.AssignmentID]int{}
+		}
+		t.refusedEvents[r.Assignment]++
+		n := t.refusedEvents[r.Assignment]
+		t.refusedMu.Unlock()
+		if n > maxRefusedEvents {
+			return
+		}
+		if n == maxRefusedEvents {
+			detail += fmt.Sprintf(" (%d refused requests of this assignment; later ones are counted in the story's status only)", n)
+		}
 	}
 	t.events.add(Event{Kind: EventRefused, At: t.clk.Now(), Story: r.Item, Stage: r.Stage, Role: t.role(r.Stage),
 		Worker: r.Worker, Assignment: r.Assignment, Outcome: "REFUSED", Detail: detail})
@@ -97,7 +109,7 @@ func (t *Team) watchSandbox(ctx context.Context, a pipeline.AgentAssignment, onE
 			} else if note, ok := strings.CutPrefix(ev.Text, "agentcmd: "); ok {
 				detail = "the agent's driver: " + note
 			}
-			t.refuse(ctx, refusal{Item: a.Item, Stage: a.Stage, Worker: a.Worker, Assignment: a.Assignment, Detail: detail})
+			t.refuse(ctx, refusal{Item: a.Item, Stage: a.Stage, Worker: a.Worker, Assignment: a.Assignment, Detail: detail, driver: true})
 		}
 		if onEvent != nil {
 			onEvent(ev)

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -32,13 +33,19 @@ func TestReleasedRunLockIsFreeWhileACopyOfItsDescriptorLives(t *testing.T) {
 	again.release()
 }
 
-// deadPID returns the pid of a process that has exited and been reaped.
+// deadPID returns a pid no process has, nor can have.
 func deadPID(t *testing.T) int {
 	t.Helper()
-	cmd := exec.Command("true")
-	require.NoError(t, cmd.Run())
-	require.True(t, errors.Is(syscall.Kill(cmd.Process.Pid, 0), syscall.ESRCH))
-	return cmd.Process.Pid
+	// Above the kernel's pid_max no process can ever be: a pid of a
+	// process that exited may be reused on a busy machine before the test
+	// looks (seen: the "freed" case found it alive).
+	data, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	require.NoError(t, err)
+	max, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	require.NoError(t, err)
+	pid := max + 1
+	require.True(t, errors.Is(syscall.Kill(pid, 0), syscall.ESRCH))
+	return pid
 }
 
 // The lock of a host that died is held a moment longer by a child it forked

@@ -350,8 +350,9 @@ func (t *Team) closeStore() error {
 // Repo returns the repository's main worktree.
 func (t *Team) Repo() string { return t.cfg.Repo }
 
-// ErrNoWorktree means a story has no worktree now: it has not started, or
-// it merged and its worktree was removed.
+// ErrNoWorktree means a story has no worktree now: it has not started, it
+// merged, or it paused for a cause other than a merge conflict (its work
+// is on its branch).
 var ErrNoWorktree = errors.New("team: the story has no worktree")
 
 // Worktree returns the path of story's worktree, which exists while the
@@ -366,7 +367,9 @@ func (t *Team) Worktree(story foreman.ItemID) (string, error) {
 		return "", err
 	}
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("%w: %s (%s is not there: the story has not started, or merged)", ErrNoWorktree, story, dir)
+		branch, _ := t.mgr.Branch(story)
+		return "", fmt.Errorf("%w: %s (%s is not there: the story has not started, has merged, or paused for a cause other than a merge conflict: its work is on branch %s)",
+			ErrNoWorktree, story, dir, branch)
 	} else if err != nil {
 		return "", err
 	}

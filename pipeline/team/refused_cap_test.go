@@ -1,0 +1,45 @@
+package team
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/clock"
+	"github.com/agentforeman/foreman/pipeline/store"
+)
+
+// The EventRefused events of an assignment's own requests stop at ten (the
+// tenth says so); what its driver saw after it is always an event, so an
+// agent cannot push its writes out of the events with cheap requests
+// first; the story's status counts every one.
+func TestRefusalEventsCapTheAgentsRequestsNotItsDriversNotes(t *testing.T) {
+	db := store.NewMemory(store.MemoryOptions{})
+	tm := &Team{db: db, events: windowLog(t, db, 1000), clk: clock.Real(), log: slog.New(slog.DiscardHandler)}
+	ctx := context.Background()
+	for i := range 15 {
+		tm.refuse(ctx, refusal{Item: "S", Assignment: "S-a3", Detail: fmt.Sprintf("request %d", i)})
+	}
+	tm.refuse(ctx, refusal{Item: "S", Assignment: "S-a3", Detail: "the OS sandbox: wrote EVIL", driver: true})
+	tm.refuse(ctx, refusal{Item: "S", Assignment: "S-a3", Detail: "the OS sandbox: opened .env", driver: true})
+
+	var details []string
+	evs, _ := tm.events.since(0)
+	for _, e := range evs {
+		if e.Kind == EventRefused {
+			details = append(details, e.Detail)
+		}
+	}
+	require.Len(t, details, 12)
+	assert.Equal(t, "request 9 (10 refused requests of this assignment; later ones are counted in the story's status only)", details[9])
+	assert.Equal(t, []string{"the OS sandbox: wrote EVIL", "the OS sandbox: opened .env"}, details[10:])
+	var r refusedRecord
+	_, _, err := getJSON(ctx, db, kindRefused, "S", &r)
+	require.NoError(t, err)
+	assert.Equal(t, int64(17), r.Count)
+	assert.Equal(t, "the OS sandbox: opened .env", r.Last)
+}
