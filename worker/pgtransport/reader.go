@@ -22,7 +22,7 @@ func (c *Coordinator) readLoop() {
 	if c.listen != nil {
 		wake = c.listen.wake[0]
 	}
-	var delivered []int64
+	var delivered deliveredSet
 	var since *time.Time
 	beatsDue := true
 	for polls := 0; ; {
@@ -64,28 +64,39 @@ type wireBeat struct {
 	output *time.Time
 }
 
+// deliveredSet is what the last read delivered, deleted by the next one:
+// message rows by seq, finished assignment rows (a final message in its
+// assignment's row) by id.
+type deliveredSet struct {
+	seqs     []int64
+	finished []string
+}
+
 // readOnce deletes the messages delivered last time, reads the next page
 // and (when due) the heartbeats since the last look, and delivers them:
 // heartbeats first, since a final message deletes its assignment's row.
 // more says whether to read again at once.
-func (c *Coordinator) readOnce(delivered *[]int64, since **time.Time, beats bool) (more bool, err error) {
+func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats bool) (more bool, err error) {
 	ctx := c.ctx
 	b := &pgx.Batch{}
-	if len(*delivered) > 0 {
-		b.Queue(c.sql.deleteMessages, *delivered)
+	if len(delivered.seqs)+len(delivered.finished) > 0 {
+		b.Queue(c.sql.deleteMessages, delivered.seqs, delivered.finished)
 	}
 	var seqs []int64
 	var bodies [][]byte
 	var written []foreman.AssignmentID
+	var inRow []bool
 	b.Queue(c.sql.readMessages, c.cfg.Queue, messagePage).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var seq int64
 			var assignment string
 			var body []byte
-			if err := rows.Scan(&seq, &assignment, &body); err != nil {
+			var finished bool
+			if err := rows.Scan(&seq, &assignment, &body, &finished); err != nil {
 				return err
 			}
 			seqs, bodies, written = append(seqs, seq), append(bodies, body), append(written, foreman.AssignmentID(assignment))
+			inRow = append(inRow, finished)
 		}
 		return rows.Err()
 	})
@@ -116,7 +127,7 @@ func (c *Coordinator) readOnce(delivered *[]int64, since **time.Time, beats bool
 	if err := c.cfg.Pool.SendBatch(ctx, b).Close(); err != nil {
 		return false, err
 	}
-	*delivered = (*delivered)[:0]
+	delivered.seqs, delivered.finished = delivered.seqs[:0], delivered.finished[:0]
 	c.mu.Lock()
 	c.stats.Reads++
 	c.stats.Delivered += int64(len(bodies) + len(hb))
@@ -159,7 +170,11 @@ func (c *Coordinator) readOnce(delivered *[]int64, since **time.Time, beats bool
 			}
 			c.deliver(ctx, m)
 		}
-		*delivered = append(*delivered, seqs[i])
+		if inRow[i] {
+			delivered.finished = append(delivered.finished, string(written[i]))
+		} else {
+			delivered.seqs = append(delivered.seqs, seqs[i])
+		}
 	}
 	// A full page means more are waiting; otherwise the next wake-up or
 	// poll deletes what was delivered, along with its own read.

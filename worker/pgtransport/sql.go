@@ -27,6 +27,7 @@ func newStatements(schema string) statements {
 		// told to stop its run.
 		stop: `WITH d AS (DELETE FROM @.wt_assignments a
 				WHERE a.queue = $1 AND a.lease = $2 AND a.term = $3 AND a.slot = $4 AND ($5 = '' OR a.id = $5)
+				AND a.state <> 2
 				RETURNING a.id, a.host, a.owner, a.state),
 			c AS (INSERT INTO @.wt_commands (host, owner, assignment, kind, reason)
 				SELECT d.host, d.owner, d.id, $6, $7 FROM d WHERE d.state = 1 RETURNING host)
@@ -41,19 +42,28 @@ func newStatements(schema string) statements {
 		// A new term takes over the queue: the earlier terms' assignments
 		// are withdrawn and their runs killed.
 		supersede: `WITH d AS (DELETE FROM @.wt_assignments a
-				WHERE a.queue = $1 AND a.lease = $2 AND a.term < $3
+				WHERE a.queue = $1 AND a.lease = $2 AND a.term < $3 AND a.state <> 2
 				RETURNING a.id, a.host, a.owner, a.state),
 			c AS (INSERT INTO @.wt_commands (host, owner, assignment, kind, reason)
 				SELECT d.host, d.owner, d.id, $4, $5 FROM d WHERE d.state = 1 RETURNING host)
 			` + notifyHosts,
 		notify: `SELECT pg_notify($1, '')`,
 
-		// Coordinator reads: messages are deleted once delivered (in the
+		// Coordinator reads: messages, and final messages in their
+		// finished assignment rows (state 2), in one order (done_seq comes
+		// from the messages' sequence), are deleted once delivered (in the
 		// next round), so a coordinator that dies between delivering and
 		// deleting delivers them again to its successor, which fences them
-		// off as stale.
-		deleteMessages: `DELETE FROM @.wt_messages WHERE seq = ANY($1::bigint[])`,
-		readMessages:   `SELECT seq, assignment, body FROM @.wt_messages WHERE queue = $1 ORDER BY seq LIMIT $2`,
+		// off as stale. A finished row is deleted by id (the primary key:
+		// state::int is not the done index's predicate).
+		deleteMessages: `WITH m AS (DELETE FROM @.wt_messages WHERE seq = ANY($1::bigint[]))
+			DELETE FROM @.wt_assignments a WHERE a.id = ANY($2::text[]) AND a.state::int = 2`,
+		readMessages: `(SELECT seq, assignment, body, false AS finished FROM @.wt_messages
+				WHERE queue = $1 ORDER BY seq LIMIT $2)
+			UNION ALL
+			(SELECT a.done_seq, a.id, a.done_body, true FROM @.wt_assignments a
+				WHERE a.queue = $1 AND a.state = 2 ORDER BY a.done_seq LIMIT $2)
+			ORDER BY 1 LIMIT $2`,
 		readBeats: `SELECT a.id, a.slot, a.hb_n, a.hb_commit, a.hb_output, clock_timestamp()
 			FROM @.wt_assignments a
 			WHERE a.queue = $1 AND a.lease = $2 AND a.term = $3 AND a.state = 1 AND a.hb_n > 0
