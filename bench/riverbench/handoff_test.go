@@ -233,6 +233,7 @@ func benchForeman(b *testing.B, s setup) {
 	b.ResetTimer()
 	resetStatements(b, pool)
 	cpu := startCPU(pids)
+	wal := startWAL(b, pool)
 	start := time.Now()
 	for i := range b.N {
 		if err := d.Submit(ctx, worker.Item{ID: foreman.ItemID(fmt.Sprintf("item-%d", i)), Prompt: "noop", Worktree: "/nowhere"}); err != nil {
@@ -244,6 +245,7 @@ func benchForeman(b *testing.B, s setup) {
 	}
 	report(b, start)
 	reportCPU(b, cpu)
+	wal.report(b)
 	dumpStatements(b, pool)
 	b.StopTimer()
 	var rounds int64
@@ -363,6 +365,7 @@ func benchRiver(b *testing.B, set riverSettings, maxWorkers int, many bool) {
 	b.ResetTimer()
 	resetStatements(b, pool)
 	cpu := startCPU(nil)
+	wal := startWAL(b, pool)
 	start := time.Now()
 	if many {
 		const chunk = 500
@@ -396,6 +399,7 @@ func benchRiver(b *testing.B, set riverSettings, maxWorkers int, many bool) {
 	}
 	report(b, start)
 	reportCPU(b, cpu)
+	wal.report(b)
 	dumpStatements(b, pool)
 	b.StopTimer()
 }

@@ -135,6 +135,13 @@ type Coordinator struct {
 
 	stats CoordinatorStats
 
+	// finIDs are the finished assignments that notifications named and
+	// no read has read yet; finAll asks the next read for every finished
+	// row of the queue.
+	finMu  sync.Mutex
+	finIDs []string
+	finAll bool
+
 	// seen is the heartbeat count last delivered per assignment (reader
 	// goroutine only).
 	seen map[foreman.AssignmentID]int64
@@ -197,6 +204,7 @@ func (c *Coordinator) Start(inbox worker.Inbox) {
 		c.inbox = inbox
 		if !c.cfg.NoListen {
 			c.listen = newListener(c.cfg.Pool, []string{channel("m", c.cfg.Store.Schema(), c.cfg.Queue)}, c.clock, c.cfg.PollInterval, c.log)
+			c.listen.onNotify = c.noticeFinished
 			c.wg.Add(1)
 			go func() { defer c.wg.Done(); c.listen.run(c.ctx) }()
 		}

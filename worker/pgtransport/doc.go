@@ -29,9 +29,11 @@
 // heartbeat changes the assignment's row in place, a HOT update that
 // writes no index entry), the commands waiting for it, and new claims up
 // to its Capacity. A hand-off writes one row: the ASSIGN inserts it, the
-// claim and the final message update it, and the coordinator deletes it
-// once it delivered the message (only messages that are not final, such as
-// a probe's answer, take rows of their own). So the database sees one statement
+// claim and the final message update it (the latter a HOT update), and
+// the coordinator deletes it once it delivered the message (only messages
+// that are not final, such as a probe's answer, take rows of their own);
+// the host's notification names the rows it finished, so the coordinator
+// reads them by primary key. So the database sees one statement
 // per host per PollInterval for heartbeats however many runs each host
 // has, and the coordinator reads new heartbeats with one indexed query per
 // PollInterval. LISTEN/NOTIFY wakes hosts for new work and commands and the

@@ -3,6 +3,7 @@ package pgtransport_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -95,4 +96,80 @@ func TestAFinalMessageIsWrittenIntoItsAssignmentsRow(t *testing.T) {
 	state, messages = rowOf(t, e, "a1")
 	assert.Equal(t, -1, state, "the delivered row is deleted")
 	assert.Equal(t, 0, messages, "and so is the delivered message")
+}
+
+// Finishing a row changes no indexed column (finished rows have no index
+// of their own, and the open index's predicate is the host, which a
+// claim sets): the UPDATE is HOT, writing no index entry.
+func TestFinishingAnAssignmentIsAHOTUpdate(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	c := e.coordinator(t, pgtransport.Config{Leader: e.lead(t, "coordinator")}, nil)
+	require.NoError(t, c.Send(ctx, assignment("a1", "w1")))
+	require.NoError(t, c.Flush(ctx))
+	s := pgx.Identifier{e.schema}.Sanitize() + "."
+	tx, err := e.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	hot := func() (n int64) {
+		require.NoError(t, tx.QueryRow(ctx, `SELECT pg_stat_get_xact_tuples_hot_updated($1::regclass)`, e.schema+".wt_assignments").Scan(&n))
+		return n
+	}
+	var claimed int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM `+s+`wt_claim('h', 'default', 1)`).Scan(&claimed))
+	require.Equal(t, 1, claimed)
+	before := hot()
+	done := `{"Kind":"DONE","Worker":"w1","Assignment":"a1"}`
+	var written, finished int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT o_written, o_finished FROM `+s+`wt_host_write('h', ARRAY['a1'], ARRAY[$1], ARRAY[true])`,
+		done).Scan(&written, &finished))
+	require.Equal(t, []int{1, 1}, []int{written, finished})
+	assert.Equal(t, before+1, hot(), "the DONE's update of its row is HOT")
+}
+
+// A host's notification names the rows it finished, and the coordinator
+// reads those by id; when the list would not fit a notification's
+// payload, the notification says so (an empty payload) and the
+// coordinator reads every finished row of its queue.
+func TestTooManyFinishedRowsForANotificationAreReadAllTheSame(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	in := newInbox()
+	c := e.coordinator(t, pgtransport.Config{Leader: e.lead(t, "coordinator"), PollInterval: time.Hour}, in)
+	select {
+	case <-c.Listening():
+	case <-time.After(guard):
+		t.Fatal("the coordinator did not LISTEN")
+	}
+	const n = 130 // ids of 64 characters: more than 7,900 bytes of JSON
+	h, err := pgtransport.NewHost(ctx, pgtransport.HostConfig{Pool: e.pool, Schema: e.schema, Name: "h", NoListen: true, Capacity: n + 1,
+		Runtime: worker.RuntimeConfig{Agent: newBlocking(), Commits: worker.NoCommits}})
+	require.NoError(t, err)
+	// One hand-off first: once its DONE, read by id, is delivered, the
+	// coordinator's start-up reads of every finished row are behind it.
+	require.NoError(t, c.Send(ctx, assignment("a0", "w0")))
+	require.NoError(t, c.Flush(ctx))
+	require.NoError(t, h.Round(ctx))
+	h.Inject(worker.Message{Kind: worker.MsgDone, Worker: "w0", Assignment: "a0"})
+	require.NoError(t, h.Round(ctx))
+	in.await(t, "a0's DONE", func(m worker.Message) bool { return m.Kind == worker.MsgDone && m.Assignment == "a0" })
+
+	id := func(i int) foreman.AssignmentID { return foreman.AssignmentID(fmt.Sprintf("%064d", i)) }
+	for i := range n {
+		require.NoError(t, c.Send(ctx, assignment(string(id(i)), fmt.Sprintf("w%d", i+1))))
+	}
+	require.NoError(t, c.Flush(ctx))
+	require.NoError(t, h.Round(ctx))
+	require.Equal(t, int64(n+1), h.Stats().Claimed)
+	for i := range n {
+		h.Inject(worker.Message{Kind: worker.MsgDone, Worker: foreman.WorkerID(fmt.Sprintf("w%d", i+1)), Assignment: id(i)})
+	}
+	require.NoError(t, h.Round(ctx))
+	seen := map[foreman.AssignmentID]bool{}
+	in.await(t, "every DONE", func(m worker.Message) bool {
+		if m.Kind == worker.MsgDone {
+			seen[m.Assignment] = true
+		}
+		return len(seen) == n+1
+	})
 }

@@ -98,9 +98,22 @@ func (h *Host) round(ctx context.Context) error {
 	}
 	h.mu.Unlock()
 
-	ids, bodies, finals := make([]string, len(out)), make([]string, len(out)), make([]bool, len(out))
-	for i, m := range out {
-		ids[i], bodies[i], finals[i] = string(m.assignment), string(m.body), m.final
+	// A run's first final message is its outcome: a later one (a stopping
+	// host's FAILED after a DONE of the same round) is not sent, and
+	// counts as dropped, as the database would drop it.
+	ids, bodies, finals := make([]string, 0, len(out)), make([]string, 0, len(out)), make([]bool, 0, len(out))
+	var ended map[foreman.AssignmentID]bool
+	for _, m := range out {
+		if m.final {
+			if ended[m.assignment] {
+				continue
+			}
+			if ended == nil {
+				ended = map[foreman.AssignmentID]bool{}
+			}
+			ended[m.assignment] = true
+		}
+		ids, bodies, finals = append(ids, string(m.assignment)), append(bodies, string(m.body)), append(finals, m.final)
 	}
 	beatIDs, commits, outs := make([]string, 0, len(beats)), make([]string, 0, len(beats)), make([]int64, 0, len(beats))
 	for id, bt := range beats {

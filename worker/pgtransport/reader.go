@@ -1,9 +1,11 @@
 package pgtransport
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -82,24 +84,32 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 	if len(delivered.seqs)+len(delivered.finished) > 0 {
 		b.Queue(c.sql.deleteMessages, delivered.seqs, delivered.finished)
 	}
-	var seqs []int64
-	var bodies [][]byte
-	var written []foreman.AssignmentID
-	var inRow []bool
-	b.Queue(c.sql.readMessages, c.cfg.Queue, messagePage).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var seq int64
-			var assignment string
-			var body []byte
-			var finished bool
-			if err := rows.Scan(&seq, &assignment, &body, &finished); err != nil {
-				return err
+	ids, all := c.takeFinished()
+	all = all || beats
+	var got []wireMessage
+	scan := func(inRow bool, n *int) func(rows pgx.Rows) error {
+		return func(rows pgx.Rows) error {
+			for rows.Next() {
+				w := wireMessage{inRow: inRow}
+				var assignment string
+				if err := rows.Scan(&w.seq, &assignment, &w.body); err != nil {
+					return err
+				}
+				w.assignment = foreman.AssignmentID(assignment)
+				got = append(got, w)
+				*n++
 			}
-			seqs, bodies, written = append(seqs, seq), append(bodies, body), append(written, foreman.AssignmentID(assignment))
-			inRow = append(inRow, finished)
+			return rows.Err()
 		}
-		return rows.Err()
-	})
+	}
+	var nMessages, nFinished, nAll int
+	b.Queue(c.sql.readMessages, c.cfg.Queue, messagePage).Query(scan(false, &nMessages))
+	if len(ids) > 0 && !all {
+		b.Queue(c.sql.readFinished, ids, c.cfg.Queue).Query(scan(true, &nFinished))
+	}
+	if all {
+		b.Queue(c.sql.readAllFinished, c.cfg.Queue, messagePage).Query(scan(true, &nAll))
+	}
 	var hb []wireBeat
 	var now *time.Time
 	if beats {
@@ -125,12 +135,16 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 		})
 	}
 	if err := c.cfg.Pool.SendBatch(ctx, b).Close(); err != nil {
+		c.putBackFinished(ids, all)
 		return false, err
 	}
+	// In the order written: messages and final messages share a sequence.
+	slices.SortFunc(got, func(a, b wireMessage) int { return cmp.Compare(a.seq, b.seq) })
+	got = slices.CompactFunc(got, func(a, b wireMessage) bool { return a.seq == b.seq && a.inRow == b.inRow })
 	delivered.seqs, delivered.finished = delivered.seqs[:0], delivered.finished[:0]
 	c.mu.Lock()
 	c.stats.Reads++
-	c.stats.Delivered += int64(len(bodies) + len(hb))
+	c.stats.Delivered += int64(len(got) + len(hb))
 	c.mu.Unlock()
 	if beats && *since == nil {
 		live := make(map[foreman.AssignmentID]int64, len(hb))
@@ -154,31 +168,78 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 		}
 		c.deliver(ctx, m)
 	}
-	for i, body := range bodies {
+	for _, w := range got {
 		var m worker.Message
-		if err := json.Unmarshal(body, &m); err != nil {
-			c.log.Error("pgtransport: unreadable message dropped", "seq", seqs[i], "err", err)
-		} else if m.Assignment != written[i] {
+		if err := json.Unmarshal(w.body, &m); err != nil {
+			c.log.Error("pgtransport: unreadable message dropped", "seq", w.seq, "err", err)
+		} else if m.Assignment != w.assignment {
 			// Written for one claim, naming another assignment: a host
 			// speaks only for what it claimed (the host functions refuse
 			// this; a role with table access could still write it).
 			c.log.Error("pgtransport: message naming another assignment than the one it was written for dropped",
-				"seq", seqs[i], "written for", written[i], "names", m.Assignment)
+				"seq", w.seq, "written for", w.assignment, "names", m.Assignment)
 		} else {
 			if final(m.Kind) {
 				delete(c.seen, m.Assignment)
 			}
 			c.deliver(ctx, m)
 		}
-		if inRow[i] {
-			delivered.finished = append(delivered.finished, string(written[i]))
+		if w.inRow {
+			delivered.finished = append(delivered.finished, string(w.assignment))
 		} else {
-			delivered.seqs = append(delivered.seqs, seqs[i])
+			delivered.seqs = append(delivered.seqs, w.seq)
 		}
 	}
 	// A full page means more are waiting; otherwise the next wake-up or
 	// poll deletes what was delivered, along with its own read.
-	return len(bodies) == messagePage, nil
+	if nAll == messagePage {
+		c.putBackFinished(nil, true)
+	}
+	return nMessages == messagePage || nAll == messagePage, nil
+}
+
+// wireMessage is a message read: from wt_messages, or a final message
+// from its finished assignment's row (inRow).
+type wireMessage struct {
+	seq        int64
+	assignment foreman.AssignmentID
+	body       []byte
+	inRow      bool
+}
+
+// noticeFinished records what a notification on the coordinator's
+// channel says: the ids of the assignments a host's write finished (a
+// JSON array; "[]" when it wrote only messages), or, when the payload is
+// not such an array (empty: the list was too long, or a notification may
+// have been missed; or a version 3 host's), that every finished row is to
+// be read.
+func (c *Coordinator) noticeFinished(_, payload string) {
+	var ids []string
+	err := json.Unmarshal([]byte(payload), &ids)
+	c.finMu.Lock()
+	defer c.finMu.Unlock()
+	if err != nil {
+		c.finAll = true
+		return
+	}
+	c.finIDs = append(c.finIDs, ids...)
+}
+
+// takeFinished returns and forgets what noticeFinished recorded.
+func (c *Coordinator) takeFinished() (ids []string, all bool) {
+	c.finMu.Lock()
+	defer c.finMu.Unlock()
+	ids, all = c.finIDs, c.finAll
+	c.finIDs, c.finAll = nil, false
+	return ids, all
+}
+
+// putBackFinished records again what a failed read did not read.
+func (c *Coordinator) putBackFinished(ids []string, all bool) {
+	c.finMu.Lock()
+	defer c.finMu.Unlock()
+	c.finIDs = append(c.finIDs, ids...)
+	c.finAll = c.finAll || all
 }
 
 func (c *Coordinator) deliver(ctx context.Context, m worker.Message) {

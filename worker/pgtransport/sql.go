@@ -4,6 +4,7 @@ package pgtransport
 type statements struct {
 	fence, insert, stop, probe, supersede, notify string
 	deleteMessages, readMessages, readBeats       string
+	readFinished, readAllFinished                 string
 	hostWrite, heartbeats, takeCommands, claim    string
 	hostRound                                     string
 }
@@ -54,16 +55,17 @@ func newStatements(schema string) statements {
 		// from the messages' sequence), are deleted once delivered (in the
 		// next round), so a coordinator that dies between delivering and
 		// deleting delivers them again to its successor, which fences them
-		// off as stale. A finished row is deleted by id (the primary key:
-		// state::int is not the done index's predicate).
+		// off as stale. Finished rows have no index of their own (so that
+		// finishing one is a HOT update): the coordinator reads those its
+		// notifications named by id, and all of its queue's at every poll
+		// (and when a notification may have been lost).
 		deleteMessages: `WITH m AS (DELETE FROM @.wt_messages WHERE seq = ANY($1::bigint[]))
 			DELETE FROM @.wt_assignments a WHERE a.id = ANY($2::text[]) AND a.state::int = 2`,
-		readMessages: `(SELECT seq, assignment, body, false AS finished FROM @.wt_messages
-				WHERE queue = $1 ORDER BY seq LIMIT $2)
-			UNION ALL
-			(SELECT a.done_seq, a.id, a.done_body, true FROM @.wt_assignments a
-				WHERE a.queue = $1 AND a.state = 2 ORDER BY a.done_seq LIMIT $2)
-			ORDER BY 1 LIMIT $2`,
+		readMessages: `SELECT seq, assignment, body FROM @.wt_messages WHERE queue = $1 ORDER BY seq LIMIT $2`,
+		readFinished: `SELECT a.done_seq, a.id, a.done_body FROM @.wt_assignments a
+			WHERE a.id = ANY($1::text[]) AND a.queue = $2 AND a.state::int = 2`,
+		readAllFinished: `SELECT a.done_seq, a.id, a.done_body FROM @.wt_assignments a
+			WHERE a.queue = $1 AND a.state = 2 ORDER BY a.done_seq LIMIT $2`,
 		readBeats: `SELECT a.id, a.slot, a.hb_n, a.hb_commit, a.hb_output, clock_timestamp()
 			FROM @.wt_assignments a
 			WHERE a.queue = $1 AND a.lease = $2 AND a.term = $3 AND a.state = 1 AND a.hb_n > 0
@@ -86,7 +88,7 @@ func newStatements(schema string) statements {
 		hostRound: `SELECT o_what, o_seq, o_id, o_kind, o_text FROM @.wt_host_round($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 	}
 	for _, p := range []*string{&s.fence, &s.insert, &s.stop, &s.probe, &s.supersede, &s.deleteMessages,
-		&s.readMessages, &s.readBeats, &s.hostWrite, &s.heartbeats, &s.takeCommands, &s.claim, &s.hostRound} {
+		&s.readMessages, &s.readFinished, &s.readAllFinished, &s.readBeats, &s.hostWrite, &s.heartbeats, &s.takeCommands, &s.claim, &s.hostRound} {
 		*p = sqlFor(schema, *p)
 	}
 	return s
