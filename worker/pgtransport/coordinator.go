@@ -142,6 +142,12 @@ type Coordinator struct {
 	finIDs []string
 	finAll bool
 
+	// unacked are the finished rows delivered and not known to be
+	// deleted before the last read began (under mu): reads skip them.
+	// ackEpoch counts the deletions done.
+	unacked  map[string]ackState
+	ackEpoch uint64
+
 	// seen is the heartbeat count last delivered per assignment (reader
 	// goroutine only).
 	seen map[foreman.AssignmentID]int64
@@ -167,7 +173,7 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 	c := &Coordinator{
 		cfg: cfg, sql: newStatements(cfg.Store.Schema()), clock: clock.OrReal(cfg.Clock), log: cfg.Logger,
 		progress: make(chan struct{}), writeKick: make(chan struct{}, 1),
-		seen: map[foreman.AssignmentID]int64{},
+		seen: map[foreman.AssignmentID]int64{}, unacked: map[string]ackState{},
 	}
 	b := &pgx.Batch{}
 	b.Queue(c.sql.fence, cfg.Lease, cfg.Term)
@@ -305,7 +311,62 @@ func (c *Coordinator) Close(ctx context.Context) error {
 	}
 	c.cancel()
 	c.wg.Wait()
+	if acks := c.takeAcks(true); len(acks) > 0 {
+		// What was delivered and not deleted yet; left behind, it would
+		// reach the next term's coordinator (as stale).
+		if _, aerr := c.cfg.Pool.Exec(ctx, c.sql.ackFinished, acks); aerr == nil {
+			c.ackedFinished(acks, nil)
+		}
+	}
 	return err
+}
+
+// maxAcks caps the finished rows one write deletes.
+const maxAcks = 500
+
+// ackState is where a delivered finished row's deletion is: taken by a
+// write under way (busy), or done in deletion number goneAt.
+type ackState struct {
+	busy   bool
+	goneAt uint64
+}
+
+// takeAcks returns up to maxAcks delivered finished rows to delete (every
+// one not deleted yet, under way or not, with all), marking them under
+// way.
+func (c *Coordinator) takeAcks(all bool) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ids []string
+	for id, st := range c.unacked {
+		if st.goneAt != 0 || (st.busy && !all) {
+			continue
+		}
+		if len(ids) == maxAcks && !all {
+			break
+		}
+		c.unacked[id] = ackState{busy: true}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// ackedFinished records the rows of done as deleted and makes those of
+// failed takeable again.
+func (c *Coordinator) ackedFinished(done, failed []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ackEpoch++
+	for _, id := range done {
+		if _, ok := c.unacked[id]; ok {
+			c.unacked[id] = ackState{goneAt: c.ackEpoch}
+		}
+	}
+	for _, id := range failed {
+		if st, ok := c.unacked[id]; ok && st.goneAt == 0 {
+			c.unacked[id] = ackState{}
+		}
+	}
 }
 
 func (c *Coordinator) writeLoop() {
@@ -331,7 +392,13 @@ func (c *Coordinator) writeOnce() bool {
 	if n == 0 {
 		return false
 	}
-	err := c.sendWrite(c.ctx, c.writeBatch(cmds))
+	acks := c.takeAcks(false)
+	err := c.sendWrite(c.ctx, c.writeBatch(cmds, acks))
+	if err == nil {
+		c.ackedFinished(acks, nil)
+	} else {
+		c.ackedFinished(nil, acks)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -363,10 +430,16 @@ func (c *Coordinator) writeOnce() bool {
 	return len(c.queued) > 0
 }
 
-func (c *Coordinator) writeBatch(cmds []worker.Command) *pgx.Batch {
+// writeBatch is one fenced transaction: the commands, and the deletion of
+// finished rows delivered since the last write (acks), which so costs no
+// commit of its own.
+func (c *Coordinator) writeBatch(cmds []worker.Command, acks []string) *pgx.Batch {
 	cfg := c.cfg
 	b := &pgx.Batch{}
 	b.Queue(c.sql.fence, cfg.Lease, cfg.Term)
+	if len(acks) > 0 {
+		b.Queue(c.sql.ackFinished, acks)
+	}
 	var ids, slots, bodies []string
 	assigned := false
 	flushAssigns := func() {

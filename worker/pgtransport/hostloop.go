@@ -34,6 +34,7 @@ func (h *Host) Run(ctx context.Context) error {
 	ticker := h.clock.NewTicker(h.cfg.PollInterval)
 	defer ticker.Stop()
 	for {
+		last := h.clock.Now()
 		if err := h.round(ctx); err != nil && ctx.Err() == nil {
 			h.log.Warn("pgtransport: host round failed, will retry", "host", h.cfg.Name, "err", err)
 		}
@@ -53,6 +54,11 @@ func (h *Host) Run(ctx context.Context) error {
 			if h.Running() >= h.cfg.Capacity {
 				goto wait
 			}
+		}
+		// At most one round per Cooldown: what comes meanwhile waits for
+		// the next round and goes with it.
+		if rest := h.cfg.Cooldown - h.clock.Since(last); rest > 0 && clock.Sleep(ctx, h.clock, rest) != nil {
+			return h.stop()
 		}
 	}
 }

@@ -66,12 +66,14 @@ type wireBeat struct {
 	output *time.Time
 }
 
-// deliveredSet is what the last read delivered, deleted by the next one:
-// message rows by seq, finished assignment rows (a final message in its
-// assignment's row) by id.
+// deliveredSet is what the last read delivered of wt_messages, deleted by
+// the next read. Finished assignment rows (a final message in its
+// assignment's row) delivered wait in Coordinator.unacked for the next
+// write, or the next read of every finished row, to delete them: so a
+// read that deletes nothing is a read-only transaction, which costs no
+// commit.
 type deliveredSet struct {
-	seqs     []int64
-	finished []string
+	seqs []int64
 }
 
 // readOnce deletes the messages delivered last time, reads the next page
@@ -81,11 +83,20 @@ type deliveredSet struct {
 func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats bool) (more bool, err error) {
 	ctx := c.ctx
 	b := &pgx.Batch{}
-	if len(delivered.seqs)+len(delivered.finished) > 0 {
-		b.Queue(c.sql.deleteMessages, delivered.seqs, delivered.finished)
-	}
 	ids, all := c.takeFinished()
 	all = all || beats
+	var acks []string
+	if all {
+		// Before reading every finished row, delete those delivered, so
+		// that they do not fill the page.
+		acks = c.takeAcks(true)
+	}
+	if len(delivered.seqs)+len(acks) > 0 {
+		b.Queue(c.sql.deleteMessages, delivered.seqs, acks)
+	}
+	c.mu.Lock()
+	epoch := c.ackEpoch // deletions done before this read began
+	c.mu.Unlock()
 	var got []wireMessage
 	scan := func(inRow bool, n *int) func(rows pgx.Rows) error {
 		return func(rows pgx.Rows) error {
@@ -136,13 +147,28 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 	}
 	if err := c.cfg.Pool.SendBatch(ctx, b).Close(); err != nil {
 		c.putBackFinished(ids, all)
+		c.ackedFinished(nil, acks)
 		return false, err
 	}
+	c.ackedFinished(acks, nil)
 	// In the order written: messages and final messages share a sequence.
 	slices.SortFunc(got, func(a, b wireMessage) int { return cmp.Compare(a.seq, b.seq) })
 	got = slices.CompactFunc(got, func(a, b wireMessage) bool { return a.seq == b.seq && a.inRow == b.inRow })
-	delivered.seqs, delivered.finished = delivered.seqs[:0], delivered.finished[:0]
+	delivered.seqs = delivered.seqs[:0]
 	c.mu.Lock()
+	// Finished rows delivered before, whose deletion is under way or
+	// committed while this read ran (or that a notification named twice),
+	// are not delivered again. Rows deleted before it began it cannot
+	// have seen: forget them.
+	got = slices.DeleteFunc(got, func(w wireMessage) bool {
+		_, old := c.unacked[string(w.assignment)]
+		return w.inRow && old
+	})
+	for id, st := range c.unacked {
+		if st.goneAt != 0 && st.goneAt <= epoch {
+			delete(c.unacked, id)
+		}
+	}
 	c.stats.Reads++
 	c.stats.Delivered += int64(len(got) + len(hb))
 	c.mu.Unlock()
@@ -185,7 +211,9 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 			c.deliver(ctx, m)
 		}
 		if w.inRow {
-			delivered.finished = append(delivered.finished, string(w.assignment))
+			c.mu.Lock()
+			c.unacked[string(w.assignment)] = ackState{}
+			c.mu.Unlock()
 		} else {
 			delivered.seqs = append(delivered.seqs, w.seq)
 		}

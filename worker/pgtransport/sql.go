@@ -4,7 +4,7 @@ package pgtransport
 type statements struct {
 	fence, insert, stop, probe, supersede, notify string
 	deleteMessages, readMessages, readBeats       string
-	readFinished, readAllFinished                 string
+	readFinished, readAllFinished, ackFinished    string
 	hostWrite, heartbeats, takeCommands, claim    string
 	hostRound                                     string
 }
@@ -61,6 +61,10 @@ func newStatements(schema string) statements {
 		// (and when a notification may have been lost).
 		deleteMessages: `WITH m AS (DELETE FROM @.wt_messages WHERE seq = ANY($1::bigint[]))
 			DELETE FROM @.wt_assignments a WHERE a.id = ANY($2::text[]) AND a.state::int = 2`,
+		// Finished rows delivered are deleted by the coordinator's next
+		// write (its transaction carries them: no commit of their own),
+		// or by the next read that reads all finished rows.
+		ackFinished:  `DELETE FROM @.wt_assignments a WHERE a.id = ANY($1::text[]) AND a.state::int = 2`,
 		readMessages: `SELECT seq, assignment, body FROM @.wt_messages WHERE queue = $1 ORDER BY seq LIMIT $2`,
 		readFinished: `SELECT a.done_seq, a.id, a.done_body FROM @.wt_assignments a
 			WHERE a.id = ANY($1::text[]) AND a.queue = $2 AND a.state::int = 2`,
@@ -88,7 +92,7 @@ func newStatements(schema string) statements {
 		hostRound: `SELECT o_what, o_seq, o_id, o_kind, o_text FROM @.wt_host_round($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 	}
 	for _, p := range []*string{&s.fence, &s.insert, &s.stop, &s.probe, &s.supersede, &s.deleteMessages,
-		&s.readMessages, &s.readFinished, &s.readAllFinished, &s.readBeats, &s.hostWrite, &s.heartbeats, &s.takeCommands, &s.claim, &s.hostRound} {
+		&s.readMessages, &s.readFinished, &s.ackFinished, &s.readAllFinished, &s.readBeats, &s.hostWrite, &s.heartbeats, &s.takeCommands, &s.claim, &s.hostRound} {
 		*p = sqlFor(schema, *p)
 	}
 	return s
