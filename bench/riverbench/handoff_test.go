@@ -260,6 +260,9 @@ func benchForeman(b *testing.B, s setup) {
 	var rounds int64
 	for _, h := range hs {
 		rounds += h.Stats().Rounds
+		if os.Getenv("RIVERBENCH_HOSTSTATS") != "" {
+			b.Logf("%s: %+v", h.Name(), h.Stats())
+		}
 	}
 	if !processes {
 		b.ReportMetric(float64(rounds)/float64(b.N), "host-rounds/handoff")

@@ -113,7 +113,7 @@
 //
 // The transport keeps three tables (wt_assignments, wt_commands,
 // wt_messages), the host functions and a version table (transport_schema,
-// version 4) in the store's PostgreSQL schema; NewCoordinator and NewHost
+// version 5) in the store's PostgreSQL schema; NewCoordinator and NewHost
 // create or migrate them (and the store's own schema) under an advisory
 // lock. Tables at this build's version are only read, so a worker role
 // opens them; one that finds them older fails with ErrNotMigrated until a

@@ -77,7 +77,8 @@ func TestAFinalMessageIsWrittenIntoItsAssignmentsRow(t *testing.T) {
 	require.Len(t, got, 2, "the STATUS and the DONE, nothing more: %+v", got)
 	assert.Equal(t, worker.MsgStatus, got[0].Kind, "the message written first comes first")
 
-	// The next read deletes what the last one delivered: once a2's DONE
+	// The next write deletes what the reads delivered (or a read of every
+	// finished row, such as the one LISTEN asks for): once a2's DONE
 	// arrives (the host's write wakes the coordinator, whose poll is an
 	// hour), a1's row is gone.
 	select {

@@ -35,6 +35,10 @@ func (h *Host) Run(ctx context.Context) error {
 	defer ticker.Stop()
 	for {
 		last := h.clock.Now()
+		select { // this round takes what the wake-up was for
+		case <-h.kick:
+		default:
+		}
 		if err := h.round(ctx); err != nil && ctx.Err() == nil {
 			h.log.Warn("pgtransport: host round failed, will retry", "host", h.cfg.Name, "err", err)
 		}
@@ -55,12 +59,41 @@ func (h *Host) Run(ctx context.Context) error {
 				goto wait
 			}
 		}
-		// At most one round per Cooldown: what comes meanwhile waits for
-		// the next round and goes with it.
-		if rest := h.cfg.Cooldown - h.clock.Since(last); rest > 0 && clock.Sleep(ctx, h.clock, rest) != nil {
+		if h.coolDown(ctx, last) != nil {
 			return h.stop()
 		}
 	}
+}
+
+// coolDown waits until Cooldown has passed since the round that started at
+// last, so that what comes meanwhile goes in one round with the rest, but
+// no longer than until none of the host's runs has anything left to send
+// (every run claimed has sent its final message, or none is running):
+// then nothing more could join the round, and it goes at once.
+func (h *Host) coolDown(ctx context.Context, last time.Time) error {
+	rest := h.cfg.Cooldown - h.clock.Since(last)
+	if rest <= 0 {
+		return nil
+	}
+	t := h.clock.NewTimer(rest)
+	defer t.Stop()
+	for !h.settled() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C():
+			return nil
+		case <-h.kick:
+		}
+	}
+	return nil
+}
+
+// settled says whether no run of the host has anything left to send.
+func (h *Host) settled() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.runs) == 0
 }
 
 func (h *Host) stop() error {
