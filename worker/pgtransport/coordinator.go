@@ -2,7 +2,6 @@ package pgtransport
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -451,10 +450,9 @@ func (c *Coordinator) writeBatch(cmds []worker.Command, acks []string) *pgx.Batc
 	for _, cmd := range cmds {
 		switch cmd.Kind {
 		case worker.CommandAssign:
-			body, _ := json.Marshal(cmd.Assign) // plain data: cannot fail
 			ids = append(ids, string(cmd.Assign.ID))
 			slots = append(slots, string(cmd.Worker))
-			bodies = append(bodies, string(body))
+			bodies = append(bodies, string(encodeAssignment(cmd.Assign)))
 		case worker.CommandProbe:
 			flushAssigns()
 			b.Queue(c.sql.probe, cfg.Queue, cfg.Lease, cfg.Term, string(cmd.Assignment), int16(cmd.Kind), cmd.Reason)

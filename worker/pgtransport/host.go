@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -303,7 +302,7 @@ func (hi *hostInbox) Deliver(ctx context.Context, m worker.Message) (worker.Disp
 }
 
 func (h *Host) queue(m worker.Message, fin bool) {
-	body, _ := json.Marshal(m) // plain data: cannot fail
+	body := encodeMessage(m)
 	h.mu.Lock()
 	h.out = append(h.out, outMessage{assignment: m.Assignment, body: body, final: fin})
 	if r := h.runs[m.Assignment]; fin && r != nil {

@@ -2,7 +2,6 @@ package pgtransport
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -111,7 +110,7 @@ func (h *Host) stop() error {
 	h.mu.Unlock()
 	closeErr := h.runtime.Close(ctx)
 	for _, a := range unfinished {
-		body, _ := json.Marshal(worker.Message{Kind: worker.MsgFailed, Worker: a.Worker, Assignment: a.ID,
+		body := encodeMessage(worker.Message{Kind: worker.MsgFailed, Worker: a.Worker, Assignment: a.ID,
 			Reason: "worker host " + h.cfg.Name + " stopped"})
 		h.mu.Lock()
 		h.out = append(h.out, outMessage{assignment: a.ID, body: body, final: true})
@@ -238,8 +237,8 @@ func (h *Host) round(ctx context.Context) error {
 	}
 	slices.SortFunc(claims, func(a, b claimed) int { return int(a.seq - b.seq) })
 	for _, c := range claims {
-		var a worker.Assignment
-		if err := json.Unmarshal(c.body, &a); err != nil {
+		a, err := decodeAssignment(c.body)
+		if err != nil {
 			h.log.Error("pgtransport: unreadable assignment", "seq", c.seq, "err", err)
 			continue
 		}

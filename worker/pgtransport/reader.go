@@ -195,8 +195,7 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 		c.deliver(ctx, m)
 	}
 	for _, w := range got {
-		var m worker.Message
-		if err := json.Unmarshal(w.body, &m); err != nil {
+		if m, err := decodeMessage(w.body); err != nil {
 			c.log.Error("pgtransport: unreadable message dropped", "seq", w.seq, "err", err)
 		} else if m.Assignment != w.assignment {
 			// Written for one claim, naming another assignment: a host
@@ -219,7 +218,8 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 		}
 	}
 	// A full page means more are waiting; otherwise the next wake-up or
-	// poll deletes what was delivered, along with its own read.
+	// poll deletes the messages delivered, along with its own read, and
+	// the next write (or read of every finished row) the finished rows.
 	if nAll == messagePage {
 		c.putBackFinished(nil, true)
 	}
