@@ -97,6 +97,9 @@ func BenchmarkHandoffs(b *testing.B) {
 	// The default hosts before HostConfig.Cooldown: a round at once on
 	// every message.
 	b.Run("foreman-processes-nocooldown", func(b *testing.B) { benchForeman(b, setup{processes: true, cooldown: -1}) })
+	b.Run("foreman-processes-cooldown2ms", func(b *testing.B) {
+		benchForeman(b, setup{processes: true, cooldown: 2 * time.Millisecond})
+	})
 	// Foreman at its best on this benchmark: 2 hosts of 128 in this
 	// process, 1,024 assignments handed out, linger 5 ms (against river's
 	// 2,000 workers: each at full tilt).

@@ -28,12 +28,18 @@
 // since the last round, the heartbeats of all its runs in one UPDATE (a
 // heartbeat changes the assignment's row in place, a HOT update that
 // writes no index entry), the commands waiting for it, and new claims up
-// to its Capacity. A hand-off writes one row: the ASSIGN inserts it, the
-// claim and the final message update it (the latter a HOT update), and
-// the coordinator deletes it once it delivered the message (only messages
-// that are not final, such as a probe's answer, take rows of their own);
-// the host's notification names the rows it finished, so the coordinator
-// reads them by primary key. So the database sees one statement
+// to its Capacity. A busy host starts a round at most every
+// HostConfig.Cooldown (5 ms) while its runs may still send something, so
+// that one round, one commit, carries many runs' messages and claims; an
+// idle host, or one whose runs have all reported, goes at once. A
+// hand-off writes one row: the ASSIGN inserts it, the claim and the
+// final message update it (the latter a HOT update), and the coordinator
+// deletes it once it delivered the message, in the transaction of its
+// next write (only messages that are not final, such as a probe's
+// answer, take rows of their own); the host's notification names the
+// rows it finished, so the coordinator reads them by primary key, in a
+// read-only transaction. Messages and assignments are JSON without their
+// zero fields. So the database sees one statement
 // per host per PollInterval for heartbeats however many runs each host
 // has, and the coordinator reads new heartbeats with one indexed query per
 // PollInterval. LISTEN/NOTIFY wakes hosts for new work and commands and the
@@ -70,9 +76,10 @@
 // its own state, as a restarted single process does.
 //
 // Delivery is at least once: a message (or a finished assignment's row,
-// which holds its final message) is deleted after it was delivered,
-// so a coordinator that dies in between hands it to its successor, whose
-// Dispatcher ignores it as stale. A host that stops (Run's context ends)
+// which holds its final message) is deleted after it was delivered (a
+// finished row by the coordinator's next write or full read, in the
+// meantime never delivered again), so a coordinator that dies in between
+// hands it to its successor, whose Dispatcher ignores it as stale. A host that stops (Run's context ends)
 // kills its runs and reports each unfinished one FAILED so the coordinator
 // requeues it at once; a host that dies without a word is noticed by the
 // Dispatcher's liveness deadline and probe, as a crashed worker is.

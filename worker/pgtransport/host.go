@@ -57,14 +57,17 @@ type HostConfig struct {
 	// database is the bottleneck. Default: 0 (at once).
 	Linger time.Duration
 	// Cooldown is the least time between the starts of two of the host's
-	// rounds. A message (or new work, or a command) that comes within
-	// Cooldown of the last round waits for the rest of it, and goes in
-	// one round trip, one commit, with everything else that came
-	// meanwhile; one that comes later goes at once. So a busy host's
-	// round carries many runs' messages and claims, and an idle host
-	// answers without delay. River's FetchCooldown is the same idea (its
-	// own benchmark sets it to 2 ms; its default is 100 ms).
-	// Default: 2 ms; a negative value turns it off.
+	// rounds while one of its runs may still send something. A message
+	// (or new work, or a command) that comes within Cooldown of the last
+	// round waits for the rest of it, or until none of the host's runs
+	// has anything left to send, and goes in one round trip, one commit,
+	// with everything else that came meanwhile; one that comes later, or
+	// to a host with nothing running, goes at once. So a busy host's round
+	// carries many runs' messages and claims, and an idle host answers
+	// without delay. River's FetchCooldown is the same idea (river's own
+	// benchmark sets it to 2 ms; its default is 100 ms);
+	// docs/performance.md measures 2 and 5 ms and none.
+	// Default: 5 ms; a negative value turns it off.
 	Cooldown time.Duration
 	// Prepare runs before an assignment starts and may change it (a host
 	// on another machine makes the worktree it names, for example by
@@ -132,8 +135,8 @@ func (c *HostConfig) resolve() error {
 }
 
 // DefaultHostCooldown is HostConfig.Cooldown's default: a busy host
-// starts a round at most every 2 ms.
-const DefaultHostCooldown = 2 * time.Millisecond
+// starts a round at most every 5 ms.
+const DefaultHostCooldown = 5 * time.Millisecond
 
 // Host claims assignments from its queue (FOR UPDATE SKIP LOCKED, so hosts
 // never wait for each other or take the same one), runs them in a
