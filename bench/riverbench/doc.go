@@ -28,7 +28,8 @@
 // defaults (FetchCooldown 100 ms, FetchPollInterval 1 s: river-defaults-64,
 // which caps it near 64 / 100 ms = 640 jobs/s); a comparison must say which.
 // Every variant reports the CPU time per hand-off of its client processes
-// and of PostgreSQL's processes (from /proc: run as root).
+// and of the PostgreSQL server's processes (from /proc, run as root; only
+// the server under test, not other servers on the machine).
 //
 // # Heartbeats (BenchmarkHeartbeats)
 //

@@ -244,7 +244,7 @@ func benchForeman(b *testing.B, s setup) {
 	}
 	b.ResetTimer()
 	resetStatements(b, pool)
-	cpu := startCPU(pids)
+	cpu := startCPU(pool, pids)
 	wal := startWAL(b, pool)
 	start := time.Now()
 	for i := range b.N {
@@ -384,7 +384,7 @@ func benchRiver(b *testing.B, set riverSettings, maxWorkers int, many bool) {
 	defer func() { _ = client.Stop(ctx) }()
 	b.ResetTimer()
 	resetStatements(b, pool)
-	cpu := startCPU(nil)
+	cpu := startCPU(pool, nil)
 	wal := startWAL(b, pool)
 	start := time.Now()
 	if many {
