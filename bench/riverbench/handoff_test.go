@@ -192,7 +192,8 @@ func benchForeman(b *testing.B, s setup) {
 		b.Fatal(err)
 	}
 	defer leader.Resign(ctx)
-	tr, err := pgtransport.NewCoordinator(ctx, pgtransport.Config{Pool: pool, Store: st, Leader: leader})
+	rc, _ := time.ParseDuration(os.Getenv("RIVERBENCH_READ_COOLDOWN"))
+	tr, err := pgtransport.NewCoordinator(ctx, pgtransport.Config{Pool: pool, Store: st, Leader: leader, ReadCooldown: rc})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -51,6 +51,14 @@ type Config struct {
 	// NoListen turns LISTEN/NOTIFY off: the coordinator then only polls.
 	// Default: false (notifications wake it, polling is the fallback).
 	NoListen bool
+	// ReadCooldown is the least time between the starts of two reads of
+	// the hosts' messages: what hosts write within ReadCooldown of the
+	// last read waits for the rest of it and is read, in one round trip,
+	// with what other hosts wrote meanwhile; what comes later is read at
+	// once. Busy hosts so cost the coordinator one read per ReadCooldown,
+	// not one per host round (docs/performance.md measures 0, 5 and
+	// 10 ms). Default: 5 ms; a negative value turns it off.
+	ReadCooldown time.Duration
 	// MaxBatch caps the commands one write carries. Default: 512.
 	MaxBatch int
 	// Clock paces the polls and retries. Default: the wall clock.
@@ -59,6 +67,10 @@ type Config struct {
 	// them).
 	Logger *slog.Logger
 }
+
+// DefaultReadCooldown is Config.ReadCooldown's default: a coordinator
+// reads its hosts' messages at most every 5 ms.
+const DefaultReadCooldown = 5 * time.Millisecond
 
 const (
 	defaultQueue        = "default"
@@ -94,6 +106,12 @@ func (c *Config) resolve() error {
 	}
 	if c.MaxBatch == 0 {
 		c.MaxBatch = defaultMaxBatch
+	}
+	switch {
+	case c.ReadCooldown == 0:
+		c.ReadCooldown = DefaultReadCooldown
+	case c.ReadCooldown < 0:
+		c.ReadCooldown = 0
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/clock"
 	"github.com/agentforeman/foreman/worker"
 )
 
@@ -28,6 +29,7 @@ func (c *Coordinator) readLoop() {
 	var since *time.Time
 	beatsDue := true
 	for polls := 0; ; {
+		last := c.clock.Now()
 		if beatsDue {
 			polls++
 			if polls%fullBeatScanEvery == 0 {
@@ -49,6 +51,9 @@ func (c *Coordinator) readLoop() {
 		case <-wake:
 		case <-ticker.C():
 			beatsDue = true
+		}
+		if rest := c.cfg.ReadCooldown - c.clock.Since(last); rest > 0 && clock.Sleep(c.ctx, c.clock, rest) != nil {
+			return
 		}
 	}
 }

@@ -134,3 +134,48 @@ func TestDeliveredRowsAreDeletedByTheNextWrite(t *testing.T) {
 	}
 	assert.Equal(t, 1, n, "a1's DONE was delivered once")
 }
+
+// The coordinator reads its hosts' messages at most once per ReadCooldown
+// (its clock is fake: nothing moves it but the test): a DONE written
+// within the cooldown of the last read is delivered once it ends.
+func TestTheCoordinatorReadsAtMostOncePerReadCooldown(t *testing.T) {
+	const cooldown = 3 * time.Second
+	e := newEnv(t)
+	ctx := context.Background()
+	in := newInbox()
+	t0 := time.Unix(1_000_000, 0)
+	clk := foreman.NewFakeClock(t0)
+	c := e.coordinator(t, pgtransport.Config{Leader: e.lead(t, "coordinator"), PollInterval: time.Hour, ReadCooldown: cooldown, Clock: clk}, in)
+	select {
+	case <-c.Listening():
+	case <-time.After(guard):
+		t.Fatal("the coordinator did not LISTEN")
+	}
+	waiting := func(until time.Time) {
+		t.Helper()
+		var d time.Time
+		ok := assert.Eventually(t, func() bool {
+			var armed bool
+			d, armed = clk.NextDeadline()
+			return armed && d.Equal(until)
+		}, guard, time.Millisecond)
+		require.True(t, ok, "the coordinator waits for its read cooldown to end at %v; the next deadline is %v", until, d)
+	}
+	// LISTEN asked for a read right after the first one: it waits.
+	waiting(t0.Add(cooldown))
+	clk.Advance(cooldown)
+	require.Eventually(t, func() bool { return c.Stats().Reads >= 2 }, guard, time.Millisecond)
+
+	h, err := pgtransport.NewHost(ctx, pgtransport.HostConfig{Pool: e.pool, Schema: e.schema, Name: "h", NoListen: true,
+		Runtime: worker.RuntimeConfig{Agent: newBlocking(), Commits: worker.NoCommits}})
+	require.NoError(t, err)
+	require.NoError(t, c.Send(ctx, assignment("a1", "w1")))
+	require.NoError(t, c.Flush(ctx))
+	require.NoError(t, h.Round(ctx))
+	h.Inject(worker.Message{Kind: worker.MsgDone, Worker: "w1", Assignment: "a1"})
+	require.NoError(t, h.Round(ctx))
+	waiting(t0.Add(2 * cooldown))
+	assert.Empty(t, in.all(), "delivered within the read cooldown")
+	clk.Advance(cooldown)
+	in.await(t, "a1's DONE", func(m worker.Message) bool { return m.Kind == worker.MsgDone && m.Assignment == "a1" })
+}
