@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"syscall"
@@ -296,6 +298,12 @@ func TestMain(m *testing.M) {
 func runHostProcess(schema string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	if dir := os.Getenv("RIVERBENCH_HOST_CPUPROFILE"); dir != "" { // a profiling aid: a CPU profile per host process
+		f, err := os.Create(filepath.Join(dir, os.Getenv("RIVERBENCH_HOST_NAME")+".prof"))
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	pool, err := pgxpool.New(ctx, os.Getenv("FOREMAN_TEST_POSTGRES"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -476,7 +476,11 @@ func (c *Coordinator) writeBatch(cmds []worker.Command, acks []string) *pgx.Batc
 			b.Queue(c.sql.probe, cfg.Queue, cfg.Lease, cfg.Term, string(cmd.Assignment), int16(cmd.Kind), cmd.Reason)
 		default:
 			flushAssigns()
-			b.Queue(c.sql.stop, cfg.Queue, cfg.Lease, cfg.Term, string(cmd.Worker), string(cmd.Assignment), int16(cmd.Kind), cmd.Reason)
+			stop := c.sql.stop
+			if cmd.Assignment != "" {
+				stop = c.sql.stopOne
+			}
+			b.Queue(stop, cfg.Queue, cfg.Lease, cfg.Term, string(cmd.Worker), string(cmd.Assignment), int16(cmd.Kind), cmd.Reason)
 		}
 	}
 	flushAssigns()

@@ -2,11 +2,12 @@ package pgtransport
 
 // statements is the transport's SQL with the schema filled in.
 type statements struct {
-	fence, insert, stop, probe, supersede, notify string
-	deleteMessages, readMessages, readBeats       string
-	readFinished, readAllFinished, ackFinished    string
-	hostWrite, heartbeats, takeCommands, claim    string
-	hostRound                                     string
+	fence, insert, stop, stopOne, probe        string
+	supersede, notify                          string
+	deleteMessages, readMessages, readBeats    string
+	readFinished, readAllFinished, ackFinished string
+	hostWrite, heartbeats, takeCommands, claim string
+	hostRound                                  string
 }
 
 func newStatements(schema string) statements {
@@ -28,6 +29,15 @@ func newStatements(schema string) statements {
 		// told to stop its run.
 		stop: `WITH d AS (DELETE FROM @.wt_assignments a
 				WHERE a.queue = $1 AND a.lease = $2 AND a.term = $3 AND a.slot = $4 AND ($5 = '' OR a.id = $5)
+				AND a.state <> 2
+				RETURNING a.id, a.host, a.owner, a.state),
+			c AS (INSERT INTO @.wt_commands (host, owner, assignment, kind, reason)
+				SELECT d.host, d.owner, d.id, $6, $7 FROM d WHERE d.state = 1 RETURNING host)
+			` + notifyHosts,
+		// The same for a named assignment, found by its primary key (the
+		// statement above, planned once for both cases, scans the table).
+		stopOne: `WITH d AS (DELETE FROM @.wt_assignments a
+				WHERE a.id = $5 AND a.queue = $1 AND a.lease = $2 AND a.term = $3 AND a.slot = $4
 				AND a.state <> 2
 				RETURNING a.id, a.host, a.owner, a.state),
 			c AS (INSERT INTO @.wt_commands (host, owner, assignment, kind, reason)
@@ -91,7 +101,7 @@ func newStatements(schema string) statements {
 		// A host's round in one call: the four above in that order.
 		hostRound: `SELECT o_what, o_seq, o_id, o_kind, o_text FROM @.wt_host_round($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 	}
-	for _, p := range []*string{&s.fence, &s.insert, &s.stop, &s.probe, &s.supersede, &s.deleteMessages,
+	for _, p := range []*string{&s.fence, &s.insert, &s.stop, &s.stopOne, &s.probe, &s.supersede, &s.deleteMessages,
 		&s.readMessages, &s.readFinished, &s.ackFinished, &s.readAllFinished, &s.readBeats, &s.hostWrite, &s.heartbeats, &s.takeCommands, &s.claim, &s.hostRound} {
 		*p = sqlFor(schema, *p)
 	}
