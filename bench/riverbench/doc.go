@@ -48,7 +48,8 @@
 // or with FOREMAN_TEST_POSTGRES set to a throwaway database; without one
 // the benchmarks skip. docs/performance.md keeps the figures.
 // RIVERBENCH_SETUP, RIVERBENCH_READ_COOLDOWN (the coordinator's
-// Config.ReadCooldown, e.g. "-1ns" for none), RIVERBENCH_HOSTSTATS and
-// RIVERBENCH_PGSS (handoff_test.go, pgss_test.go) are aids for trying
-// settings and reading pg_stat_statements.
+// Config.ReadCooldown, e.g. "-1ns" for none), RIVERBENCH_HOSTSTATS,
+// RIVERBENCH_HOST_CPUPROFILE (a directory for the host processes' CPU
+// profiles) and RIVERBENCH_PGSS (handoff_test.go, pgss_test.go) are aids
+// for trying settings, profiling and reading pg_stat_statements.
 package riverbench
