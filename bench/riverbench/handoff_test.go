@@ -332,6 +332,9 @@ func runHostProcess(schema string) int {
 	}
 	fmt.Println("ready")
 	_ = h.Run(ctx)
+	if os.Getenv("RIVERBENCH_HOSTSTATS") != "" {
+		fmt.Fprintf(os.Stderr, "%s: %+v\n", h.Name(), h.Stats())
+	}
 	return 0
 }
 

@@ -38,7 +38,8 @@
 // next write (only messages that are not final, such as a probe's
 // answer, take rows of their own); the host's notification names the
 // rows it finished, so the coordinator reads them by primary key, in a
-// read-only transaction. Messages and assignments are JSON without their
+// read-only transaction, at most every Config.ReadCooldown (5 ms) however
+// many hosts notify it. Messages and assignments are JSON without their
 // zero fields. So the database sees one statement
 // per host per PollInterval for heartbeats however many runs each host
 // has, and the coordinator reads new heartbeats with one indexed query per
