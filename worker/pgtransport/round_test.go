@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/pipeline/pgstore"
 	"github.com/agentforeman/foreman/worker"
 	"github.com/agentforeman/foreman/worker/pgtransport"
 )
@@ -178,4 +179,53 @@ func TestTheCoordinatorReadsAtMostOncePerReadCooldown(t *testing.T) {
 	assert.Empty(t, in.all(), "delivered within the read cooldown")
 	clk.Advance(cooldown)
 	in.await(t, "a1's DONE", func(m worker.Message) bool { return m.Kind == worker.MsgDone && m.Assignment == "a1" })
+}
+
+// A coordinator that stops between delivering a DONE and deleting its row
+// (its next write would have) leaves the row to the next term's
+// coordinator, which delivers it once (its Dispatcher fences it off as
+// stale) and deletes it with its own next write.
+func TestADeliveredRowNotYetDeletedReachesTheNextTerm(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	old, err := e.store.TryLead(ctx, pgstore.LeaseOptions{Holder: "old", TTL: time.Minute})
+	require.NoError(t, err)
+	inOld := newInbox()
+	first := e.coordinator(t, pgtransport.Config{Lease: old.Lease(), Term: old.Term(), PollInterval: time.Hour}, inOld)
+	h, err := pgtransport.NewHost(ctx, pgtransport.HostConfig{Pool: e.pool, Schema: e.schema, Name: "h", NoListen: true, Capacity: 2,
+		Runtime: worker.RuntimeConfig{Agent: newBlocking(), Commits: worker.NoCommits}})
+	require.NoError(t, err)
+	require.NoError(t, first.Send(ctx, assignment("a1", "w1")))
+	require.NoError(t, first.Flush(ctx))
+	require.NoError(t, h.Round(ctx))
+	h.Inject(worker.Message{Kind: worker.MsgDone, Worker: "w1", Assignment: "a1"})
+	require.NoError(t, h.Round(ctx))
+	inOld.await(t, "a1's DONE", func(m worker.Message) bool { return m.Kind == worker.MsgDone && m.Assignment == "a1" })
+	state, _ := rowOf(t, e, "a1")
+	require.Equal(t, 2, state, "delivered, not deleted yet")
+
+	// The old term ends here, before its next write.
+	require.NoError(t, old.Resign(ctx))
+	next, err := e.store.TryLead(ctx, pgstore.LeaseOptions{Holder: "next", TTL: time.Minute})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = next.Resign(ctx) })
+	in := newInbox()
+	second := e.coordinator(t, pgtransport.Config{Leader: next, PollInterval: 50 * time.Millisecond}, in)
+	in.await(t, "a1's DONE in the next term", func(m worker.Message) bool { return m.Kind == worker.MsgDone && m.Assignment == "a1" })
+
+	require.NoError(t, second.Send(ctx, assignment("a2", "w2")))
+	require.NoError(t, second.Flush(ctx))
+	require.NoError(t, h.Round(ctx))
+	h.Inject(worker.Message{Kind: worker.MsgDone, Worker: "w2", Assignment: "a2"})
+	require.NoError(t, h.Round(ctx))
+	in.await(t, "a2's DONE", func(m worker.Message) bool { return m.Kind == worker.MsgDone && m.Assignment == "a2" })
+	state, _ = rowOf(t, e, "a1")
+	assert.Equal(t, -1, state, "the next term deleted the row it delivered")
+	n := 0
+	for _, m := range in.all() {
+		if m.Assignment == "a1" {
+			n++
+		}
+	}
+	assert.Equal(t, 1, n, "a1's DONE reached the next term once")
 }
