@@ -1,44 +1,67 @@
 package riverbench
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // clockTick is USER_HZ, the unit of /proc/<pid>/stat's CPU times (100 on
 // every Linux this runs on).
 const clockTick = 100
 
-// procCPU is the user and system CPU time a process has used so far, from
-// /proc/<pid>/stat; zero when it cannot be read (the process is gone).
-func procCPU(pid int) time.Duration {
+// procStat is a process's parent and the user and system CPU time it has
+// used so far, from /proc/<pid>/stat; ok is false when it cannot be read
+// (the process is gone).
+func procStat(pid int) (ppid int, cpu time.Duration, ok bool) {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
-		return 0
+		return 0, 0, false
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')') // the command name may hold spaces
 	if i < 0 {
-		return 0
+		return 0, 0, false
 	}
 	f := strings.Fields(s[i+1:])
 	if len(f) < 13 {
-		return 0
+		return 0, 0, false
 	}
+	ppid, _ = strconv.Atoi(f[1])
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / clockTick
+	return ppid, time.Duration(ut+st) * time.Second / clockTick, true
 }
 
-// postgresCPU is the CPU time used so far by every process named postgres
-// (the server and its backends; run as root or as the server's user so
-// that /proc shows them). Backends that ended in between are not counted:
-// the benchmarks keep their connections for the whole run.
-func postgresCPU() time.Duration {
+// procCPU is the CPU time a process has used so far (zero when it is gone).
+func procCPU(pid int) time.Duration {
+	_, cpu, _ := procStat(pid)
+	return cpu
+}
+
+// serverPID is the PostgreSQL server (postmaster) the pool reaches: the
+// parent of its backends. Other servers on the machine (other sessions'
+// tests) are not counted.
+func serverPID(pool *pgxpool.Pool) int {
+	var backend int
+	if err := pool.QueryRow(context.Background(), `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		return 0
+	}
+	ppid, _, _ := procStat(backend)
+	return ppid
+}
+
+// postgresCPU is the CPU time used so far by the server and its processes
+// (backends, WAL writer, ...; run as root or as the server's user so that
+// /proc shows them). Backends that ended in between are not counted: the
+// benchmarks keep their connections for the whole run.
+func postgresCPU(server int) time.Duration {
 	ents, _ := os.ReadDir("/proc")
 	var total time.Duration
 	for _, e := range ents {
@@ -46,11 +69,10 @@ func postgresCPU() time.Duration {
 		if err != nil {
 			continue
 		}
-		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err != nil || strings.TrimSpace(string(comm)) != "postgres" {
-			continue
+		ppid, cpu, ok := procStat(pid)
+		if ok && (pid == server || ppid == server) {
+			total += cpu
 		}
-		total += procCPU(pid)
 	}
 	return total
 }
@@ -65,14 +87,16 @@ func selfCPU() time.Duration {
 }
 
 // cpuMeter measures the CPU time of this process, of other processes named
-// by pid, and of PostgreSQL over a run.
+// by pid, and of the PostgreSQL server the pool reaches over a run.
 type cpuMeter struct {
 	self, pg, others time.Duration
 	pids             []int
+	server           int
 }
 
-func startCPU(pids []int) *cpuMeter {
-	m := &cpuMeter{self: selfCPU(), pg: postgresCPU(), pids: pids}
+func startCPU(pool *pgxpool.Pool, pids []int) *cpuMeter {
+	server := serverPID(pool)
+	m := &cpuMeter{self: selfCPU(), pg: postgresCPU(server), pids: pids, server: server}
 	for _, p := range pids {
 		m.others += procCPU(p)
 	}
@@ -86,5 +110,5 @@ func (m *cpuMeter) stop() (client, pg time.Duration) {
 	for _, p := range m.pids {
 		client += procCPU(p)
 	}
-	return client - m.others, postgresCPU() - m.pg
+	return client - m.others, postgresCPU(m.server) - m.pg
 }

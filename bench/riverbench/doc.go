@@ -28,7 +28,8 @@
 // defaults (FetchCooldown 100 ms, FetchPollInterval 1 s: river-defaults-64,
 // which caps it near 64 / 100 ms = 640 jobs/s); a comparison must say which.
 // Every variant reports the CPU time per hand-off of its client processes
-// and of PostgreSQL's processes (from /proc: run as root).
+// and of the PostgreSQL server's processes (from /proc, run as root; only
+// the server under test, not other servers on the machine).
 //
 // # Heartbeats (BenchmarkHeartbeats)
 //
@@ -46,6 +47,9 @@
 //
 // or with FOREMAN_TEST_POSTGRES set to a throwaway database; without one
 // the benchmarks skip. docs/performance.md keeps the figures.
-// RIVERBENCH_SETUP and RIVERBENCH_PGSS (handoff_test.go, pgss_test.go) are
-// aids for trying settings and reading pg_stat_statements.
+// RIVERBENCH_SETUP, RIVERBENCH_READ_COOLDOWN (the coordinator's
+// Config.ReadCooldown, e.g. "-1ns" for none), RIVERBENCH_HOSTSTATS,
+// RIVERBENCH_HOST_CPUPROFILE (a directory for the host processes' CPU
+// profiles) and RIVERBENCH_PGSS (handoff_test.go, pgss_test.go) are aids
+// for trying settings, profiling and reading pg_stat_statements.
 package riverbench

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"syscall"
@@ -94,6 +96,12 @@ func BenchmarkHandoffs(b *testing.B) {
 	b.Run("foreman", func(b *testing.B) { benchForeman(b, setup{linger: linger}) })
 	b.Run("foreman-processes", func(b *testing.B) { benchForeman(b, setup{processes: true, linger: linger}) })
 	b.Run("foreman-processes-nolinger", func(b *testing.B) { benchForeman(b, setup{processes: true}) })
+	// The default hosts before HostConfig.Cooldown: a round at once on
+	// every message.
+	b.Run("foreman-processes-nocooldown", func(b *testing.B) { benchForeman(b, setup{processes: true, cooldown: -1}) })
+	b.Run("foreman-processes-cooldown2ms", func(b *testing.B) {
+		benchForeman(b, setup{processes: true, cooldown: 2 * time.Millisecond})
+	})
 	// Foreman at its best on this benchmark: 2 hosts of 128 in this
 	// process, 1,024 assignments handed out, linger 5 ms (against river's
 	// 2,000 workers: each at full tilt).
@@ -128,12 +136,12 @@ var (
 // test binary run again, see TestMain); how many hosts of what capacity
 // (default 4 of 16: 64 in flight); the Dispatcher's MaxWorkers, how many
 // assignments are handed out at once (default 4 x in flight); and the
-// hosts' Linger.
+// hosts' Linger and Cooldown (0: the default; negative: none).
 type setup struct {
-	processes       bool
-	hosts, capacity int
-	dispatch        int
-	linger          time.Duration
+	processes        bool
+	hosts, capacity  int
+	dispatch         int
+	linger, cooldown time.Duration
 }
 
 func (s setup) resolve() setup {
@@ -144,8 +152,9 @@ func (s setup) resolve() setup {
 }
 
 // envSetup reads a setup from RIVERBENCH_SETUP
-// ("processes hosts capacity dispatch linger", e.g. "1 4 16 256 0s"); the
-// benchmark skips without it (an aid for trying settings).
+// ("processes hosts capacity dispatch linger [cooldown]", e.g.
+// "1 4 16 256 0s -1s"); the benchmark skips without it (an aid for trying
+// settings).
 func envSetup(b *testing.B) setup {
 	v := os.Getenv("RIVERBENCH_SETUP")
 	if v == "" {
@@ -154,7 +163,8 @@ func envSetup(b *testing.B) setup {
 	var s setup
 	var proc int
 	var l string
-	if _, err := fmt.Sscan(v, &proc, &s.hosts, &s.capacity, &s.dispatch, &l); err != nil {
+	cd := "0s"
+	if n, err := fmt.Sscan(v, &proc, &s.hosts, &s.capacity, &s.dispatch, &l, &cd); n < 5 {
 		b.Fatal("RIVERBENCH_SETUP:", err)
 	}
 	s.processes = proc != 0
@@ -162,12 +172,15 @@ func envSetup(b *testing.B) setup {
 	if s.linger, err = time.ParseDuration(l); err != nil {
 		b.Fatal("RIVERBENCH_SETUP:", err)
 	}
+	if s.cooldown, err = time.ParseDuration(cd); err != nil {
+		b.Fatal("RIVERBENCH_SETUP:", err)
+	}
 	return s
 }
 
 func benchForeman(b *testing.B, s setup) {
 	s = s.resolve()
-	processes, linger := s.processes, s.linger
+	processes, linger, cooldown := s.processes, s.linger, s.cooldown
 	ctx := context.Background()
 	pool := database(b)
 	schema := freshSchema(b, pool, "riverbench_foreman_")
@@ -181,7 +194,8 @@ func benchForeman(b *testing.B, s setup) {
 		b.Fatal(err)
 	}
 	defer leader.Resign(ctx)
-	tr, err := pgtransport.NewCoordinator(ctx, pgtransport.Config{Pool: pool, Store: st, Leader: leader})
+	rc, _ := time.ParseDuration(os.Getenv("RIVERBENCH_READ_COOLDOWN"))
+	tr, err := pgtransport.NewCoordinator(ctx, pgtransport.Config{Pool: pool, Store: st, Leader: leader, ReadCooldown: rc})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -204,7 +218,8 @@ func benchForeman(b *testing.B, s setup) {
 		name := fmt.Sprintf("host-%d", i)
 		if processes {
 			cmd := exec.CommandContext(hctx, os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), hostProcessEnv+"="+schema, "RIVERBENCH_HOST_NAME="+name, "RIVERBENCH_LINGER="+linger.String(), fmt.Sprintf("RIVERBENCH_CAPACITY=%d", s.capacity))
+			cmd.Env = append(os.Environ(), hostProcessEnv+"="+schema, "RIVERBENCH_HOST_NAME="+name, "RIVERBENCH_LINGER="+linger.String(),
+				"RIVERBENCH_COOLDOWN="+cooldown.String(), fmt.Sprintf("RIVERBENCH_CAPACITY=%d", s.capacity))
 			cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 			cmd.Stderr = os.Stderr
 			out, err := cmd.StdoutPipe()
@@ -222,7 +237,7 @@ func benchForeman(b *testing.B, s setup) {
 			go func() { defer wg.Done(); _ = cmd.Wait() }()
 			continue
 		}
-		h, err := newHost(ctx, newPool(b, os.Getenv("FOREMAN_TEST_POSTGRES"), 4), schema, name, s.capacity, linger)
+		h, err := newHost(ctx, newPool(b, os.Getenv("FOREMAN_TEST_POSTGRES"), 4), schema, name, s.capacity, linger, cooldown)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -232,7 +247,8 @@ func benchForeman(b *testing.B, s setup) {
 	}
 	b.ResetTimer()
 	resetStatements(b, pool)
-	cpu := startCPU(pids)
+	cpu := startCPU(pool, pids)
+	wal := startWAL(b, pool)
 	start := time.Now()
 	for i := range b.N {
 		if err := d.Submit(ctx, worker.Item{ID: foreman.ItemID(fmt.Sprintf("item-%d", i)), Prompt: "noop", Worktree: "/nowhere"}); err != nil {
@@ -244,11 +260,15 @@ func benchForeman(b *testing.B, s setup) {
 	}
 	report(b, start)
 	reportCPU(b, cpu)
+	wal.report(b)
 	dumpStatements(b, pool)
 	b.StopTimer()
 	var rounds int64
 	for _, h := range hs {
 		rounds += h.Stats().Rounds
+		if os.Getenv("RIVERBENCH_HOSTSTATS") != "" {
+			b.Logf("%s: %+v", h.Name(), h.Stats())
+		}
 	}
 	if !processes {
 		b.ReportMetric(float64(rounds)/float64(b.N), "host-rounds/handoff")
@@ -278,6 +298,12 @@ func TestMain(m *testing.M) {
 func runHostProcess(schema string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	if dir := os.Getenv("RIVERBENCH_HOST_CPUPROFILE"); dir != "" { // a profiling aid: a CPU profile per host process
+		f, err := os.Create(filepath.Join(dir, os.Getenv("RIVERBENCH_HOST_NAME")+".prof"))
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	pool, err := pgxpool.New(ctx, os.Getenv("FOREMAN_TEST_POSTGRES"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -289,28 +315,36 @@ func runHostProcess(schema string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	cooldown, err := time.ParseDuration(os.Getenv("RIVERBENCH_COOLDOWN"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	capacity, err := strconv.Atoi(os.Getenv("RIVERBENCH_CAPACITY"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	h, err := newHost(ctx, pool, schema, os.Getenv("RIVERBENCH_HOST_NAME"), capacity, linger)
+	h, err := newHost(ctx, pool, schema, os.Getenv("RIVERBENCH_HOST_NAME"), capacity, linger, cooldown)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 	fmt.Println("ready")
 	_ = h.Run(ctx)
+	if os.Getenv("RIVERBENCH_HOSTSTATS") != "" {
+		fmt.Fprintf(os.Stderr, "%s: %+v\n", h.Name(), h.Stats())
+	}
 	return 0
 }
 
 // newHost is a worker host whose agent does nothing and succeeds.
-func newHost(ctx context.Context, pool *pgxpool.Pool, schema, name string, capacity int, linger time.Duration) (*pgtransport.Host, error) {
+func newHost(ctx context.Context, pool *pgxpool.Pool, schema, name string, capacity int, linger, cooldown time.Duration) (*pgtransport.Host, error) {
 	agent := worker.AgentFunc(func(context.Context, phases.AgentRequest, phases.StreamCallback) (phases.AgentResult, error) {
 		return phases.AgentResult{Success: true}, nil
 	})
 	return pgtransport.NewHost(ctx, pgtransport.HostConfig{
-		Pool: pool, Schema: schema, Name: name, Capacity: capacity, Linger: linger,
+		Pool: pool, Schema: schema, Name: name, Capacity: capacity, Linger: linger, Cooldown: cooldown,
 		Runtime: worker.RuntimeConfig{Agent: agent, Commits: worker.NoCommits},
 	})
 }
@@ -362,7 +396,8 @@ func benchRiver(b *testing.B, set riverSettings, maxWorkers int, many bool) {
 	defer func() { _ = client.Stop(ctx) }()
 	b.ResetTimer()
 	resetStatements(b, pool)
-	cpu := startCPU(nil)
+	cpu := startCPU(pool, nil)
+	wal := startWAL(b, pool)
 	start := time.Now()
 	if many {
 		const chunk = 500
@@ -396,6 +431,7 @@ func benchRiver(b *testing.B, set riverSettings, maxWorkers int, many bool) {
 	}
 	report(b, start)
 	reportCPU(b, cpu)
+	wal.report(b)
 	dumpStatements(b, pool)
 	b.StopTimer()
 }

@@ -189,8 +189,8 @@ func BenchmarkHeartbeats(b *testing.B) {
 	time.Sleep(beatPeriod) // one period to settle: every run has beaten on its own clock since
 
 	b.ResetTimer()
-	cpu := startCPU(nil)
-	hostCPU := startCPU(pids)
+	cpu := startCPU(pool, nil)
+	hostCPU := startCPU(pool, pids)
 	before, beats := readCounters(b, pool, schema), counter.beats.Load()
 	start := time.Now()
 	time.Sleep(time.Duration(b.N) * beatPeriod)

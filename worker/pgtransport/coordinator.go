@@ -2,7 +2,6 @@ package pgtransport
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,6 +51,14 @@ type Config struct {
 	// NoListen turns LISTEN/NOTIFY off: the coordinator then only polls.
 	// Default: false (notifications wake it, polling is the fallback).
 	NoListen bool
+	// ReadCooldown is the least time between the starts of two reads of
+	// the hosts' messages: what hosts write within ReadCooldown of the
+	// last read waits for the rest of it and is read, in one round trip,
+	// with what other hosts wrote meanwhile; what comes later is read at
+	// once. Busy hosts so cost the coordinator one read per ReadCooldown,
+	// not one per host round (docs/performance.md measures 0, 5 and
+	// 10 ms). Default: 5 ms; a negative value turns it off.
+	ReadCooldown time.Duration
 	// MaxBatch caps the commands one write carries. Default: 512.
 	MaxBatch int
 	// Clock paces the polls and retries. Default: the wall clock.
@@ -60,6 +67,10 @@ type Config struct {
 	// them).
 	Logger *slog.Logger
 }
+
+// DefaultReadCooldown is Config.ReadCooldown's default: a coordinator
+// reads its hosts' messages at most every 5 ms.
+const DefaultReadCooldown = 5 * time.Millisecond
 
 const (
 	defaultQueue        = "default"
@@ -95,6 +106,12 @@ func (c *Config) resolve() error {
 	}
 	if c.MaxBatch == 0 {
 		c.MaxBatch = defaultMaxBatch
+	}
+	switch {
+	case c.ReadCooldown == 0:
+		c.ReadCooldown = DefaultReadCooldown
+	case c.ReadCooldown < 0:
+		c.ReadCooldown = 0
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -135,6 +152,19 @@ type Coordinator struct {
 
 	stats CoordinatorStats
 
+	// finIDs are the finished assignments that notifications named and
+	// no read has read yet; finAll asks the next read for every finished
+	// row of the queue.
+	finMu  sync.Mutex
+	finIDs []string
+	finAll bool
+
+	// unacked are the finished rows delivered and not known to be
+	// deleted before the last read began (under mu): reads skip them.
+	// ackEpoch counts the deletions done.
+	unacked  map[string]ackState
+	ackEpoch uint64
+
 	// seen is the heartbeat count last delivered per assignment (reader
 	// goroutine only).
 	seen map[foreman.AssignmentID]int64
@@ -160,7 +190,7 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 	c := &Coordinator{
 		cfg: cfg, sql: newStatements(cfg.Store.Schema()), clock: clock.OrReal(cfg.Clock), log: cfg.Logger,
 		progress: make(chan struct{}), writeKick: make(chan struct{}, 1),
-		seen: map[foreman.AssignmentID]int64{},
+		seen: map[foreman.AssignmentID]int64{}, unacked: map[string]ackState{},
 	}
 	b := &pgx.Batch{}
 	b.Queue(c.sql.fence, cfg.Lease, cfg.Term)
@@ -197,6 +227,7 @@ func (c *Coordinator) Start(inbox worker.Inbox) {
 		c.inbox = inbox
 		if !c.cfg.NoListen {
 			c.listen = newListener(c.cfg.Pool, []string{channel("m", c.cfg.Store.Schema(), c.cfg.Queue)}, c.clock, c.cfg.PollInterval, c.log)
+			c.listen.onNotify = c.noticeFinished
 			c.wg.Add(1)
 			go func() { defer c.wg.Done(); c.listen.run(c.ctx) }()
 		}
@@ -297,6 +328,13 @@ func (c *Coordinator) Close(ctx context.Context) error {
 	}
 	c.cancel()
 	c.wg.Wait()
+	if acks := c.takeAcks(true); len(acks) > 0 {
+		// What was delivered and not deleted yet; left behind, it would
+		// reach the next term's coordinator (as stale).
+		if _, aerr := c.cfg.Pool.Exec(ctx, c.sql.ackFinished, acks); aerr == nil {
+			c.ackedFinished(acks, nil)
+		}
+	}
 	return err
 }
 
@@ -323,7 +361,13 @@ func (c *Coordinator) writeOnce() bool {
 	if n == 0 {
 		return false
 	}
-	err := c.sendWrite(c.ctx, c.writeBatch(cmds))
+	acks := c.takeAcks(false)
+	err := c.sendWrite(c.ctx, c.writeBatch(cmds, acks))
+	if err == nil {
+		c.ackedFinished(acks, nil)
+	} else {
+		c.ackedFinished(nil, acks)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -355,10 +399,16 @@ func (c *Coordinator) writeOnce() bool {
 	return len(c.queued) > 0
 }
 
-func (c *Coordinator) writeBatch(cmds []worker.Command) *pgx.Batch {
+// writeBatch is one fenced transaction: the commands, and the deletion of
+// finished rows delivered since the last write (acks), which so costs no
+// commit of its own.
+func (c *Coordinator) writeBatch(cmds []worker.Command, acks []string) *pgx.Batch {
 	cfg := c.cfg
 	b := &pgx.Batch{}
 	b.Queue(c.sql.fence, cfg.Lease, cfg.Term)
+	if len(acks) > 0 {
+		b.Queue(c.sql.ackFinished, acks)
+	}
 	var ids, slots, bodies []string
 	assigned := false
 	flushAssigns := func() {
@@ -370,16 +420,19 @@ func (c *Coordinator) writeBatch(cmds []worker.Command) *pgx.Batch {
 	for _, cmd := range cmds {
 		switch cmd.Kind {
 		case worker.CommandAssign:
-			body, _ := json.Marshal(cmd.Assign) // plain data: cannot fail
 			ids = append(ids, string(cmd.Assign.ID))
 			slots = append(slots, string(cmd.Worker))
-			bodies = append(bodies, string(body))
+			bodies = append(bodies, string(encodeAssignment(cmd.Assign)))
 		case worker.CommandProbe:
 			flushAssigns()
 			b.Queue(c.sql.probe, cfg.Queue, cfg.Lease, cfg.Term, string(cmd.Assignment), int16(cmd.Kind), cmd.Reason)
 		default:
 			flushAssigns()
-			b.Queue(c.sql.stop, cfg.Queue, cfg.Lease, cfg.Term, string(cmd.Worker), string(cmd.Assignment), int16(cmd.Kind), cmd.Reason)
+			stop := c.sql.stop
+			if cmd.Assignment != "" {
+				stop = c.sql.stopOne
+			}
+			b.Queue(stop, cfg.Queue, cfg.Lease, cfg.Term, string(cmd.Worker), string(cmd.Assignment), int16(cmd.Kind), cmd.Reason)
 		}
 	}
 	flushAssigns()

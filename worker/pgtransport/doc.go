@@ -28,7 +28,19 @@
 // since the last round, the heartbeats of all its runs in one UPDATE (a
 // heartbeat changes the assignment's row in place, a HOT update that
 // writes no index entry), the commands waiting for it, and new claims up
-// to its Capacity. So the database sees one statement
+// to its Capacity. A busy host starts a round at most every
+// HostConfig.Cooldown (5 ms) while its runs may still send something, so
+// that one round, one commit, carries many runs' messages and claims; an
+// idle host, or one whose runs have all reported, goes at once. A
+// hand-off writes one row: the ASSIGN inserts it, the claim and the
+// final message update it (the latter a HOT update), and the coordinator
+// deletes it once it delivered the message, in the transaction of its
+// next write (only messages that are not final, such as a probe's
+// answer, take rows of their own); the host's notification names the
+// rows it finished, so the coordinator reads them by primary key, in a
+// read-only transaction, at most every Config.ReadCooldown (5 ms) however
+// many hosts notify it. Messages and assignments are JSON without their
+// zero fields. So the database sees one statement
 // per host per PollInterval for heartbeats however many runs each host
 // has, and the coordinator reads new heartbeats with one indexed query per
 // PollInterval. LISTEN/NOTIFY wakes hosts for new work and commands and the
@@ -43,13 +55,16 @@
 //
 // The assignment id fences every message across processes: a host writes
 // a message only while the assignment's row is claimed by that host (its
-// name and its database role), in the same statement, and a final message (DONE, READY_FOR_REVIEW, FAILED,
-// RATE_LIMITED, NEEDS_PERSON) deletes the row, as a KILL does. So a late
-// DONE of a withdrawn assignment, or a message from a host that does not
-// hold it, is never written (HostStats.Dropped counts them), and the
-// Dispatcher fences what is written as it always does. A host learns that
-// an assignment was withdrawn from the KILL or, should that be lost, from
-// its next heartbeat, and stops the run.
+// name and its database role), in the same statement, and a final message
+// (DONE, READY_FOR_REVIEW, FAILED, RATE_LIMITED, NEEDS_PERSON) is written
+// into that row, which the same UPDATE turns from claimed to finished: it
+// takes no more messages or heartbeats, and a KILL finds nothing to stop.
+// So a late DONE of a withdrawn assignment, a second final message, or a
+// message from a host that does not hold it, is never written
+// (HostStats.Dropped counts them), and the Dispatcher fences what is
+// written as it always does. A host learns that an assignment was
+// withdrawn from the KILL or, should that be lost, from its next
+// heartbeat, and stops the run.
 //
 // The coordinator's writes are fenced by its lease term: every transaction
 // it writes first takes the lease's lock shared and checks the term
@@ -61,9 +76,11 @@
 // terms left in its queue and kills their runs: the new leader starts from
 // its own state, as a restarted single process does.
 //
-// Delivery is at least once: a message is deleted after it was delivered,
-// so a coordinator that dies in between hands it to its successor, whose
-// Dispatcher ignores it as stale. A host that stops (Run's context ends)
+// Delivery is at least once: a message (or a finished assignment's row,
+// which holds its final message) is deleted after it was delivered (a
+// finished row by the coordinator's next write or full read, in the
+// meantime never delivered again), so a coordinator that dies in between
+// hands it to its successor, whose Dispatcher ignores it as stale. A host that stops (Run's context ends)
 // kills its runs and reports each unfinished one FAILED so the coordinator
 // requeues it at once; a host that dies without a word is noticed by the
 // Dispatcher's liveness deadline and probe, as a crashed worker is.
@@ -104,7 +121,7 @@
 //
 // The transport keeps three tables (wt_assignments, wt_commands,
 // wt_messages), the host functions and a version table (transport_schema,
-// version 3) in the store's PostgreSQL schema; NewCoordinator and NewHost
+// version 5) in the store's PostgreSQL schema; NewCoordinator and NewHost
 // create or migrate them (and the store's own schema) under an advisory
 // lock. Tables at this build's version are only read, so a worker role
 // opens them; one that finds them older fails with ErrNotMigrated until a

@@ -2,7 +2,6 @@ package pgtransport
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -34,6 +33,11 @@ func (h *Host) Run(ctx context.Context) error {
 	ticker := h.clock.NewTicker(h.cfg.PollInterval)
 	defer ticker.Stop()
 	for {
+		last := h.clock.Now()
+		select { // this round takes what the wake-up was for
+		case <-h.kick:
+		default:
+		}
 		if err := h.round(ctx); err != nil && ctx.Err() == nil {
 			h.log.Warn("pgtransport: host round failed, will retry", "host", h.cfg.Name, "err", err)
 		}
@@ -54,7 +58,41 @@ func (h *Host) Run(ctx context.Context) error {
 				goto wait
 			}
 		}
+		if h.coolDown(ctx, last) != nil {
+			return h.stop()
+		}
 	}
+}
+
+// coolDown waits until Cooldown has passed since the round that started at
+// last, so that what comes meanwhile goes in one round with the rest, but
+// no longer than until none of the host's runs has anything left to send
+// (every run claimed has sent its final message, or none is running):
+// then nothing more could join the round, and it goes at once.
+func (h *Host) coolDown(ctx context.Context, last time.Time) error {
+	rest := h.cfg.Cooldown - h.clock.Since(last)
+	if rest <= 0 {
+		return nil
+	}
+	t := h.clock.NewTimer(rest)
+	defer t.Stop()
+	for !h.settled() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C():
+			return nil
+		case <-h.kick:
+		}
+	}
+	return nil
+}
+
+// settled says whether no run of the host has anything left to send.
+func (h *Host) settled() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.runs) == 0
 }
 
 func (h *Host) stop() error {
@@ -72,7 +110,7 @@ func (h *Host) stop() error {
 	h.mu.Unlock()
 	closeErr := h.runtime.Close(ctx)
 	for _, a := range unfinished {
-		body, _ := json.Marshal(worker.Message{Kind: worker.MsgFailed, Worker: a.Worker, Assignment: a.ID,
+		body := encodeMessage(worker.Message{Kind: worker.MsgFailed, Worker: a.Worker, Assignment: a.ID,
 			Reason: "worker host " + h.cfg.Name + " stopped"})
 		h.mu.Lock()
 		h.out = append(h.out, outMessage{assignment: a.ID, body: body, final: true})
@@ -98,9 +136,22 @@ func (h *Host) round(ctx context.Context) error {
 	}
 	h.mu.Unlock()
 
-	ids, bodies, finals := make([]string, len(out)), make([]string, len(out)), make([]bool, len(out))
-	for i, m := range out {
-		ids[i], bodies[i], finals[i] = string(m.assignment), string(m.body), m.final
+	// A run's first final message is its outcome: a later one (a stopping
+	// host's FAILED after a DONE of the same round) is not sent, and
+	// counts as dropped, as the database would drop it.
+	ids, bodies, finals := make([]string, 0, len(out)), make([]string, 0, len(out)), make([]bool, 0, len(out))
+	var ended map[foreman.AssignmentID]bool
+	for _, m := range out {
+		if m.final {
+			if ended[m.assignment] {
+				continue
+			}
+			if ended == nil {
+				ended = map[foreman.AssignmentID]bool{}
+			}
+			ended[m.assignment] = true
+		}
+		ids, bodies, finals = append(ids, string(m.assignment)), append(bodies, string(m.body)), append(finals, m.final)
 	}
 	beatIDs, commits, outs := make([]string, 0, len(beats)), make([]string, 0, len(beats)), make([]int64, 0, len(beats))
 	for id, bt := range beats {
@@ -186,8 +237,8 @@ func (h *Host) round(ctx context.Context) error {
 	}
 	slices.SortFunc(claims, func(a, b claimed) int { return int(a.seq - b.seq) })
 	for _, c := range claims {
-		var a worker.Assignment
-		if err := json.Unmarshal(c.body, &a); err != nil {
+		a, err := decodeAssignment(c.body)
+		if err != nil {
 			h.log.Error("pgtransport: unreadable assignment", "seq", c.seq, "err", err)
 			continue
 		}

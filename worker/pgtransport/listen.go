@@ -25,6 +25,11 @@ type listener struct {
 	retry    time.Duration
 	log      *slog.Logger
 
+	// onNotify, when set, sees each notification's channel and payload
+	// before its waiters wake, and ("", "") whenever notifications may
+	// have been missed (the first LISTEN and every reconnection).
+	onNotify func(channel, payload string)
+
 	readyOnce sync.Once
 	ready     chan struct{} // closed once LISTEN first took effect
 }
@@ -80,11 +85,17 @@ func (l *listener) session(ctx context.Context) error {
 		}
 	}
 	l.readyOnce.Do(func() { close(l.ready) })
+	if l.onNotify != nil {
+		l.onNotify("", "")
+	}
 	l.signal("") // anything sent before LISTEN took effect
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
+		}
+		if l.onNotify != nil {
+			l.onNotify(n.Channel, n.Payload)
 		}
 		l.signal(n.Channel)
 	}

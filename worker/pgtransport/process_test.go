@@ -104,7 +104,7 @@ func TestWorkerHostProcessClaimsHeartbeatsAndCompletes(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(wt, "release"), nil, 0o644))
 	done := in.await(t, "DONE", func(m worker.Message) bool { return m.Kind == worker.MsgDone })
 	assert.Equal(t, a.ID, done.Assignment)
-	assert.Equal(t, "", claimedBy(t, e, a.ID), "a final message removes the assignment")
+	assert.Equal(t, "", claimedBy(t, e, a.ID), "a final message ends the claim")
 
 	require.NoError(t, proc.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, proc.Wait(), "the host process stops cleanly on SIGTERM")

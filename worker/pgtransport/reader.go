@@ -1,14 +1,17 @@
 package pgtransport
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/internal/clock"
 	"github.com/agentforeman/foreman/worker"
 )
 
@@ -22,10 +25,11 @@ func (c *Coordinator) readLoop() {
 	if c.listen != nil {
 		wake = c.listen.wake[0]
 	}
-	var delivered []int64
+	var delivered deliveredSet
 	var since *time.Time
 	beatsDue := true
 	for polls := 0; ; {
+		last := c.clock.Now()
 		if beatsDue {
 			polls++
 			if polls%fullBeatScanEvery == 0 {
@@ -48,6 +52,9 @@ func (c *Coordinator) readLoop() {
 		case <-ticker.C():
 			beatsDue = true
 		}
+		if rest := c.cfg.ReadCooldown - c.clock.Since(last); rest > 0 && clock.Sleep(c.ctx, c.clock, rest) != nil {
+			return
+		}
 	}
 }
 
@@ -64,31 +71,61 @@ type wireBeat struct {
 	output *time.Time
 }
 
+// deliveredSet is what the last read delivered of wt_messages, deleted by
+// the next read. Finished assignment rows (a final message in its
+// assignment's row) delivered wait in Coordinator.unacked for the next
+// write, or the next read of every finished row, to delete them: so a
+// read that deletes nothing is a read-only transaction, which costs no
+// commit.
+type deliveredSet struct {
+	seqs []int64
+}
+
 // readOnce deletes the messages delivered last time, reads the next page
 // and (when due) the heartbeats since the last look, and delivers them:
 // heartbeats first, since a final message deletes its assignment's row.
 // more says whether to read again at once.
-func (c *Coordinator) readOnce(delivered *[]int64, since **time.Time, beats bool) (more bool, err error) {
+func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats bool) (more bool, err error) {
 	ctx := c.ctx
 	b := &pgx.Batch{}
-	if len(*delivered) > 0 {
-		b.Queue(c.sql.deleteMessages, *delivered)
+	ids, all := c.takeFinished()
+	all = all || beats
+	var acks []string
+	if all {
+		// Before reading every finished row, delete those delivered, so
+		// that they do not fill the page.
+		acks = c.takeAcks(true)
 	}
-	var seqs []int64
-	var bodies [][]byte
-	var written []foreman.AssignmentID
-	b.Queue(c.sql.readMessages, c.cfg.Queue, messagePage).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var seq int64
-			var assignment string
-			var body []byte
-			if err := rows.Scan(&seq, &assignment, &body); err != nil {
-				return err
+	if len(delivered.seqs)+len(acks) > 0 {
+		b.Queue(c.sql.deleteMessages, delivered.seqs, acks)
+	}
+	c.mu.Lock()
+	epoch := c.ackEpoch // deletions done before this read began
+	c.mu.Unlock()
+	var got []wireMessage
+	scan := func(inRow bool, n *int) func(rows pgx.Rows) error {
+		return func(rows pgx.Rows) error {
+			for rows.Next() {
+				w := wireMessage{inRow: inRow}
+				var assignment string
+				if err := rows.Scan(&w.seq, &assignment, &w.body); err != nil {
+					return err
+				}
+				w.assignment = foreman.AssignmentID(assignment)
+				got = append(got, w)
+				*n++
 			}
-			seqs, bodies, written = append(seqs, seq), append(bodies, body), append(written, foreman.AssignmentID(assignment))
+			return rows.Err()
 		}
-		return rows.Err()
-	})
+	}
+	var nMessages, nFinished, nAll int
+	b.Queue(c.sql.readMessages, c.cfg.Queue, messagePage).Query(scan(false, &nMessages))
+	if len(ids) > 0 && !all {
+		b.Queue(c.sql.readFinished, ids, c.cfg.Queue).Query(scan(true, &nFinished))
+	}
+	if all {
+		b.Queue(c.sql.readAllFinished, c.cfg.Queue, messagePage).Query(scan(true, &nAll))
+	}
 	var hb []wireBeat
 	var now *time.Time
 	if beats {
@@ -114,12 +151,31 @@ func (c *Coordinator) readOnce(delivered *[]int64, since **time.Time, beats bool
 		})
 	}
 	if err := c.cfg.Pool.SendBatch(ctx, b).Close(); err != nil {
+		c.putBackFinished(ids, all)
+		c.ackedFinished(nil, acks)
 		return false, err
 	}
-	*delivered = (*delivered)[:0]
+	c.ackedFinished(acks, nil)
+	// In the order written: messages and final messages share a sequence.
+	slices.SortFunc(got, func(a, b wireMessage) int { return cmp.Compare(a.seq, b.seq) })
+	got = slices.CompactFunc(got, func(a, b wireMessage) bool { return a.seq == b.seq && a.inRow == b.inRow })
+	delivered.seqs = delivered.seqs[:0]
 	c.mu.Lock()
+	// Finished rows delivered before, whose deletion is under way or
+	// committed while this read ran (or that a notification named twice),
+	// are not delivered again. Rows deleted before it began it cannot
+	// have seen: forget them.
+	got = slices.DeleteFunc(got, func(w wireMessage) bool {
+		_, old := c.unacked[string(w.assignment)]
+		return w.inRow && old
+	})
+	for id, st := range c.unacked {
+		if st.goneAt != 0 && st.goneAt <= epoch {
+			delete(c.unacked, id)
+		}
+	}
 	c.stats.Reads++
-	c.stats.Delivered += int64(len(bodies) + len(hb))
+	c.stats.Delivered += int64(len(got) + len(hb))
 	c.mu.Unlock()
 	if beats && *since == nil {
 		live := make(map[foreman.AssignmentID]int64, len(hb))
@@ -143,27 +199,80 @@ func (c *Coordinator) readOnce(delivered *[]int64, since **time.Time, beats bool
 		}
 		c.deliver(ctx, m)
 	}
-	for i, body := range bodies {
-		var m worker.Message
-		if err := json.Unmarshal(body, &m); err != nil {
-			c.log.Error("pgtransport: unreadable message dropped", "seq", seqs[i], "err", err)
-		} else if m.Assignment != written[i] {
+	for _, w := range got {
+		if m, err := decodeMessage(w.body); err != nil {
+			c.log.Error("pgtransport: unreadable message dropped", "seq", w.seq, "err", err)
+		} else if m.Assignment != w.assignment {
 			// Written for one claim, naming another assignment: a host
 			// speaks only for what it claimed (the host functions refuse
 			// this; a role with table access could still write it).
 			c.log.Error("pgtransport: message naming another assignment than the one it was written for dropped",
-				"seq", seqs[i], "written for", written[i], "names", m.Assignment)
+				"seq", w.seq, "written for", w.assignment, "names", m.Assignment)
 		} else {
 			if final(m.Kind) {
 				delete(c.seen, m.Assignment)
 			}
 			c.deliver(ctx, m)
 		}
-		*delivered = append(*delivered, seqs[i])
+		if w.inRow {
+			c.mu.Lock()
+			c.unacked[string(w.assignment)] = ackState{}
+			c.mu.Unlock()
+		} else {
+			delivered.seqs = append(delivered.seqs, w.seq)
+		}
 	}
 	// A full page means more are waiting; otherwise the next wake-up or
-	// poll deletes what was delivered, along with its own read.
-	return len(bodies) == messagePage, nil
+	// poll deletes the messages delivered, along with its own read, and
+	// the next write (or read of every finished row) the finished rows.
+	if nAll == messagePage {
+		c.putBackFinished(nil, true)
+	}
+	return nMessages == messagePage || nAll == messagePage, nil
+}
+
+// wireMessage is a message read: from wt_messages, or a final message
+// from its finished assignment's row (inRow).
+type wireMessage struct {
+	seq        int64
+	assignment foreman.AssignmentID
+	body       []byte
+	inRow      bool
+}
+
+// noticeFinished records what a notification on the coordinator's
+// channel says: the ids of the assignments a host's write finished (a
+// JSON array; "[]" when it wrote only messages), or, when the payload is
+// not such an array (empty: the list was too long, or a notification may
+// have been missed; or a version 3 host's), that every finished row is to
+// be read.
+func (c *Coordinator) noticeFinished(_, payload string) {
+	var ids []string
+	err := json.Unmarshal([]byte(payload), &ids)
+	c.finMu.Lock()
+	defer c.finMu.Unlock()
+	if err != nil {
+		c.finAll = true
+		return
+	}
+	c.finIDs = append(c.finIDs, ids...)
+}
+
+// takeFinished returns and forgets what noticeFinished recorded.
+func (c *Coordinator) takeFinished() (ids []string, all bool) {
+	c.finMu.Lock()
+	defer c.finMu.Unlock()
+	ids, all = c.finIDs, c.finAll
+	c.finIDs, c.finAll = nil, false
+	return ids, all
+}
+
+// putBackFinished records again what a failed read did not read.
+func (c *Coordinator) putBackFinished(ids []string, all bool) {
+	c.finMu.Lock()
+	defer c.finMu.Unlock()
+	c.finIDs = append(c.finIDs, ids...)
+	c.finAll = c.finAll || all
 }
 
 func (c *Coordinator) deliver(ctx context.Context, m worker.Message) {

@@ -18,12 +18,14 @@ import (
 // SchemaVersion is the version of the transport's tables this build writes
 // and reads (kept in the table transport_schema, apart from the store's
 // own version).
-const SchemaVersion = 3
+const SchemaVersion = 5
 
 // The transport's tables, in the store's PostgreSQL schema ("@." stands for
-// it). An assignment row lives from the coordinator's ASSIGN until its
-// final message (DONE, FAILED, ...) or a KILL, RESET or SHUTDOWN deletes it:
-// state 0 is open (claimable), 1 claimed by host. Heartbeats update the
+// it). An assignment row lives from the coordinator's ASSIGN until the
+// coordinator delivered its final message (DONE, FAILED, ...), or until a
+// KILL, RESET or SHUTDOWN deletes it: state 0 is open (claimable), 1
+// claimed by host, 2 (from version 4) finished, with the final message in
+// the row (finalInRow). Heartbeats update the
 // claimed row in place (hb_*), so they add no rows. Commands are addressed
 // to the host that claimed the assignment; messages to the queue's
 // coordinator. Every worker-side write joins the assignment row claimed by
@@ -81,6 +83,8 @@ func migrations(fenceLock, fenceTerm, schema string) []string {
 		$fn$`,
 		hostFunctions(schema),
 		indexedHostFunctions(schema),
+		finalInRow(schema),
+		leanRound(schema),
 	}
 }
 

@@ -2,10 +2,12 @@ package pgtransport
 
 // statements is the transport's SQL with the schema filled in.
 type statements struct {
-	fence, insert, stop, probe, supersede, notify string
-	deleteMessages, readMessages, readBeats       string
-	hostWrite, heartbeats, takeCommands, claim    string
-	hostRound                                     string
+	fence, insert, stop, stopOne, probe        string
+	supersede, notify                          string
+	deleteMessages, readMessages, readBeats    string
+	readFinished, readAllFinished, ackFinished string
+	hostWrite, heartbeats, takeCommands, claim string
+	hostRound                                  string
 }
 
 func newStatements(schema string) statements {
@@ -27,6 +29,16 @@ func newStatements(schema string) statements {
 		// told to stop its run.
 		stop: `WITH d AS (DELETE FROM @.wt_assignments a
 				WHERE a.queue = $1 AND a.lease = $2 AND a.term = $3 AND a.slot = $4 AND ($5 = '' OR a.id = $5)
+				AND a.state <> 2
+				RETURNING a.id, a.host, a.owner, a.state),
+			c AS (INSERT INTO @.wt_commands (host, owner, assignment, kind, reason)
+				SELECT d.host, d.owner, d.id, $6, $7 FROM d WHERE d.state = 1 RETURNING host)
+			` + notifyHosts,
+		// The same for a named assignment, found by its primary key (the
+		// statement above, planned once for both cases, scans the table).
+		stopOne: `WITH d AS (DELETE FROM @.wt_assignments a
+				WHERE a.id = $5 AND a.queue = $1 AND a.lease = $2 AND a.term = $3 AND a.slot = $4
+				AND a.state <> 2
 				RETURNING a.id, a.host, a.owner, a.state),
 			c AS (INSERT INTO @.wt_commands (host, owner, assignment, kind, reason)
 				SELECT d.host, d.owner, d.id, $6, $7 FROM d WHERE d.state = 1 RETURNING host)
@@ -41,19 +53,33 @@ func newStatements(schema string) statements {
 		// A new term takes over the queue: the earlier terms' assignments
 		// are withdrawn and their runs killed.
 		supersede: `WITH d AS (DELETE FROM @.wt_assignments a
-				WHERE a.queue = $1 AND a.lease = $2 AND a.term < $3
+				WHERE a.queue = $1 AND a.lease = $2 AND a.term < $3 AND a.state <> 2
 				RETURNING a.id, a.host, a.owner, a.state),
 			c AS (INSERT INTO @.wt_commands (host, owner, assignment, kind, reason)
 				SELECT d.host, d.owner, d.id, $4, $5 FROM d WHERE d.state = 1 RETURNING host)
 			` + notifyHosts,
 		notify: `SELECT pg_notify($1, '')`,
 
-		// Coordinator reads: messages are deleted once delivered (in the
+		// Coordinator reads: messages, and final messages in their
+		// finished assignment rows (state 2), in one order (done_seq comes
+		// from the messages' sequence), are deleted once delivered (in the
 		// next round), so a coordinator that dies between delivering and
 		// deleting delivers them again to its successor, which fences them
-		// off as stale.
-		deleteMessages: `DELETE FROM @.wt_messages WHERE seq = ANY($1::bigint[])`,
-		readMessages:   `SELECT seq, assignment, body FROM @.wt_messages WHERE queue = $1 ORDER BY seq LIMIT $2`,
+		// off as stale. Finished rows have no index of their own (so that
+		// finishing one is a HOT update): the coordinator reads those its
+		// notifications named by id, and all of its queue's at every poll
+		// (and when a notification may have been lost).
+		deleteMessages: `WITH m AS (DELETE FROM @.wt_messages WHERE seq = ANY($1::bigint[]))
+			DELETE FROM @.wt_assignments a WHERE a.id = ANY($2::text[]) AND a.state::int = 2`,
+		// Finished rows delivered are deleted by the coordinator's next
+		// write (its transaction carries them: no commit of their own),
+		// or by the next read that reads all finished rows.
+		ackFinished:  `DELETE FROM @.wt_assignments a WHERE a.id = ANY($1::text[]) AND a.state::int = 2`,
+		readMessages: `SELECT seq, assignment, body FROM @.wt_messages WHERE queue = $1 ORDER BY seq LIMIT $2`,
+		readFinished: `SELECT a.done_seq, a.id, a.done_body FROM @.wt_assignments a
+			WHERE a.id = ANY($1::text[]) AND a.queue = $2 AND a.state::int = 2`,
+		readAllFinished: `SELECT a.done_seq, a.id, a.done_body FROM @.wt_assignments a
+			WHERE a.queue = $1 AND a.state = 2 ORDER BY a.done_seq LIMIT $2`,
 		readBeats: `SELECT a.id, a.slot, a.hb_n, a.hb_commit, a.hb_output, clock_timestamp()
 			FROM @.wt_assignments a
 			WHERE a.queue = $1 AND a.lease = $2 AND a.term = $3 AND a.state = 1 AND a.hb_n > 0
@@ -75,8 +101,8 @@ func newStatements(schema string) statements {
 		// A host's round in one call: the four above in that order.
 		hostRound: `SELECT o_what, o_seq, o_id, o_kind, o_text FROM @.wt_host_round($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 	}
-	for _, p := range []*string{&s.fence, &s.insert, &s.stop, &s.probe, &s.supersede, &s.deleteMessages,
-		&s.readMessages, &s.readBeats, &s.hostWrite, &s.heartbeats, &s.takeCommands, &s.claim, &s.hostRound} {
+	for _, p := range []*string{&s.fence, &s.insert, &s.stop, &s.stopOne, &s.probe, &s.supersede, &s.deleteMessages,
+		&s.readMessages, &s.readFinished, &s.ackFinished, &s.readAllFinished, &s.readBeats, &s.hostWrite, &s.heartbeats, &s.takeCommands, &s.claim, &s.hostRound} {
 		*p = sqlFor(schema, *p)
 	}
 	return s

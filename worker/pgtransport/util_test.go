@@ -62,13 +62,13 @@ func (in *inbox) await(t *testing.T, what string, ok func(worker.Message) bool) 
 	}
 }
 
-// claimedBy reads which host claimed an assignment ("" if the row is gone
-// or open).
+// claimedBy is the host holding a claim on the assignment, "" if none
+// does (open, finished or gone).
 func claimedBy(t *testing.T, e *env, id foreman.AssignmentID) string {
 	t.Helper()
 	var host *string
 	err := e.pool.QueryRow(context.Background(),
-		"SELECT host FROM "+pgx.Identifier{e.schema}.Sanitize()+".wt_assignments WHERE id = $1", string(id)).Scan(&host)
+		"SELECT host FROM "+pgx.Identifier{e.schema}.Sanitize()+".wt_assignments WHERE id = $1 AND state = 1", string(id)).Scan(&host)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ""
 	}
