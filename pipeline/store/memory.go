@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
-	"sort"
+	"math"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,23 +22,49 @@ type MemoryOptions struct {
 // Memory is a Store that keeps its records in process memory. It is safe
 // for concurrent use; nothing survives the process. The zero value is not
 // usable: call NewMemory.
+//
+// What it keeps per record is the record's id, its data (one allocation
+// of exactly its length), its version and the time of its last write:
+// about 40 bytes besides the id and the data. Records are grouped by
+// kind, so that List costs the records of its kind, not the store's.
 type Memory struct {
 	clock clock.Clock
 
-	mu      sync.RWMutex
-	closed  bool
-	records map[recordKey]Record
-	// tombstones holds the last version of each deleted record until it is
-	// created again or purged; a key is never in both maps.
-	tombstones map[recordKey]tombstone
+	mu     sync.RWMutex
+	closed bool
+	kinds  map[string]*memKind
 }
 
-type recordKey struct{ kind, id string }
+// memKind holds the records of one kind.
+type memKind struct {
+	recs map[string]memRecord
+	// tombs holds the last version of each deleted record until it is
+	// created again or purged; an id is never in both maps. Made on the
+	// kind's first delete.
+	tombs map[string]tombstone
+	// far holds the times of the records whose UpdatedAt is outside what
+	// a memRecord's at can hold (before 1678 or after 2262: a fake
+	// clock's); made on first use.
+	far map[string]time.Time
+}
+
+// memRecord is one record's current version. Its kind and id are the
+// keys it is found under.
+type memRecord struct {
+	data    string // a string: 16 bytes, immutable, copied in and out
+	version int64
+	// at is UpdatedAt in nanoseconds since 1970 (UTC), or farTime when
+	// the time is in memKind.far.
+	at int64
+}
 
 type tombstone struct {
 	version   int64
 	deletedAt time.Time
 }
+
+// farTime marks a memRecord whose time is kept in memKind.far.
+const farTime int64 = math.MinInt64
 
 var (
 	_ Store           = (*Memory)(nil)
@@ -45,11 +73,7 @@ var (
 
 // NewMemory returns an empty in-memory store.
 func NewMemory(opts MemoryOptions) *Memory {
-	return &Memory{
-		clock:      clock.OrReal(opts.Clock),
-		records:    make(map[recordKey]Record),
-		tombstones: make(map[recordKey]tombstone),
-	}
+	return &Memory{clock: clock.OrReal(opts.Clock), kinds: make(map[string]*memKind)}
 }
 
 // Get implements Store.
@@ -62,11 +86,15 @@ func (m *Memory) Get(ctx context.Context, kind, id string) (Record, error) {
 	if m.closed {
 		return Record{}, ErrClosed
 	}
-	r, ok := m.records[recordKey{kind, id}]
+	k := m.kinds[kind]
+	if k == nil {
+		return Record{}, notFound(kind, id)
+	}
+	r, ok := k.recs[id]
 	if !ok {
 		return Record{}, notFound(kind, id)
 	}
-	return cloneRecord(r), nil
+	return k.record(kind, id, r), nil
 }
 
 // List implements Store.
@@ -79,13 +107,15 @@ func (m *Memory) List(ctx context.Context, kind string) ([]Record, error) {
 	if m.closed {
 		return nil, ErrClosed
 	}
-	var out []Record
-	for k, r := range m.records {
-		if k.kind == kind {
-			out = append(out, cloneRecord(r))
-		}
+	k := m.kinds[kind]
+	if k == nil || len(k.recs) == 0 {
+		return nil, nil
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	out := make([]Record, 0, len(k.recs))
+	for id, r := range k.recs {
+		out = append(out, k.record(kind, id, r))
+	}
+	slices.SortFunc(out, func(a, b Record) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
@@ -106,31 +136,67 @@ func (m *Memory) Apply(ctx context.Context, ops ...Op) ([]Record, error) {
 	for _, op := range ops {
 		// A deleted record is absent here (its tombstone lives apart), so
 		// it matches only ExpectVersion 0 and conflicts with Actual 0.
-		actual := m.records[recordKey{op.Kind, op.ID}].Version
+		var actual int64
+		if k := m.kinds[op.Kind]; k != nil {
+			actual = k.recs[op.ID].version
+		}
 		if actual != op.ExpectVersion {
 			return nil, &ConflictError{Kind: op.Kind, ID: op.ID, Expected: op.ExpectVersion, Actual: actual}
 		}
 	}
 	now := m.clock.Now().UTC().Round(0) // Round(0) drops the monotonic reading
+	at := farTime
+	if y := now.Year(); y > 1678 && y < 2262 {
+		at = now.UnixNano()
+	}
 	out := make([]Record, len(ops))
 	for i, op := range ops {
-		k := recordKey{op.Kind, op.ID}
+		k := m.kinds[op.Kind]
+		if k == nil {
+			k = &memKind{recs: make(map[string]memRecord)}
+			m.kinds[op.Kind] = k
+		}
 		if op.Delete {
-			delete(m.records, k)
-			m.tombstones[k] = tombstone{version: op.ExpectVersion, deletedAt: now}
+			delete(k.recs, op.ID)
+			delete(k.far, op.ID)
+			if k.tombs == nil {
+				k.tombs = make(map[string]tombstone)
+			}
+			k.tombs[op.ID] = tombstone{version: op.ExpectVersion, deletedAt: now}
 			out[i] = Record{Kind: op.Kind, ID: op.ID, UpdatedAt: now}
 			continue
 		}
 		version := op.ExpectVersion + 1
-		if op.ExpectVersion == 0 {
-			version = m.tombstones[k].version + 1
-			delete(m.tombstones, k)
+		if op.ExpectVersion == 0 && k.tombs != nil {
+			version = k.tombs[op.ID].version + 1
+			delete(k.tombs, op.ID)
 		}
-		r := Record{Kind: op.Kind, ID: op.ID, Version: version, Data: cloneData(op.Data), UpdatedAt: now}
-		m.records[k] = r
-		out[i] = cloneRecord(r)
+		k.recs[op.ID] = memRecord{data: string(op.Data), version: version, at: at}
+		if at == farTime {
+			if k.far == nil {
+				k.far = make(map[string]time.Time)
+			}
+			k.far[op.ID] = now
+		} else if k.far != nil {
+			delete(k.far, op.ID)
+		}
+		out[i] = Record{Kind: op.Kind, ID: op.ID, Version: version, Data: cloneData(op.Data), UpdatedAt: now}
 	}
 	return out, nil
+}
+
+// record is r as the Record the store returns, with its own copy of the
+// data.
+func (k *memKind) record(kind, id string, r memRecord) Record {
+	data := make([]byte, len(r.data))
+	copy(data, r.data)
+	var at time.Time
+	if r.at == farTime {
+		at = k.far[id]
+	} else {
+		at = time.Unix(0, r.at).UTC()
+	}
+	return Record{Kind: kind, ID: id, Version: r.version, Data: data, UpdatedAt: at}
 }
 
 // PurgeTombstones implements TombstonePurger.
@@ -144,10 +210,12 @@ func (m *Memory) PurgeTombstones(ctx context.Context, deletedBefore time.Time) (
 		return 0, ErrClosed
 	}
 	purged := 0
-	for k, ts := range m.tombstones {
-		if ts.deletedAt.Before(deletedBefore) {
-			delete(m.tombstones, k)
-			purged++
+	for _, k := range m.kinds {
+		for id, ts := range k.tombs {
+			if ts.deletedAt.Before(deletedBefore) {
+				delete(k.tombs, id)
+				purged++
+			}
 		}
 	}
 	return purged, nil
@@ -158,14 +226,8 @@ func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
-	m.records = nil
-	m.tombstones = nil
+	m.kinds = nil
 	return nil
-}
-
-func cloneRecord(r Record) Record {
-	r.Data = cloneData(r.Data)
-	return r
 }
 
 // cloneData returns a copy that is never nil, so that empty documents read

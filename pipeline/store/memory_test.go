@@ -37,6 +37,57 @@ func TestMemoryUpdatedAtComesFromTheClock(t *testing.T) {
 	assert.Equal(t, recs[0], got)
 }
 
+// A record keeps its time as nanoseconds since 1970 where that fits, and
+// apart where it does not (a fake clock's year 1 or 3000): both read back
+// exactly, by Get, List and after an update that moves it back in range.
+func TestMemoryKeepsTimesOutsideTheNanosecondRange(t *testing.T) {
+	tests := []struct {
+		name string
+		at   time.Time
+	}{
+		{"year 1", time.Time{}},
+		{"year 1677", time.Date(1677, 1, 1, 0, 0, 0, 1, time.UTC)},
+		{"in range", time.Date(2026, 11, 27, 17, 0, 0, 123456789, time.UTC)},
+		{"year 2263", time.Date(2263, 1, 1, 0, 0, 0, 7, time.UTC)},
+		{"year 3000", time.Date(3000, 6, 1, 12, 0, 0, 5, time.UTC)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			now := tc.at
+			s := store.NewMemory(store.MemoryOptions{Clock: settable{clock.NewFake(now), &now}})
+			recs, err := s.Apply(t.Context(), store.Op{Kind: "k", ID: "a", Data: []byte("1")}, store.Op{Kind: "k", ID: "b", Data: []byte("2")})
+			require.NoError(t, err)
+			assert.Equal(t, tc.at, recs[0].UpdatedAt)
+			got, err := s.Get(t.Context(), "k", "a")
+			require.NoError(t, err)
+			assert.Equal(t, tc.at, got.UpdatedAt)
+			list, err := s.List(t.Context(), "k")
+			require.NoError(t, err)
+			require.Len(t, list, 2)
+			assert.Equal(t, tc.at, list[1].UpdatedAt)
+
+			// An update at an ordinary time replaces the far one.
+			now = time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+			_, err = s.Apply(t.Context(), store.Op{Kind: "k", ID: "a", ExpectVersion: 1, Data: []byte("3")})
+			require.NoError(t, err)
+			got, err = s.Get(t.Context(), "k", "a")
+			require.NoError(t, err)
+			assert.Equal(t, now, got.UpdatedAt)
+			got, err = s.Get(t.Context(), "k", "b")
+			require.NoError(t, err)
+			assert.Equal(t, tc.at, got.UpdatedAt, "the other record keeps its time")
+		})
+	}
+}
+
+// settable is a clock whose Now is *now, also back in time.
+type settable struct {
+	clock.Clock
+	now *time.Time
+}
+
+func (c settable) Now() time.Time { return *c.now }
+
 func TestValidateOps(t *testing.T) {
 	tests := []struct {
 		name    string
