@@ -2,7 +2,6 @@ package team
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -127,6 +126,8 @@ type eventLog struct {
 	// every event from then on.
 	unstored bool
 	wake     chan struct{} // closed and replaced on every append
+	// buf is reused for each event's record.
+	buf []byte
 }
 
 // eventWindow is how many of the latest events a team with a store keeps
@@ -196,15 +197,18 @@ func (l *eventLog) add(e Event) Event {
 	return e
 }
 
-// persist writes the event and the counter in one Apply.
+// persist writes the event (in its compact form: eventcodec.go) and the
+// counter in one Apply.
 func (l *eventLog) persist(e Event) error {
-	data, err := json.Marshal(e)
+	data, err := appendEvent(l.buf[:0], e)
 	if err != nil {
 		return err
 	}
+	l.buf = data // the store copies what it keeps
+	seq := strconv.AppendUint(data[len(data):], e.Seq, 10)
 	recs, err := l.db.Apply(context.Background(),
 		store.Op{Kind: kindEvent, ID: eventID(e.Seq), Data: data},
-		store.Op{Kind: kindEventSeq, ID: eventSeqRecord, ExpectVersion: l.counter, Data: strconv.AppendUint(nil, e.Seq, 10)})
+		store.Op{Kind: kindEventSeq, ID: eventSeqRecord, ExpectVersion: l.counter, Data: seq})
 	if err != nil {
 		return err
 	}
@@ -258,8 +262,8 @@ func (l *eventLog) stored(after, upTo uint64) ([]Event, error) {
 			if err != nil {
 				return out, err
 			}
-			var e Event
-			if err := json.Unmarshal(r.Data, &e); err != nil {
+			e, err := decodeEvent(r.Data)
+			if err != nil {
 				return out, fmt.Errorf("team: corrupt event %s: %w", r.ID, err)
 			}
 			out = append(out, e)
@@ -272,8 +276,8 @@ func (l *eventLog) stored(after, upTo uint64) ([]Event, error) {
 	}
 	var out []Event
 	for _, r := range recs {
-		var e Event
-		if err := json.Unmarshal(r.Data, &e); err != nil {
+		e, err := decodeEvent(r.Data)
+		if err != nil {
 			return out, fmt.Errorf("team: corrupt event %s: %w", r.ID, err)
 		}
 		if e.Seq > after && e.Seq <= upTo {
