@@ -49,15 +49,10 @@ func (t *Team) readInputs(ctx context.Context) ([]storyInputs, error) {
 			State pipeline.State `json:"state"`
 		}
 		err := json.Unmarshal(data, &rec)
-		in.State = rec.State
+		in.State = viewStateOf(rec.State)
 		return err
 	}); err != nil {
 		return nil, err
-	}
-	for i := range out {
-		if out[i].State.Item == "" {
-			out[i].State.Item = out[i].Story.ID // never started: what pipeline.Runtime.Get says
-		}
 	}
 	if err := each(kindDecision, func(in *storyInputs, data []byte) error {
 		in.Dec = &decision{}
