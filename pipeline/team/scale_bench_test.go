@@ -38,8 +38,12 @@ import (
 // reads).
 //
 // Each run also reports the process's peak resident set so far
-// (getrusage's maxrss, peak-rss-MB): FOREMAN_SCALE_SIZES=10000 runs one
-// size alone, so that the peak is that size's, in-memory store included.
+// (getrusage's maxrss, peak-rss-MB, read as the run ends):
+// FOREMAN_SCALE_SIZES=10000 runs one size alone, so that the peak is that
+// size's, in-memory store included; and the heap live after the run
+// (heap-live-MB: allocated after a GC). FOREMAN_SCALE_HEAP writes a heap
+// profile after the run; FOREMAN_SCALE_KINDS=1 logs, for the memory
+// store, how many records of each kind it holds and their bytes.
 //
 //	go test -run '^$' -bench Scale -benchtime 20x -timeout 30m ./pipeline/team/
 //	FOREMAN_SCALE_SIZES=10000 go test -run '^$' -bench 'Scale$/run' -timeout 30m ./pipeline/team/
@@ -60,7 +64,11 @@ func BenchmarkScale(b *testing.B) {
 		cpu, wall := processCPU(b)-cpu0, time.Since(wall0)
 		require.NoError(b, err)
 		require.Equal(b, n, res.Merged, res.String())
+		peak := peakRSSMB(b) // before anything after the run can add to it
 		writeHeap(b, n)
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
 		cpuPerStory := float64(cpu.Microseconds()) / 1000 / float64(n)
 		if n == 100 {
 			cpuAt100 = cpuPerStory
@@ -73,8 +81,12 @@ func BenchmarkScale(b *testing.B) {
 			if cpuAt100 > 0 {
 				b.ReportMetric(cpuPerStory/cpuAt100, "x100")
 			}
-			b.ReportMetric(peakRSSMB(b), "peak-rss-MB")
+			b.ReportMetric(peak, "peak-rss-MB")
+			b.ReportMetric(float64(ms.HeapAlloc)/1e6, "heap-live-MB")
 		})
+		if mem != nil && os.Getenv("FOREMAN_SCALE_KINDS") != "" {
+			logKinds(b, mem)
+		}
 		ctx := context.Background()
 		b.Run(fmt.Sprintf("status/%d", n), func(b *testing.B) {
 			for b.Loop() {
@@ -166,8 +178,7 @@ func copyToSQLite(b *testing.B, mem store.Store, path string) {
 	db, err := sqlitestore.Open(ctx, path, sqlitestore.Options{})
 	require.NoError(b, err)
 	defer db.Close()
-	for _, kind := range []string{"item", "taskgraph.session", "taskgraph.task", "team.story", "team.board", "team.base",
-		"team.decision", "team.memory", "team.triage", "team.usage", "team.refused", "team.secret", "team.event", "team.eventseq", "team.view", "team.viewsum"} {
+	for _, kind := range teamKinds {
 		recs, err := mem.List(ctx, kind)
 		require.NoError(b, err)
 		for len(recs) > 0 {
@@ -179,6 +190,27 @@ func copyToSQLite(b *testing.B, mem store.Store, path string) {
 			_, err := db.Apply(ctx, ops...)
 			require.NoError(b, err)
 			recs = recs[k:]
+		}
+	}
+}
+
+// teamKinds are the kinds of records a team writes.
+var teamKinds = []string{"item", "taskgraph.session", "taskgraph.task", "team.story", "team.board", "team.base",
+	"team.decision", "team.memory", "team.triage", "team.usage", "team.refused", "team.secret", "team.session",
+	"team.event", "team.eventseq", "team.view", "team.viewsum"}
+
+// logKinds logs how many records of each kind mem holds and the bytes of
+// their data.
+func logKinds(b *testing.B, mem store.Store) {
+	for _, kind := range teamKinds {
+		recs, err := mem.List(context.Background(), kind)
+		require.NoError(b, err)
+		size := 0
+		for _, r := range recs {
+			size += len(r.Data)
+		}
+		if len(recs) > 0 {
+			b.Logf("%-18s %7d records %10d bytes of data", kind, len(recs), size)
 		}
 	}
 }
