@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -23,10 +24,11 @@ type MemoryOptions struct {
 // for concurrent use; nothing survives the process. The zero value is not
 // usable: call NewMemory.
 //
-// What it keeps per record is the record's id, its data (one allocation
-// of exactly its length), its version and the time of its last write:
-// about 40 bytes besides the id and the data. Records are grouped by
-// kind, so that List costs the records of its kind, not the store's.
+// It keeps each record as one string (its version, the time of its last
+// write and its data: one allocation about 10 bytes longer than the
+// data) under its id in a map of its kind, so that a record costs its id,
+// its data and a map slot of 32 bytes, and List costs the records of its
+// kind, not the store's.
 type Memory struct {
 	clock clock.Clock
 
@@ -37,25 +39,51 @@ type Memory struct {
 
 // memKind holds the records of one kind.
 type memKind struct {
-	recs map[string]memRecord
+	// recs holds each record's current version (memRecord's form).
+	recs map[string]string
 	// tombs holds the last version of each deleted record until it is
 	// created again or purged; an id is never in both maps. Made on the
 	// kind's first delete.
 	tombs map[string]tombstone
 	// far holds the times of the records whose UpdatedAt is outside what
-	// a memRecord's at can hold (before 1678 or after 2262: a fake
+	// a record's time can hold (before 1678 or after 2262: a fake
 	// clock's); made on first use.
 	far map[string]time.Time
 }
 
-// memRecord is one record's current version. Its kind and id are the
-// keys it is found under.
-type memRecord struct {
-	data    string // a string: 16 bytes, immutable, copied in and out
-	version int64
-	// at is UpdatedAt in nanoseconds since 1970 (UTC), or farTime when
-	// the time is in memKind.far.
-	at int64
+// A record is kept as one string: the time of its write (8 bytes,
+// little-endian: nanoseconds since 1970 in UTC, or farTime when the time
+// is in memKind.far), its version (uvarint), then its data.
+func memRecord(version, at int64, data []byte) string {
+	var b strings.Builder
+	b.Grow(8 + binary.MaxVarintLen64 + len(data))
+	var head [8 + binary.MaxVarintLen64]byte
+	binary.LittleEndian.PutUint64(head[:], uint64(at))
+	n := binary.PutUvarint(head[8:], uint64(version))
+	b.Write(head[:8+n])
+	b.Write(data)
+	return b.String()
+}
+
+// memVersion is a kept record's version (0 for "": no record).
+func memVersion(r string) int64 {
+	if r == "" {
+		return 0
+	}
+	v, _ := uvarintString(r[8:])
+	return int64(v)
+}
+
+func uvarintString(s string) (uint64, int) {
+	var v uint64
+	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
+		c := s[i]
+		v |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return v, i + 1
+		}
+	}
+	return 0, 0 // not reached: the store wrote it
 }
 
 type tombstone struct {
@@ -63,7 +91,7 @@ type tombstone struct {
 	deletedAt time.Time
 }
 
-// farTime marks a memRecord whose time is kept in memKind.far.
+// farTime marks a record whose time is kept in memKind.far.
 const farTime int64 = math.MinInt64
 
 var (
@@ -138,7 +166,7 @@ func (m *Memory) Apply(ctx context.Context, ops ...Op) ([]Record, error) {
 		// it matches only ExpectVersion 0 and conflicts with Actual 0.
 		var actual int64
 		if k := m.kinds[op.Kind]; k != nil {
-			actual = k.recs[op.ID].version
+			actual = memVersion(k.recs[op.ID])
 		}
 		if actual != op.ExpectVersion {
 			return nil, &ConflictError{Kind: op.Kind, ID: op.ID, Expected: op.ExpectVersion, Actual: actual}
@@ -153,7 +181,7 @@ func (m *Memory) Apply(ctx context.Context, ops ...Op) ([]Record, error) {
 	for i, op := range ops {
 		k := m.kinds[op.Kind]
 		if k == nil {
-			k = &memKind{recs: make(map[string]memRecord)}
+			k = &memKind{recs: make(map[string]string)}
 			m.kinds[op.Kind] = k
 		}
 		if op.Delete {
@@ -171,7 +199,7 @@ func (m *Memory) Apply(ctx context.Context, ops ...Op) ([]Record, error) {
 			version = k.tombs[op.ID].version + 1
 			delete(k.tombs, op.ID)
 		}
-		k.recs[op.ID] = memRecord{data: string(op.Data), version: version, at: at}
+		k.recs[op.ID] = memRecord(version, at, op.Data)
 		if at == farTime {
 			if k.far == nil {
 				k.far = make(map[string]time.Time)
@@ -187,16 +215,21 @@ func (m *Memory) Apply(ctx context.Context, ops ...Op) ([]Record, error) {
 
 // record is r as the Record the store returns, with its own copy of the
 // data.
-func (k *memKind) record(kind, id string, r memRecord) Record {
-	data := make([]byte, len(r.data))
-	copy(data, r.data)
-	var at time.Time
-	if r.at == farTime {
-		at = k.far[id]
-	} else {
-		at = time.Unix(0, r.at).UTC()
+func (k *memKind) record(kind, id string, r string) Record {
+	var at int64
+	for i := 7; i >= 0; i-- {
+		at = at<<8 | int64(r[i])
 	}
-	return Record{Kind: kind, ID: id, Version: r.version, Data: data, UpdatedAt: at}
+	version, n := uvarintString(r[8:])
+	data := make([]byte, len(r)-8-n)
+	copy(data, r[8+n:])
+	var t time.Time
+	if at == farTime {
+		t = k.far[id]
+	} else {
+		t = time.Unix(0, at).UTC()
+	}
+	return Record{Kind: kind, ID: id, Version: int64(version), Data: data, UpdatedAt: t}
 }
 
 // PurgeTombstones implements TombstonePurger.
