@@ -12,7 +12,8 @@ import (
 	"github.com/agentforeman/foreman/pipeline"
 )
 
-// How an event is kept in the store (kindEvent). An event record is the
+// How an event is kept in the store (in its chunk's record: kindEvents).
+// An event record is the
 // event in a compact binary form, about half the size of its JSON: with
 // the memory store, where every event of the team stays in memory, the
 // events are most of what the store holds (110,000 at 10,000 stories).
@@ -38,7 +39,7 @@ var errCorruptEvent = errors.New("team: corrupt event record")
 var eventKinds = [...]EventKind{
 	EventStoryAdded, EventStageStarted, EventStageFinished, EventGates, EventReviewed, EventStoryPaused,
 	EventStoryMerged, EventStoryResolved, EventWorker, EventConflict, EventRebased, EventConflictRework,
-	EventRunStarted, EventRunFinished, EventUsage,
+	EventRunStarted, EventRunFinished, EventUsage, EventLanding, EventRefused, EventStoryDropped,
 }
 
 // The optional fields, by their bit.

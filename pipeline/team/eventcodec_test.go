@@ -149,11 +149,48 @@ func TestTheEventLogReadsRecordsOfEitherForm(t *testing.T) {
 	require.NoError(t, err)
 	l := windowLog(t, db, 4)
 	addEvents(l, 301, 320)
-	rec, err := db.Get(t.Context(), kindEvent, eventID(310))
+	rec, err := db.Get(t.Context(), kindEvents, chunkID(chunkOf(310)))
 	require.NoError(t, err)
-	assert.Equal(t, eventFormat, rec.Data[0], "new events are written in the compact form")
-	for _, after := range []uint64{0, 100, 299, 305} {
+	var inChunk []uint64
+	require.NoError(t, eachChunkEvent(rec.Data, func(e Event) { inChunk = append(inChunk, e.Seq) }))
+	assert.Equal(t, []uint64{301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320}, inChunk,
+		"new events are written to their chunk's record, in the compact form")
+	for _, after := range []uint64{0, 100, 280, 299, 305} {
 		evs, _ := l.since(after)
 		checkSeqs(t, evs, after+1, 320)
 	}
+}
+
+// Events are kept eventChunk to a record: a store holds one record per
+// chunk and none per event, a log opened again appends to the chunk it
+// left, and a chunk record that cannot be read is reported.
+func TestEventsAreKeptInChunks(t *testing.T) {
+	db := store.NewMemory(store.MemoryOptions{})
+	l := windowLog(t, db, 8)
+	addEvents(l, 1, 100)
+	again := windowLog(t, db, 8)
+	addEvents(again, 101, 150)
+	chunks, err := db.List(t.Context(), kindEvents)
+	require.NoError(t, err)
+	require.Len(t, chunks, (150+eventChunk-1)/eventChunk)
+	single, err := db.List(t.Context(), kindEvent)
+	require.NoError(t, err)
+	assert.Empty(t, single, "no record per event")
+	for i, r := range chunks {
+		assert.Equal(t, chunkID(uint64(i)), r.ID)
+		var seqs []uint64
+		require.NoError(t, eachChunkEvent(r.Data, func(e Event) { seqs = append(seqs, e.Seq) }))
+		require.NotEmpty(t, seqs)
+		assert.Equal(t, uint64(i*eventChunk+1), seqs[0], "chunk %d starts at its first number", i)
+		assert.Len(t, seqs, min(eventChunk, 150-i*eventChunk), "chunk %d holds its numbers, those of both logs", i)
+	}
+	for _, after := range []uint64{0, 31, 32, 33, 99, 100, 101, 149} {
+		evs, _ := again.since(after)
+		checkSeqs(t, evs, after+1, 150)
+	}
+
+	_, err = db.Apply(t.Context(), store.Op{Kind: kindEvents, ID: chunkID(0), ExpectVersion: chunks[0].Version, Data: []byte{5, 1}})
+	require.NoError(t, err)
+	_, err = again.stored(0, 150)
+	assert.ErrorIs(t, err, errCorruptEvent)
 }

@@ -2,6 +2,7 @@ package team
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -126,8 +127,14 @@ type eventLog struct {
 	// every event from then on.
 	unstored bool
 	wake     chan struct{} // closed and replaced on every append
-	// buf is reused for each event's record.
-	buf []byte
+	// The open chunk (when chunkOpen): its number, its record's version
+	// and data (what the next event is appended to).
+	chunk     uint64
+	chunkOpen bool
+	chunkVer  int64
+	chunkData []byte
+	// buf and seqBuf are reused for each event's record and the counter's.
+	buf, seqBuf []byte
 }
 
 // eventWindow is how many of the latest events a team with a store keeps
@@ -138,16 +145,52 @@ const eventWindow = 4096
 // record at a time; a longer one with one List of the kind.
 const storedByGet = 256
 
-// Store kinds of the event stream: one record per event, its id the
-// sequence number zero-padded (so that List returns them in order), and
-// one counter record holding the last number.
+// Store kinds of the event stream: the events in chunks of eventChunk
+// consecutive numbers, one record per chunk (its id the chunk's first
+// number zero-padded, so that List returns them in order; its data each
+// event's record, eventcodec.go, after its length as a uvarint), and one
+// counter record holding the last number. Earlier versions of the team
+// wrote one record per event (kindEvent, its id the number zero-padded):
+// those are still read.
+//
+// A chunk's record is written again with each event it gets (about 1.4
+// kB on average): a record per event cost more than the event itself in
+// a store that keeps its records in memory (a map slot and an id per
+// record), and every event of a memory-only team stays there.
 const (
+	kindEvents     = "team.events"
 	kindEvent      = "team.event"
 	kindEventSeq   = "team.eventseq"
 	eventSeqRecord = "last"
 )
 
+// eventChunk is how many consecutive event numbers one record holds.
+const eventChunk = 32
+
 func eventID(seq uint64) string { return fmt.Sprintf("%020d", seq) }
+
+// chunkOf is the number of the chunk that holds event seq (>= 1).
+func chunkOf(seq uint64) uint64 { return (seq - 1) / eventChunk }
+
+// chunkID is chunk c's record id: its first event number's.
+func chunkID(c uint64) string { return eventID(c*eventChunk + 1) }
+
+// eachChunkEvent calls fn with each event of a chunk's record, in order.
+func eachChunkEvent(data []byte, fn func(Event)) error {
+	for len(data) > 0 {
+		n, k := binary.Uvarint(data)
+		if k <= 0 || n > uint64(len(data)-k) {
+			return fmt.Errorf("%w: a length past the record's end", errCorruptEvent)
+		}
+		e, err := decodeEvent(data[k : k+int(n)])
+		if err != nil {
+			return err
+		}
+		fn(e)
+		data = data[k+int(n):]
+	}
+	return nil
+}
 
 // newEventLog opens the event stream kept in db (nil: in memory only).
 func newEventLog(ctx context.Context, db store.Store, hook func(Event), log *slog.Logger) (*eventLog, error) {
@@ -197,22 +240,49 @@ func (l *eventLog) add(e Event) Event {
 	return e
 }
 
-// persist writes the event (in its compact form: eventcodec.go) and the
-// counter in one Apply.
+// persist writes the event, appended to its chunk's record (in its
+// compact form: eventcodec.go), and the counter in one Apply.
 func (l *eventLog) persist(e Event) error {
-	data, err := appendEvent(l.buf[:0], e)
+	c := chunkOf(e.Seq)
+	if !l.chunkOpen || l.chunk != c {
+		if err := l.openChunk(c); err != nil {
+			return err
+		}
+	}
+	rec, err := appendEvent(l.buf[:0], e)
 	if err != nil {
 		return err
 	}
-	l.buf = data // the store copies what it keeps
-	seq := strconv.AppendUint(data[len(data):], e.Seq, 10)
+	l.buf = rec
+	n := len(l.chunkData)
+	data := binary.AppendUvarint(l.chunkData, uint64(len(rec)))
+	data = append(data, rec...)
+	seq := strconv.AppendUint(l.seqBuf[:0], e.Seq, 10)
+	l.seqBuf = seq
 	recs, err := l.db.Apply(context.Background(),
-		store.Op{Kind: kindEvent, ID: eventID(e.Seq), Data: data},
+		store.Op{Kind: kindEvents, ID: chunkID(c), ExpectVersion: l.chunkVer, Data: data},
 		store.Op{Kind: kindEventSeq, ID: eventSeqRecord, ExpectVersion: l.counter, Data: seq})
 	if err != nil {
+		l.chunkData = data[:n] // the store copies what it keeps: data is ours
 		return err
 	}
-	l.counter = recs[1].Version
+	l.chunkData, l.chunkVer, l.counter = data, recs[0].Version, recs[1].Version
+	return nil
+}
+
+// openChunk reads chunk c's record, which the next events are appended
+// to (none yet: an empty one).
+func (l *eventLog) openChunk(c uint64) error {
+	r, err := l.db.Get(context.Background(), kindEvents, chunkID(c))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		l.chunkData, l.chunkVer = l.chunkData[:0], 0
+	case err != nil:
+		return err
+	default:
+		l.chunkData, l.chunkVer = r.Data, r.Version
+	}
+	l.chunk, l.chunkOpen = c, true
 	return nil
 }
 
@@ -248,16 +318,67 @@ func (l *eventLog) last() uint64 {
 	return l.base + uint64(len(l.evs))
 }
 
-// stored reads the recorded events with after < Seq <= upTo: one record
-// at a time for a short range (a subscriber just behind the window), else
-// with one List.
+// stored reads the recorded events with after < Seq <= upTo from their
+// chunks' records: one at a time for a short range (a subscriber just
+// behind the window), else with one List; and those recorded one per
+// record (by earlier versions of the team) the same way, when the chunks
+// do not hold every number.
 func (l *eventLog) stored(after, upTo uint64) ([]Event, error) {
+	ctx := context.Background()
+	var recs []store.Record
+	first, last := chunkOf(after+1), chunkOf(upTo)
 	if upTo-after <= storedByGet {
-		out := make([]Event, 0, upTo-after)
-		for seq := after + 1; seq <= upTo; seq++ {
-			r, err := l.db.Get(context.Background(), kindEvent, eventID(seq))
+		for c := first; c <= last; c++ {
+			r, err := l.db.Get(ctx, kindEvents, chunkID(c))
 			if errors.Is(err, store.ErrNotFound) {
-				continue // recorded before the store kept events, or not recorded
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			recs = append(recs, r)
+		}
+	} else {
+		var err error
+		if recs, err = l.db.List(ctx, kindEvents); err != nil {
+			return nil, err
+		}
+	}
+	var out []Event
+	for _, r := range recs {
+		err := eachChunkEvent(r.Data, func(e Event) {
+			if e.Seq > after && e.Seq <= upTo {
+				out = append(out, e)
+			}
+		})
+		if err != nil {
+			return out, fmt.Errorf("team: corrupt events %s: %w", r.ID, err)
+		}
+	}
+	if uint64(len(out)) == upTo-after {
+		return out, nil
+	}
+	single, err := l.storedOnePerRecord(after, upTo, out)
+	return mergeEvents(out, single), err
+}
+
+// storedOnePerRecord reads the events with after < Seq <= upTo that
+// earlier versions of the team recorded one per record, leaving out the
+// numbers in have (sorted).
+func (l *eventLog) storedOnePerRecord(after, upTo uint64, have []Event) ([]Event, error) {
+	ctx := context.Background()
+	var out []Event
+	if upTo-after-uint64(len(have)) <= storedByGet {
+		for seq, h := after+1, 0; seq <= upTo; seq++ {
+			for h < len(have) && have[h].Seq < seq {
+				h++
+			}
+			if h < len(have) && have[h].Seq == seq {
+				continue
+			}
+			r, err := l.db.Get(ctx, kindEvent, eventID(seq))
+			if errors.Is(err, store.ErrNotFound) {
+				continue // not recorded
 			}
 			if err != nil {
 				return out, err
@@ -270,11 +391,10 @@ func (l *eventLog) stored(after, upTo uint64) ([]Event, error) {
 		}
 		return out, nil
 	}
-	recs, err := l.db.List(context.Background(), kindEvent)
+	recs, err := l.db.List(ctx, kindEvent)
 	if err != nil {
 		return nil, err
 	}
-	var out []Event
 	for _, r := range recs {
 		e, err := decodeEvent(r.Data)
 		if err != nil {
@@ -285,6 +405,26 @@ func (l *eventLog) stored(after, upTo uint64) ([]Event, error) {
 		}
 	}
 	return out, nil
+}
+
+// mergeEvents merges two lists sorted by Seq into one, a number in both
+// once.
+func mergeEvents(a, b []Event) []Event {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]Event, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		switch {
+		case a[0].Seq < b[0].Seq:
+			out, a = append(out, a[0]), a[1:]
+		case b[0].Seq < a[0].Seq:
+			out, b = append(out, b[0]), b[1:]
+		default:
+			out, a, b = append(out, a[0]), a[1:], b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 // Events returns the events recorded after sequence number after (0: all
