@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,4 +194,35 @@ func TestEventsAreKeptInChunks(t *testing.T) {
 	require.NoError(t, err)
 	_, err = again.stored(0, 150)
 	assert.ErrorIs(t, err, errCorruptEvent)
+}
+
+// An event too long for its chunk's record (an agent's long line) gets a
+// record of its own: the chunk's record stays within maxChunkBytes, and
+// every event is read back in order, long and short.
+func TestALongEventGetsARecordOfItsOwn(t *testing.T) {
+	db := store.NewMemory(store.MemoryOptions{})
+	l := windowLog(t, db, 4)
+	long := strings.Repeat("x", 3000)
+	for i := 1; i <= 100; i++ {
+		e := Event{Kind: EventStageFinished, Story: "S1", Detail: fmt.Sprint(i)}
+		if i%3 == 0 {
+			e.Line = long
+		}
+		l.add(e)
+	}
+	chunks, err := db.List(t.Context(), kindEvents)
+	require.NoError(t, err)
+	for _, r := range chunks {
+		assert.LessOrEqual(t, len(r.Data), maxChunkBytes, "chunk %s", r.ID)
+	}
+	single, err := db.List(t.Context(), kindEvent)
+	require.NoError(t, err)
+	assert.NotEmpty(t, single, "long events have records of their own")
+	for _, after := range []uint64{0, 2, 30, 31, 32, 33, 90} {
+		evs, _ := l.since(after)
+		checkSeqs(t, evs, after+1, 100)
+		for _, e := range evs {
+			assert.Equal(t, e.Seq%3 == 0, e.Line == long, "event %d", e.Seq)
+		}
+	}
 }

@@ -150,8 +150,9 @@ const storedByGet = 256
 // number zero-padded, so that List returns them in order; its data each
 // event's record, eventcodec.go, after its length as a uvarint), and one
 // counter record holding the last number. Earlier versions of the team
-// wrote one record per event (kindEvent, its id the number zero-padded):
-// those are still read.
+// wrote one record per event (kindEvent, its id the number zero-padded,
+// in JSON), as this one does for an event too long for its chunk
+// (maxChunkBytes): both are read.
 //
 // A chunk's record is written again with each event it gets (about 1.4
 // kB on average): a record per event cost more than the event itself in
@@ -166,6 +167,12 @@ const (
 
 // eventChunk is how many consecutive event numbers one record holds.
 const eventChunk = 32
+
+// maxChunkBytes bounds a chunk's record: an event that would take it past
+// this is written to a record of its own (kindEvent, in the compact form),
+// so that what is written again with each event stays bounded whatever
+// an agent prints.
+const maxChunkBytes = 8 << 10
 
 func eventID(seq uint64) string { return fmt.Sprintf("%020d", seq) }
 
@@ -254,11 +261,23 @@ func (l *eventLog) persist(e Event) error {
 		return err
 	}
 	l.buf = rec
-	n := len(l.chunkData)
-	data := binary.AppendUvarint(l.chunkData, uint64(len(rec)))
-	data = append(data, rec...)
 	seq := strconv.AppendUint(l.seqBuf[:0], e.Seq, 10)
 	l.seqBuf = seq
+	n := len(l.chunkData)
+	if n+binary.MaxVarintLen64+len(rec) > maxChunkBytes {
+		// A long event (an agent's long line) gets a record of its own, so
+		// that the chunk's record written again with each event stays short.
+		recs, err := l.db.Apply(context.Background(),
+			store.Op{Kind: kindEvent, ID: eventID(e.Seq), Data: rec},
+			store.Op{Kind: kindEventSeq, ID: eventSeqRecord, ExpectVersion: l.counter, Data: seq})
+		if err != nil {
+			return err
+		}
+		l.counter = recs[1].Version
+		return nil
+	}
+	data := binary.AppendUvarint(l.chunkData, uint64(len(rec)))
+	data = append(data, rec...)
 	recs, err := l.db.Apply(context.Background(),
 		store.Op{Kind: kindEvents, ID: chunkID(c), ExpectVersion: l.chunkVer, Data: data},
 		store.Op{Kind: kindEventSeq, ID: eventSeqRecord, ExpectVersion: l.counter, Data: seq})
