@@ -43,8 +43,9 @@
 //
 // # Implementations
 //
-// Memory, in this package, keeps everything in a map behind a mutex: for
-// tests and for hosts that need no durability. The durable default is
+// Memory, in this package, keeps everything in process memory behind a
+// mutex (a map per kind, each record one string of its version, time and
+// data): for tests and for hosts that need no durability. The durable default is
 // pipeline/sqlitestore (its own package, so that hosts that bring their own
 // store do not compile SQLite). Every implementation must pass the
 // conformance suite in pipeline/store/storetest.
