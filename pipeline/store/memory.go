@@ -55,12 +55,12 @@ type memKind struct {
 // little-endian: nanoseconds since 1970 in UTC, or farTime when the time
 // is in memKind.far), its version (uvarint), then its data.
 func memRecord(version, at int64, data []byte) string {
-	var b strings.Builder
-	b.Grow(8 + binary.MaxVarintLen64 + len(data))
 	var head [8 + binary.MaxVarintLen64]byte
 	binary.LittleEndian.PutUint64(head[:], uint64(at))
-	n := binary.PutUvarint(head[8:], uint64(version))
-	b.Write(head[:8+n])
+	n := 8 + binary.PutUvarint(head[8:], uint64(version))
+	var b strings.Builder
+	b.Grow(n + len(data)) // exactly: the string's allocation is the record's
+	b.Write(head[:n])
 	b.Write(data)
 	return b.String()
 }

@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -78,6 +80,38 @@ func TestMemoryKeepsTimesOutsideTheNanosecondRange(t *testing.T) {
 			assert.Equal(t, tc.at, got.UpdatedAt, "the other record keeps its time")
 		})
 	}
+}
+
+// A record costs the store little more than its data: 20,000 records of
+// 100 bytes take less than 220 bytes each (112 of them the record's
+// allocation). A record kept as a Record (kind, id, time.Time) in a map
+// keyed by kind and id took 320.
+func TestMemoryKeepsARecordInLittleMoreThanItsData(t *testing.T) {
+	const n = 20000
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("r%05d", i)
+	}
+	data := make([]byte, 100)
+	s := store.NewMemory(store.MemoryOptions{})
+	before := liveHeap()
+	for _, id := range ids {
+		_, err := s.Apply(t.Context(), store.Op{Kind: "k", ID: id, Data: data})
+		require.NoError(t, err)
+	}
+	perRecord := float64(liveHeap()-before) / n
+	runtime.KeepAlive(s)
+	runtime.KeepAlive(ids)
+	t.Logf("%.0f bytes a record", perRecord)
+	assert.Less(t, perRecord, 220.0, "bytes a record of 100 bytes")
+}
+
+// liveHeap is the heap allocated after a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }
 
 // settable is a clock whose Now is *now, also back in time.
