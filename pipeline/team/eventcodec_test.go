@@ -262,3 +262,21 @@ func liveHeap() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
 }
+
+// The record's form does not change under records already written: a
+// kind's code is its place in eventKinds (append only), and an event
+// encodes to the same bytes as when the form was made.
+func TestTheEventRecordFormStaysTheSame(t *testing.T) {
+	assert.Equal(t, []EventKind{EventStoryAdded, EventStageStarted, EventStageFinished, EventGates, EventReviewed,
+		EventStoryPaused, EventStoryMerged, EventStoryResolved, EventWorker, EventConflict, EventRebased,
+		EventConflictRework, EventRunStarted, EventRunFinished, EventUsage, EventLanding, EventRefused,
+		EventStoryDropped}, eventKinds[:18], "the kinds' codes")
+	e := Event{Seq: 300, Kind: EventStageFinished, At: time.Date(2026, 11, 27, 18, 0, 0, 5, time.UTC), Story: "S1",
+		Stage: 2, Outcome: "GO", Tokens: -1, Started: time.Date(2026, 11, 27, 17, 0, 0, 0, time.FixedZone("", 3600))}
+	data, err := appendEvent(nil, e)
+	require.NoError(t, err)
+	// form, seq 300, kind 3, At (seconds, nanoseconds, offset), the bit set, Story, Stage (zigzag),
+	// Outcome, Tokens (zigzag), Started with its offset (3600: zigzag a038).
+	assert.Equal(t, "01"+"ac02"+"03"+"c094ceb00d"+"05"+"00"+"a350"+"025331"+"04"+"02474f"+"01"+"80a4cdb00d"+"00"+"a038",
+		fmt.Sprintf("%x", data))
+}
