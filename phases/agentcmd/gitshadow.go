@@ -97,7 +97,11 @@ func newGitShadow(real, own string) (*gitShadow, []mount, error) {
 	g := &gitShadow{dir: dir, real: real, files: map[string]shadowEntry{}, bound: map[string]bool{hostView: true},
 		linked: map[string]string{}}
 	ms := []mount{{kind: mountRW, src: dir, dst: real}, {kind: mountRO, src: real, dst: filepath.Join(real, hostView)}}
-	g.refs, g.packed = readRefs(real), readPacked(real)
+	// The refs before the agent are what the shadow holds: the packed ones
+	// read now, each loose one as it was linked or copied (the host may
+	// make, move or delete refs meanwhile: a separate read would differ).
+	g.packed = readPacked(real)
+	g.refs = maps.Clone(g.packed)
 	fail := func(err error) (*gitShadow, []mount, error) {
 		g.remove()
 		return nil, nil, fmt.Errorf("copying the repository's git directory %s: %w", real, err)
@@ -171,11 +175,13 @@ func (g *gitShadow) linkRefs(own string) error {
 			return os.MkdirAll(target, 0o755)
 		case !e.Type().IsRegular() || strings.HasSuffix(p, ".lock"):
 			return nil
-		case name == own:
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
+		}
+		data, err := readSmall(p, 4096)
+		if err != nil {
+			return nil // gone meanwhile: not in the shadow, not before
+		}
+		g.refs[name] = strings.TrimSpace(string(data))
+		if name == own {
 			return os.WriteFile(target, data, 0o644)
 		}
 		link := filepath.Join(g.real, hostView, rel)

@@ -92,8 +92,8 @@ git fsck --no-progress --lost-found >/dev/null && test -d ` + gitDir + `/lost-fo
 // The agent sees the host's refs as they are while it runs (its copy of
 // the git directory links them): main moved by a landing story meanwhile
 // is main's new value for it, and no note (not even once the agent packed
-// the refs with main's new value); its own commits still land on its
-// branch alone.
+// the refs with main's new value, nor for branches the host made or
+// deleted meanwhile); its own commits still land on its branch alone.
 func TestASandboxedAgentSeesTheHostsRefsMove(t *testing.T) {
 	requireSandbox(t)
 	l := newTeamLayout(t)
@@ -126,6 +126,9 @@ git rebase -q main && echo rebased
 	gitOut(t, l.repo, "add", "landed.txt")
 	gitOut(t, l.repo, "-c", "user.name=Host", "-c", "user.email=host@example.invalid", "commit", "-qm", "a story landed")
 	moved := l.ref(t, "main")
+	gitOut(t, l.repo, "branch", "foreman/C", "main") // a story starts
+	gitOut(t, l.repo, "worktree", "remove", "--force", l.wtB)
+	gitOut(t, l.repo, "branch", "-D", "foreman/B") // a story lands and goes
 	require.NoError(t, os.WriteFile(filepath.Join(ctl, "moved"), []byte("go\n"), 0o644))
 	<-done
 	require.NoError(t, err)
@@ -134,7 +137,7 @@ git rebase -q main && echo rebased
 	out := rec.lines(phases.StreamText)
 	assert.Contains(t, out, "main after "+moved, "the agent saw main move")
 	assert.Contains(t, out, "rebased")
-	assert.Empty(t, rec.lines(phases.StreamSandbox), "the host's move is not the agent's")
+	assert.Empty(t, rec.lines(phases.StreamSandbox), "the host's moves (main, a branch made, one deleted) are not the agent's")
 	assert.Equal(t, moved, gitOut(t, l.repo, "rev-parse", "foreman/A~1"), "its branch, rebased onto the new main, carried back")
 	assert.Equal(t, moved, l.ref(t, "main"))
 }

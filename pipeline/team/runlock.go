@@ -42,6 +42,10 @@ func runLockPath(stateDir string) string { return filepath.Join(stateDir, "run.l
 // found the dead host's lock still held, 1 run in 50).
 const deadHolderWait = 5 * time.Second
 
+// changingHands bounds how long acquireRunLock looks again at a lock held
+// with no holder written in it (released or taken that moment).
+const changingHands = 200 * time.Millisecond
+
 func acquireRunLock(ctx context.Context, stateDir string, info runInfo) (*runLock, error) {
 	return acquireRunLockWaiting(ctx, stateDir, info, deadHolderWait)
 }
@@ -55,6 +59,10 @@ func acquireRunLockWaiting(ctx context.Context, stateDir string, info runInfo, w
 	// Real time, not the team's clock: what is waited for is the kernel
 	// closing a dead process's descriptors.
 	deadline := time.Now().Add(wait)
+	// A holder empties the file just before it unlocks, and a new holder
+	// just after it locks: a lock held with nothing readable in it is one
+	// changing hands, looked at again for a moment before it counts as busy.
+	unreadable := time.Now().Add(min(wait, changingHands))
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
@@ -65,7 +73,7 @@ func acquireRunLockWaiting(ctx context.Context, stateDir string, info runInfo, w
 			return nil, fmt.Errorf("team: locking %s: %w", path, err)
 		}
 		held, ok := readRunInfo(path)
-		if ok && heldByTheDead(held, info) && time.Now().Before(deadline) {
+		if (ok && heldByTheDead(held, info) && time.Now().Before(deadline)) || (!ok && time.Now().Before(unreadable)) {
 			if err := clock.Sleep(ctx, clock.Real(), 10*time.Millisecond); err != nil {
 				f.Close()
 				return nil, err

@@ -90,3 +90,21 @@ func TestARunWaitsForTheLockOfADeadHolderOnly(t *testing.T) {
 		})
 	}
 }
+
+// A holder empties the lock's file just before it unlocks (and a new one
+// just after it locks): a Run that finds the lock held with nothing written
+// in it looks again instead of giving up at once (seen in CI: "another
+// process is running this team" while the holder released).
+func TestALockChangingHandsIsLookedAtAgain(t *testing.T) {
+	t.Parallel()
+	host, _ := os.Hostname()
+	dir := t.TempDir()
+	f, err := os.OpenFile(runLockPath(dir), os.O_RDWR|os.O_CREATE, 0o644)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX))
+	go func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }() // the holder's unlock, after its truncate
+	lock, err := acquireRunLockWaiting(context.Background(), dir, runInfo{PID: os.Getpid() + 1, Host: host}, time.Hour)
+	require.NoError(t, err)
+	lock.release()
+}
