@@ -102,9 +102,15 @@ func TestALockChangingHandsIsLookedAtAgain(t *testing.T) {
 	f, err := os.OpenFile(runLockPath(dir), os.O_RDWR|os.O_CREATE, 0o644)
 	require.NoError(t, err)
 	defer f.Close()
-	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX))
-	go func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }() // the holder's unlock, after its truncate
+	fd := int(f.Fd())
+	require.NoError(t, syscall.Flock(fd, syscall.LOCK_EX))
+	unlocked := make(chan struct{})
+	go func() { // the holder's unlock, after its truncate
+		defer close(unlocked)
+		_ = syscall.Flock(fd, syscall.LOCK_UN)
+	}()
 	lock, err := acquireRunLockWaiting(context.Background(), dir, runInfo{PID: os.Getpid() + 1, Host: host}, time.Hour)
+	<-unlocked
 	require.NoError(t, err)
 	lock.release()
 }
