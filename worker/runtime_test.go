@@ -47,12 +47,13 @@ func TestRuntimeHeartbeatsWithEvidenceAndReportsTheOutcome(t *testing.T) {
 		commits.EXPECT().Head(gomock.Any(), "/wt/story-a").Return("c2", nil),
 	)
 	clk := foreman.NewFakeClock(t0)
-	finish := make(chan struct{})
+	finish, printed := make(chan struct{}), make(chan struct{})
 	var req phases.AgentRequest
 	agent := worker.AgentFunc(func(ctx context.Context, r phases.AgentRequest, on phases.StreamCallback) (phases.AgentResult, error) {
 		req = r
 		on(phases.StreamEvent{Time: t0.Add(time.Second), Kind: phases.StreamText, Line: "working"})
 		on(phases.StreamEvent{Time: t0.Add(2 * time.Second), Kind: phases.StreamText, Line: "still"})
+		close(printed)
 		<-finish
 		res := phases.AgentResult{Success: true}
 		res.Tokens.Input, res.Tokens.Output, res.CostUSD = 100, 20, 0.01
@@ -71,6 +72,7 @@ func TestRuntimeHeartbeatsWithEvidenceAndReportsTheOutcome(t *testing.T) {
 	assert.Equal(t, worker.StatusRunning, status.Status)
 
 	require.NoError(t, clk.BlockUntil(context.Background(), 1)) // the heartbeat ticker
+	<-printed                                                   // both lines taken before the tick (CI saw the first only)
 	clk.Advance(10 * time.Second)
 	hb := next(t, in)
 	assert.Equal(t, worker.MsgHeartbeat, hb.Kind)
