@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -82,6 +84,26 @@ func killedHostResumes(t *testing.T, cli string) {
 		}
 	}
 	session := heldRequest().Session
+	if cli == "claude" {
+		// Claude Code writes its session's transcript a moment after it
+		// sends the request: a kill before that loses the last tool call
+		// from the session it resumes (the CLI's durability, not the
+		// team's; seen once in CI). The kill waits for the call on disk.
+		var callID string
+		for _, r := range srv.Requests() {
+			if r.Script == "US-001 builder" && r.Turn == 0 && len(r.Served.Calls) > 0 {
+				callID = r.Served.Calls[0].ID
+			}
+		}
+		require.NotEmpty(t, callID)
+		for !transcriptHolds(filepath.Join(f.repo, ".foreman", "leases", "homes"), callID) {
+			select {
+			case err := <-exited:
+				t.Fatalf("foreman exited (%v) before the transcript held the call\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+			case <-tick.C: // the transcript is read again: a condition, not a timing assertion
+			}
+		}
+	}
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	<-exited
 	before := len(srv.Requests())
@@ -147,4 +169,20 @@ func killedHostResumes(t *testing.T, cli string) {
 	}
 	t.Logf("tokens: served %d (%d to the killed run), Foreman read %d; cost: served $%.6f, Foreman read $%.6f",
 		total(served), total(killed), st.Tokens, price(served), st.CostUSD)
+}
+
+// transcriptHolds reports whether a session transcript (.jsonl) under the
+// agents' homes in root names id.
+func transcriptHolds(root, id string) bool {
+	found := false
+	_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || found || e.IsDir() || !strings.HasSuffix(p, ".jsonl") {
+			return nil
+		}
+		if data, err := os.ReadFile(p); err == nil && strings.Contains(string(data), id) {
+			found = true
+		}
+		return nil
+	})
+	return found
 }

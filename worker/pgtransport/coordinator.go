@@ -330,8 +330,12 @@ func (c *Coordinator) Close(ctx context.Context) error {
 	c.wg.Wait()
 	if acks := c.takeAcks(true); len(acks) > 0 {
 		// What was delivered and not deleted yet; left behind, it would
-		// reach the next term's coordinator (as stale).
-		if _, aerr := c.cfg.Pool.Exec(ctx, c.sql.ackFinished, acks); aerr == nil {
+		// reach the next term's coordinator again. Fenced: a coordinator
+		// whose term ended leaves them to its successor.
+		b := &pgx.Batch{}
+		b.Queue(c.sql.fence, c.cfg.Lease, c.cfg.Term)
+		b.Queue(c.sql.ackFinished, acks)
+		if aerr := c.cfg.Pool.SendBatch(ctx, b).Close(); aerr == nil {
 			c.ackedFinished(acks, nil)
 		}
 	}

@@ -79,8 +79,10 @@
 // Delivery is at least once: a message (or a finished assignment's row,
 // which holds its final message) is deleted after it was delivered (a
 // finished row by the coordinator's next write or full read, in the
-// meantime never delivered again), so a coordinator that dies in between
-// hands it to its successor, whose Dispatcher ignores it as stale. A host that stops (Run's context ends)
+// meantime never delivered again), so a coordinator that dies in between,
+// or whose term ends (its deletions are fenced, as every write is), hands
+// it to its successor, whose Dispatcher ignores it as stale. A host that
+// stops (Run's context ends)
 // kills its runs and reports each unfinished one FAILED so the coordinator
 // requeues it at once; a host that dies without a word is noticed by the
 // Dispatcher's liveness deadline and probe, as a crashed worker is.

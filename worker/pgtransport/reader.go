@@ -97,6 +97,10 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 		acks = c.takeAcks(true)
 	}
 	if len(delivered.seqs)+len(acks) > 0 {
+		// A deletion is a write: fenced, as every write is, so that a
+		// coordinator whose term ended deletes nothing its successor has
+		// yet to be given (the batch is one transaction).
+		b.Queue(c.sql.fence, c.cfg.Lease, c.cfg.Term)
 		b.Queue(c.sql.deleteMessages, delivered.seqs, acks)
 	}
 	c.mu.Lock()
@@ -153,6 +157,9 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 	if err := c.cfg.Pool.SendBatch(ctx, b).Close(); err != nil {
 		c.putBackFinished(ids, all)
 		c.ackedFinished(nil, acks)
+		if fe := fencedError(err, c.cfg.Lease, c.cfg.Term); fe != nil {
+			return false, fe
+		}
 		return false, err
 	}
 	c.ackedFinished(acks, nil)

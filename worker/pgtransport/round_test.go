@@ -2,6 +2,7 @@ package pgtransport_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -191,7 +192,18 @@ func TestADeliveredRowNotYetDeletedReachesTheNextTerm(t *testing.T) {
 	old, err := e.store.TryLead(ctx, pgstore.LeaseOptions{Holder: "old", TTL: time.Minute})
 	require.NoError(t, err)
 	inOld := newInbox()
-	first := e.coordinator(t, pgtransport.Config{Lease: old.Lease(), Term: old.Term(), PollInterval: time.Hour}, inOld)
+	// The old term reads on its fake clock's polls only (no LISTEN: the
+	// first LISTEN's "maybe missed" full read would delete what it
+	// delivered before the term ends, which is its right, and the test's
+	// race): one poll delivers a1's DONE, and no read after it deletes it.
+	clk := foreman.NewFakeClock(time.Unix(1_000_000, 0))
+	first := e.coordinator(t, pgtransport.Config{Lease: old.Lease(), Term: old.Term(), PollInterval: 10 * time.Second,
+		NoListen: true, Clock: clk}, inOld)
+	// Its first read (at start, of every finished row) is over before a1
+	// finishes: a1's DONE comes with the next poll, and nothing after.
+	for first.Stats().Reads < 1 {
+		runtime.Gosched()
+	}
 	h, err := pgtransport.NewHost(ctx, pgtransport.HostConfig{Pool: e.pool, Schema: e.schema, Name: "h", NoListen: true, Capacity: 2,
 		Runtime: worker.RuntimeConfig{Agent: newBlocking(), Commits: worker.NoCommits}})
 	require.NoError(t, err)
@@ -200,6 +212,8 @@ func TestADeliveredRowNotYetDeletedReachesTheNextTerm(t *testing.T) {
 	require.NoError(t, h.Round(ctx))
 	h.Inject(worker.Message{Kind: worker.MsgDone, Worker: "w1", Assignment: "a1"})
 	require.NoError(t, h.Round(ctx))
+	require.NoError(t, clk.BlockUntil(ctx, 1)) // the old term's read loop waits for its next poll
+	clk.Advance(10 * time.Second)
 	inOld.await(t, "a1's DONE", func(m worker.Message) bool { return m.Kind == worker.MsgDone && m.Assignment == "a1" })
 	state, _ := rowOf(t, e, "a1")
 	require.Equal(t, 2, state, "delivered, not deleted yet")
