@@ -1,12 +1,15 @@
 package team
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -93,13 +96,63 @@ func acquireRunLockWaiting(ctx context.Context, stateDir string, info runInfo, w
 }
 
 // heldByTheDead reports whether the lock's recorded holder is a process of
-// this host that no longer exists (a reused pid counts as alive: ErrBusy).
+// this host that no longer exists: no process has its pid, or the one that
+// has it started after the holder took the lock (the pid was reused: on a
+// busy machine it may be within seconds).
 func heldByTheDead(held, me runInfo) bool {
 	if held.PID <= 0 || held.PID == me.PID || held.Host != me.Host {
 		return false
 	}
 	err := syscall.Kill(held.PID, 0)
-	return errors.Is(err, syscall.ESRCH)
+	if errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	return err == nil && !held.Started.IsZero() && startedAfter(held.PID, held.Started.Add(time.Second))
+}
+
+// startedAfter reports whether process pid started after t, by its start
+// in /proc (clock ticks since boot, 100 a second, and the boot time in
+// whole seconds: t carries a second's slack); false when it cannot tell.
+func startedAfter(pid int, t time.Time) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The command name may hold spaces and parentheses: the fields are
+	// counted from the last ')', whose next is field 3 (the state); the
+	// start time is field 22.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return false
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 20 {
+		return false
+	}
+	ticks, err := strconv.ParseInt(fields[19], 10, 64)
+	if err != nil {
+		return false
+	}
+	boot, ok := bootTime()
+	if !ok {
+		return false
+	}
+	return boot.Add(time.Duration(ticks) * (time.Second / 100)).After(t)
+}
+
+// bootTime is the host's boot time from /proc/stat (btime).
+func bootTime() (time.Time, bool) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			secs, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return time.Unix(secs, 0), err == nil
+		}
+	}
+	return time.Time{}, false
 }
 
 // release unlocks before it closes. Closing alone drops the flock only when

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -113,4 +114,44 @@ func TestALockChangingHandsIsLookedAtAgain(t *testing.T) {
 	<-unlocked
 	require.NoError(t, err)
 	lock.release()
+}
+
+// A pid the holder had, now another process's (started after the holder
+// took the lock), is the holder's death, not its life: its lock is waited
+// for; a holder that is what it says is busy at once.
+func TestAReusedPIDIsNotTheLocksHolder(t *testing.T) {
+	t.Parallel()
+	host, _ := os.Hostname()
+	other := exec.Command("sleep", "60")
+	require.NoError(t, other.Start())
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	assert.True(t, startedAfter(os.Getpid(), time.Now().Add(-24*time.Hour)), "this process started within the day")
+	assert.False(t, startedAfter(os.Getpid(), time.Now().Add(time.Minute)))
+
+	for _, tc := range []struct {
+		name    string
+		started time.Time
+		busy    bool
+	}{
+		{"its pid reused since", time.Now().Add(-time.Hour), false},
+		{"the holder itself", time.Now().Add(time.Hour), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			held, err := acquireRunLock(context.Background(), dir, runInfo{PID: other.Process.Pid, Host: host, Started: tc.started})
+			require.NoError(t, err)
+			if tc.busy {
+				defer held.release()
+			} else {
+				go held.release()
+			}
+			lock, err := acquireRunLockWaiting(context.Background(), dir, runInfo{PID: os.Getpid() + 1, Host: host}, time.Hour)
+			if tc.busy {
+				assert.ErrorIs(t, err, ErrBusy)
+				return
+			}
+			require.NoError(t, err)
+			lock.release()
+		})
+	}
 }
