@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/internal/fakegithub"
+	"github.com/agentforeman/foreman/internal/stress"
 	"github.com/agentforeman/foreman/internal/teamtest"
 )
 
@@ -150,6 +151,7 @@ func TestTheReferenceBinaryLandsThePlanThroughPullRequests(t *testing.T) {
 // yet answered; the third run finishes the plan with one pull request and
 // one merge per story and each issue's comments posted once.
 func TestTheReferenceBinaryKilledWhileLanding(t *testing.T) {
+	stress.Long(t) // 12-14 s: each rerun reaps the killed run's agent, which has KillGrace to go
 	var (
 		mu     sync.Mutex
 		killAt string
