@@ -169,9 +169,10 @@ func runTeam(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	// A person decides on the page: while it is served and the stories
 	// left wait for one, the run goes on as soon as one is decided.
 	for runErr == nil && o.waitForPerson && o.http != "" && res.Paused > 0 {
+		after := tm.LastSeq() // before the run says it waits: a decision may come at once
 		out.printf("%d stories wait for a person: decide on the status page, or with -resolve from another terminal;\n"+
 			"the team goes on as soon as one is decided (Ctrl-C stops it; run the same command again to go on)\n", res.Paused)
-		if !awaitDecision(ctx, tm) {
+		if !awaitDecision(ctx, tm, after, res.Paused) {
 			break
 		}
 		res, runErr = tm.Run(ctx)

@@ -16,12 +16,15 @@ import (
 const decisionPoll = 2 * time.Second
 
 // awaitDecision waits until a person decides about a paused story, on the
-// page (this process's Resolve, seen as an event) or in another process
-// (seen in the store's status); false when ctx ends first.
-func awaitDecision(ctx context.Context, tm *team.Team) bool {
+// page (this process's Resolve, seen as an event after after: the last
+// event before the run said it waits, so that a decision taken at once is
+// not missed) or in another process (seen in the store's status: a paused
+// story with a decision, or fewer paused stories than the paused the run
+// ended with); false when ctx ends first.
+func awaitDecision(ctx context.Context, tm *team.Team, after uint64, paused int) bool {
 	subCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	events := tm.Subscribe(subCtx, tm.LastSeq())
+	events := tm.Subscribe(subCtx, after)
 	tick := time.NewTicker(decisionPoll)
 	defer tick.Stop()
 	for {
@@ -40,10 +43,17 @@ func awaitDecision(ctx context.Context, tm *team.Team) bool {
 			if err != nil {
 				continue
 			}
+			waiting := 0
 			for _, s := range st.Stories {
-				if s.State == team.StoryPaused && s.Decision != "" {
-					return true
+				if s.State == team.StoryPaused {
+					if s.Decision != "" {
+						return true
+					}
+					waiting++
 				}
+			}
+			if waiting < paused {
+				return true
 			}
 		}
 	}
