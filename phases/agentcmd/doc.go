@@ -86,11 +86,11 @@
 //     ...: names no agent CLI looks for outside its own home). An inotify
 //     watch on the decoys while the agent runs adds what that listing
 //     cannot see: what it made and removed again before it exited ("tmp"
-//     (removed)), a canary it opened ("opened ".env" in the hidden main
-//     checkout (...): a decoy, nothing real to see"), and a decoy it
-//     listed and left alone ("listed the hidden state directory ..."; an
-//     rm -rf shows so). A lookup of a name that is not there touches
-//     nothing a watch sees; Sandbox.Mirror makes a hidden directory's
+//     (removed)), and a canary file it opened ("opened ".env" in the
+//     hidden main checkout (...): a decoy, nothing real to see"). A
+//     directory it opened (a listing) is not counted: the watch cannot
+//     tell it from the host's own walks. A lookup of a name that is not
+//     there touches nothing a watch sees; Sandbox.Mirror makes a hidden directory's
 //     decoy repeat its entries' names, empty (pipeline/team mirrors its
 //     worktree root: the other stories' worktrees). Without a LeaseDir every hidden directory is
 //     read-only: a write there fails (EROFS) unseen;

@@ -268,13 +268,10 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 		`"EVIL-state.txt", "foreman.db" into the hidden state directory`, `"EVIL-home.txt" into the hidden host's home`} {
 		assert.Regexp(t, "the OS sandbox: wrote "+place, refused["OUT"], "OUT's writes are seen")
 	}
-	// Its rm -rf of the state directory: the lease directory's decoy
-	// (inside it) opened; its reads of the secrets' usual places: the
-	// canaries there opened.
-	assert.Contains(t, refused["OUT"], `the OS sandbox: opened ".aws/", ".docker/", ".gnupg/" and 2 more in the hidden lease directory`)
+	// Its reads of the secrets' usual places: the canaries there opened
+	// (its listings are not counted: not told apart from the host's walks).
 	assert.Contains(t, refused["OUT"], `the OS sandbox: opened ".env" in the hidden main checkout`)
 	assert.Contains(t, refused["OUT"], `the OS sandbox: opened ".netrc" in the hidden host's home`)
-	assert.Contains(t, refused["OUT"], `the OS sandbox: opened "V/" in the hidden worktree root`, "its listing of V's worktree")
 	assert.Contains(t, refused["OUT"], `the OS sandbox: wrote "V/EVIL-sibling.txt" into the hidden worktree root`, "its write into V's worktree")
 	assert.Contains(t, refused["RPT"], `the OS sandbox: wrote "results/`+co.vAssignment+`/`, "its result where V's could be")
 	assert.Empty(t, refused["V"])

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -100,17 +99,14 @@ func TestASandboxedAgentSeesNoOtherStoryAndItsRefMovesAreCounted(t *testing.T) {
 			refused = append(refused, e.Detail)
 		}
 	}
-	require.Len(t, refused, 4, "the builder's ref move, its listing of the worktree root and its read of .env, the reviewer's HEAD")
+	require.Len(t, refused, 3, "the builder's ref move and its read of .env, the reviewer's HEAD (a listing is not counted)")
 	assert.Contains(t, refused[0], "the OS sandbox: refused the agent's")
 	assert.Contains(t, refused[0], "refs/heads/foreman/HONEST")
-	// (HONEST's worktree, if there by then, is a name the decoy mirrors.)
-	assert.Regexp(t, `^the OS sandbox: (listed the hidden|opened "HONEST/" in the hidden) worktree root \(`+
-		regexp.QuoteMeta(filepath.Join(repo, ".worktrees"))+`\): a decoy, nothing real to see$`, refused[1])
-	assert.Equal(t, `the OS sandbox: opened ".env" in the hidden main checkout (`+repo+"): a decoy, nothing real to see", refused[2])
-	assert.Contains(t, refused[3], "the OS sandbox: the agent moved HEAD")
+	assert.Equal(t, `the OS sandbox: opened ".env" in the hidden main checkout (`+repo+"): a decoy, nothing real to see", refused[1])
+	assert.Contains(t, refused[2], "the OS sandbox: the agent moved HEAD")
 	st, err := tm.Status(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, int64(4), st.Refused)
+	assert.Equal(t, int64(3), st.Refused)
 
 	// The agents' homes went with the merged stories' worktrees.
 	for _, dir := range []string{"leases", filepath.Join("review", "leases")} {
