@@ -88,7 +88,8 @@ func (t *Team) Run(ctx context.Context) (Result, error) {
 		return Result{}, ErrRunning
 	}
 	host, _ := os.Hostname()
-	lock, err := acquireRunLock(ctx, t.cfg.StateDir, runInfo{PID: os.Getpid(), Host: host, Workers: t.cfg.Workers, Started: time.Now()})
+	since, _ := startTicks(os.Getpid())
+	lock, err := acquireRunLock(ctx, t.cfg.StateDir, runInfo{PID: os.Getpid(), Host: host, Workers: t.cfg.Workers, Started: time.Now(), Since: since})
 	if err != nil {
 		t.mu.Unlock()
 		return Result{}, err

@@ -28,6 +28,10 @@ type runInfo struct {
 	Host    string    `json:"host,omitempty"`
 	Workers int       `json:"workers"`
 	Started time.Time `json:"started"`
+	// Since is the holder process's start in clock ticks since boot
+	// (/proc/<pid>/stat): a process with its pid and another start is
+	// not the holder (the pid was reused). 0 where not known.
+	Since int64 `json:"since,omitempty"`
 }
 
 // runLock is an exclusive flock on StateDir/run.lock, held while Run runs.
@@ -107,30 +111,43 @@ func heldByTheDead(held, me runInfo) bool {
 	if errors.Is(err, syscall.ESRCH) {
 		return true
 	}
-	return err == nil && !held.Started.IsZero() && startedAfter(held.PID, held.Started.Add(time.Second))
+	if err != nil {
+		return false
+	}
+	if held.Since != 0 {
+		ticks, ok := startTicks(held.PID)
+		return ok && ticks != held.Since
+	}
+	return !held.Started.IsZero() && startedAfter(held.PID, held.Started.Add(time.Second))
+}
+
+// startTicks is process pid's start in clock ticks since boot (field 22
+// of /proc/<pid>/stat).
+func startTicks(pid int) (int64, bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The command name may hold spaces and parentheses: the fields are
+	// counted from the last ')', whose next is field 3 (the state).
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 20 {
+		return 0, false
+	}
+	ticks, err := strconv.ParseInt(fields[19], 10, 64)
+	return ticks, err == nil
 }
 
 // startedAfter reports whether process pid started after t, by its start
 // in /proc (clock ticks since boot, 100 a second, and the boot time in
 // whole seconds: t carries a second's slack); false when it cannot tell.
 func startedAfter(pid int, t time.Time) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The command name may hold spaces and parentheses: the fields are
-	// counted from the last ')', whose next is field 3 (the state); the
-	// start time is field 22.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return false
-	}
-	fields := strings.Fields(string(stat[i+1:]))
-	if len(fields) < 20 {
-		return false
-	}
-	ticks, err := strconv.ParseInt(fields[19], 10, 64)
-	if err != nil {
+	ticks, ok := startTicks(pid)
+	if !ok {
 		return false
 	}
 	boot, ok := bootTime()
@@ -181,6 +198,14 @@ func runningElsewhere(stateDir string) (runInfo, bool) {
 		return runInfo{}, false
 	}
 	info, _ := readRunInfo(path)
+	// A holder that is dead on this host (its lock a moment from freed:
+	// a child it forked has not exec'd yet) runs nothing: a Run started
+	// now waits for that lock (acquireRunLock), so it is not reported
+	// running.
+	host, _ := os.Hostname()
+	if heldByTheDead(info, runInfo{PID: os.Getpid(), Host: host}) {
+		return info, false
+	}
 	return info, true
 }
 

@@ -128,17 +128,22 @@ func TestAReusedPIDIsNotTheLocksHolder(t *testing.T) {
 	assert.True(t, startedAfter(os.Getpid(), time.Now().Add(-24*time.Hour)), "this process started within the day")
 	assert.False(t, startedAfter(os.Getpid(), time.Now().Add(time.Minute)))
 
+	ticks, ok := startTicks(other.Process.Pid)
+	require.True(t, ok)
 	for _, tc := range []struct {
 		name    string
 		started time.Time
+		since   int64
 		busy    bool
 	}{
-		{"its pid reused since", time.Now().Add(-time.Hour), false},
-		{"the holder itself", time.Now().Add(time.Hour), true},
+		{"its pid reused since", time.Now().Add(-time.Hour), 0, false},
+		{"the holder itself", time.Now().Add(time.Hour), 0, true},
+		{"its pid reused within the second (another start)", time.Now(), ticks - 1, false},
+		{"the holder itself, by its start", time.Now().Add(-time.Hour), ticks, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			held, err := acquireRunLock(context.Background(), dir, runInfo{PID: other.Process.Pid, Host: host, Started: tc.started})
+			held, err := acquireRunLock(context.Background(), dir, runInfo{PID: other.Process.Pid, Host: host, Started: tc.started, Since: tc.since})
 			require.NoError(t, err)
 			if tc.busy {
 				defer held.release()
