@@ -42,6 +42,16 @@ func mapsKeys(m map[string]bool) func(func(string) bool) {
 	}
 }
 
+// at is place i's, made if need be.
+func (a *accessWatches) at(i int) *placeAccess {
+	p := a.places[i]
+	if p == nil {
+		p = &placeAccess{touched: map[string]bool{}, opened: map[string]bool{}}
+		a.places[i] = p
+	}
+	return p
+}
+
 func (a *accessWatches) place(i int) *placeAccess {
 	if a == nil {
 		return &placeAccess{}

@@ -14,6 +14,10 @@ import (
 type accessWatch struct {
 	fd   int
 	dirs map[int32]watchedDir
+	// opens says who opened what in the decoys; nil without fanotify,
+	// and then the files opened are inotify's (not told apart from the
+	// host's own opens) and no directory opened is counted.
+	opens *openWatch
 }
 
 // watchedDir is a watched directory: its place, and its path relative to
@@ -34,7 +38,7 @@ func newAccessWatch() *accessWatch {
 	if err != nil {
 		return nil
 	}
-	return &accessWatch{fd: fd, dirs: map[int32]watchedDir{}}
+	return &accessWatch{fd: fd, dirs: map[int32]watchedDir{}, opens: newOpenWatch()}
 }
 
 // add watches directory root/rel as part of place.
@@ -45,6 +49,9 @@ func (w *accessWatch) add(place int, root, rel string) {
 	wd, err := unix.InotifyAddWatch(w.fd, filepath.Join(root, rel), accessMask|unix.IN_ONLYDIR|unix.IN_DONT_FOLLOW)
 	if err == nil {
 		w.dirs[int32(wd)] = watchedDir{place: place, rel: rel}
+	}
+	if place != shadowPlace {
+		w.opens.add(place, root, rel) // git reads its copy all the time: not counted
 	}
 }
 
@@ -58,6 +65,10 @@ func (w *accessWatch) collect(ignore func(place int, rel string) bool) *accessWa
 	// (6-19 ms measured here): the close is not waited for.
 	defer func() { go func(fd int) { _ = unix.Close(fd) }(w.fd) }()
 	a := &accessWatches{places: map[int]*placeAccess{}}
+	opened := w.opens.stop()
+	for place, rels := range opened {
+		a.at(place).opened = rels
+	}
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := unix.Read(w.fd, buf)
@@ -80,17 +91,14 @@ func (w *accessWatch) collect(ignore func(place int, rel string) bool) *accessWa
 				continue
 			}
 			name := cString(nameBytes)
-			p := a.places[dir.place]
-			if p == nil {
-				p = &placeAccess{touched: map[string]bool{}, opened: map[string]bool{}}
-				a.places[dir.place] = p
-			}
+			p := a.at(dir.place)
 			switch {
-			case ev.Mask&unix.IN_OPEN != 0 && ev.Mask&unix.IN_ISDIR != 0:
-				// A directory opened (listed) is not told apart from the
-				// host's own walks of the state directory (seen in CI:
-				// every canary directory of every decoy opened while the
-				// agents ran): not counted.
+			case ev.Mask&unix.IN_OPEN != 0 && (w.opens != nil || ev.Mask&unix.IN_ISDIR != 0):
+				// What was opened is the openWatch's, which tells the
+				// agent's opens from the host's. Without one, a directory
+				// opened (listed) is not counted: CI saw every canary
+				// directory of every decoy opened while cooperative
+				// agents ran, by the host.
 			case ev.Mask&unix.IN_OPEN != 0 && name != "":
 				p.opened[filepath.Join(dir.rel, name)] = true
 			case name == "" || ev.Mask&(unix.IN_OPEN|unix.IN_DELETE|unix.IN_MOVED_FROM) != 0:

@@ -2,6 +2,7 @@ package agentcmd
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -97,4 +98,29 @@ func (dc *decoy) readNote(seen *placeAccess) string {
 		return fmt.Sprintf("listed the hidden %s (%s): a decoy, nothing real to see", dc.name, dc.dir)
 	}
 	return ""
+}
+
+// removedNote says which canaries of decoy dc are gone once the agent is:
+// no host process removes one, so the agent did (an rm -rf of the hidden
+// directory takes them with it, the mount points in it stay); "" when
+// none is.
+func (dc *decoy) removedNote() string {
+	var gone []string
+	for _, rel := range slices.Sorted(maps.Keys(dc.canaries)) {
+		if _, err := os.Lstat(filepath.Join(dc.src, rel)); err == nil {
+			continue
+		}
+		if dc.canaries[rel] {
+			rel += "/"
+		}
+		gone = append(gone, strconv.Quote(rel))
+	}
+	if len(gone) == 0 {
+		return ""
+	}
+	what := strings.Join(gone[:min(len(gone), maxDecoyPaths)], ", ")
+	if len(gone) > maxDecoyPaths {
+		what += fmt.Sprintf(" and %d more", len(gone)-maxDecoyPaths)
+	}
+	return fmt.Sprintf("removed %s from the hidden %s (%s): a decoy, nothing real lost", what, dc.name, dc.dir)
 }

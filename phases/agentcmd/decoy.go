@@ -206,15 +206,16 @@ func (s *sandboxRun) decoyNotes(acc *accessWatches) []string {
 				}
 			}
 		}
-		read := dc.readNote(seen)
-		if len(paths) == 0 {
-			if read != "" {
-				notes = append(notes, read)
-			}
-			continue
-		}
-		if read != "" && !strings.HasPrefix(read, "listed") {
+		// A listing is said only where nothing was written: a write says
+		// more.
+		if read := dc.readNote(seen); read != "" && (len(paths) == 0 || !strings.HasPrefix(read, "listed")) {
 			notes = append(notes, read)
+		}
+		if removed := dc.removedNote(); removed != "" {
+			notes = append(notes, removed)
+		}
+		if len(paths) == 0 {
+			continue
 		}
 		what := strings.Join(paths, ", ")
 		switch {

@@ -3,9 +3,12 @@ package agentcmd
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -41,13 +44,21 @@ echo z > "$REPO/.foreman/leases/homes/planted"; echo own > "$REPO/.foreman/resul
 		{"the system's hidden places", `echo x > /run/planted; mkdir -p /run/user/0 && touch /run/user/0/bus`,
 			[]string{`wrote "planted", "user/" into the hidden runtime directory (/run): a decoy, nothing real changed`}},
 		{"another story's worktree by name", `ls "$REPO/.worktrees/B" && echo evil > "$REPO/.worktrees/B/EVIL"`,
-			[]string{`wrote "B/EVIL" into the hidden worktree root (%[1]s/.worktrees): a decoy, nothing real changed`}},
-		{"listed: not told apart from the host's walks", `ls -a "$REPO" >/dev/null`, nil},
+			[]string{`opened "B/" in the hidden worktree root (%[1]s/.worktrees): a decoy, nothing real to see`,
+				`wrote "B/EVIL" into the hidden worktree root (%[1]s/.worktrees): a decoy, nothing real changed`}},
+		{"listed", `ls -a "$REPO" >/dev/null`,
+			[]string{`listed the hidden main checkout (%[1]s): a decoy, nothing real to see`}},
 		{"removed whole", `rm -rf "$REPO/.foreman" 2>/dev/null || true`,
-			nil},
+			[]string{`opened ".aws/", ".docker/", ".gnupg/" and 2 more in the hidden lease directory (%[2]s/leases): a decoy, nothing real to see`,
+				`removed ".aws/", ".docker/", ".env" and 10 more from the hidden lease directory (%[2]s/leases): a decoy, nothing real lost`,
+				`opened ".aws/", ".docker/", ".gnupg/" and 2 more in the hidden state directory (%[2]s): a decoy, nothing real to see`,
+				`removed ".aws/", ".docker/", ".env" and 10 more from the hidden state directory (%[2]s): a decoy, nothing real lost`}},
+		{"a canary removed", `rm "$REPO/.netrc"`,
+			[]string{`removed ".netrc" from the hidden main checkout (%[1]s): a decoy, nothing real lost`}},
 		{"secrets' usual places read", `cat "$REPO/.env" "$REPO/.foreman/.netrc"; ls "$REPO/.worktrees/.ssh"; cat "$REPO/.credentials" || true`,
 			[]string{`opened ".env" in the hidden main checkout (%[1]s): a decoy, nothing real to see`,
-				`opened ".netrc" in the hidden state directory (%[2]s): a decoy, nothing real to see`}},
+				`opened ".netrc" in the hidden state directory (%[2]s): a decoy, nothing real to see`,
+				`opened ".ssh/" in the hidden worktree root (%[1]s/.worktrees): a decoy, nothing real to see`}},
 		{"many", `for i in $(seq 1 20); do : > "$REPO/f$i"; done`,
 			[]string{`wrote "f1", "f10", "f11" and 17 more into the hidden main checkout (%[1]s): a decoy, nothing real changed`}},
 		{"beyond the bound", `for i in $(seq 1 1100); do : > "$REPO/f$i"; done`,
@@ -57,6 +68,11 @@ mkdir "$REPO/.foreman/locked" && touch "$REPO/.foreman/locked/f" && chmod 000 "$
 			[]string{`wrote "link" into the hidden main checkout (%[1]s): a decoy, nothing real changed`,
 				`wrote "link", "locked/" into the hidden state directory (%[2]s): a decoy, nothing real changed`}},
 	}
+	// A listing (a directory opened) is seen only with the open watch
+	// (root's fanotify).
+	listings := newOpenWatch()
+	listings.stop()
+	listing := regexp.MustCompile(`^agentcmd: sandbox: (listed the hidden|opened ("[^"]*/"(, )?)+( and \d+ more)? in )`)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := newTeamLayout(t)
@@ -79,7 +95,9 @@ mkdir "$REPO/.foreman/locked" && touch "$REPO/.foreman/locked/f" && chmod 000 "$
 				if strings.Contains(n, "%[") {
 					n = fmt.Sprintf(n, l.repo, l.stateDir)
 				}
-				want = append(want, "agentcmd: sandbox: "+n)
+				if n = "agentcmd: sandbox: " + n; listings != nil || !listing.MatchString(n) {
+					want = append(want, n)
+				}
 			}
 			assert.Equal(t, want, rec.lines(phases.StreamSandbox))
 
@@ -110,4 +128,66 @@ func TestWithoutALeaseDirHiddenDirectoriesAreReadOnly(t *testing.T) {
 	assert.NotContains(t, rec.lines(phases.StreamText), "written")
 	assert.Empty(t, rec.lines(phases.StreamSandbox))
 	assert.NoFileExists(t, filepath.Join(l.repo, "EVIL"))
+}
+
+// While the agent runs, the host's own walk of the state directory (a
+// backup, a cleaner, the driver) opens every directory of the decoys and
+// reads their canaries: with the driver's open watch (fanotify, which
+// root has) none of that is the agent's; the agent's own listing and read
+// are. Without it (an ordinary user) a directory opened is not counted at
+// all, and a canary read is counted whoever read it.
+func TestTheHostsOwnWalkOfTheDecoysIsNotTheAgents(t *testing.T) {
+	requireSandbox(t)
+	attributed := newOpenWatch()
+	attributed.stop()
+	if os.Geteuid() == 0 {
+		require.NotNil(t, attributed, "root has fanotify")
+	}
+	l := newTeamLayout(t)
+	ctl := t.TempDir()
+	for _, fifo := range []string{"started", "walked"} {
+		require.NoError(t, syscall.Mkfifo(filepath.Join(ctl, fifo), 0o644))
+	}
+	agent := writeScript(t, t.TempDir(), "agent", `set -e
+echo started > "$CTL/started"
+read x < "$CTL/walked"
+ls "$REPO/.foreman" > /dev/null
+cat "$REPO/.foreman/.pgpass"
+`)
+	done := make(chan struct{})
+	var res phases.AgentResult
+	var err error
+	rec := &recorder{}
+	go func() {
+		defer close(done)
+		res, err = New(Config{Argv: []string{agent}, LeaseDir: l.leases, Env: []string{"REPO=" + l.repo, "CTL=" + ctl},
+			Sandbox: Sandbox{Mode: SandboxRequired}}).
+			WithHideNamed(l.repo, "main checkout").
+			WithHideNamed(l.stateDir, "state directory").
+			Execute(context.Background(), phases.AgentRequest{WorkspacePath: l.wtA, Writable: []string{ctl}}, rec.callback)
+	}()
+	started, err2 := os.ReadFile(filepath.Join(ctl, "started"))
+	require.NoError(t, err2)
+	require.Equal(t, "started\n", string(started))
+	opened := 0
+	require.NoError(t, filepath.WalkDir(l.stateDir, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() && strings.Contains(p, decoyDirName) && filepath.Base(p) == ".env" {
+			_, err = os.ReadFile(p)
+			opened++
+		}
+		return err
+	}))
+	require.NotZero(t, opened, "the walk went through the decoys")
+	require.NoError(t, os.WriteFile(filepath.Join(ctl, "walked"), []byte("go\n"), 0o644))
+	<-done
+	require.NoError(t, err)
+	require.True(t, res.Success, res.Stderr)
+
+	notes := rec.lines(phases.StreamSandbox)
+	pgpass := `agentcmd: sandbox: opened ".pgpass" in the hidden state directory (` + l.stateDir + `): a decoy, nothing real to see`
+	if attributed == nil {
+		assert.Contains(t, notes, pgpass)
+		return
+	}
+	assert.Equal(t, []string{pgpass}, notes, "the agent's read (its listing is said only where it read nothing); not the host's walk and reads")
 }

@@ -87,9 +87,13 @@
 //     watch on the decoys while the agent runs adds what that listing
 //     cannot see: what it made and removed again before it exited ("tmp"
 //     (removed)), and a canary file it opened ("opened ".env" in the
-//     hidden main checkout (...): a decoy, nothing real to see"). A
-//     directory it opened (a listing) is not counted: the watch cannot
-//     tell it from the host's own walks. A lookup of a name that is not
+//     hidden main checkout (...): a decoy, nothing real to see"), and the
+//     canaries it removed ("removed ".aws/", ".env" ... from the hidden
+//     state directory": an rm -rf). A directory it opened (a listing) is
+//     counted only where the driver runs as root: a fanotify group then
+//     holds each open of a decoy until the driver has read the opener's
+//     PID namespace, so the host's own walks are told from the agent's
+//     (without root a canary file read is counted whoever read it). A lookup of a name that is not
 //     there touches nothing a watch sees; Sandbox.Mirror makes a hidden directory's
 //     decoy repeat its entries' names, empty (pipeline/team mirrors its
 //     worktree root: the other stories' worktrees). Without a LeaseDir every hidden directory is

@@ -268,10 +268,20 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 		`"EVIL-state.txt", "foreman.db" into the hidden state directory`, `"EVIL-home.txt" into the hidden host's home`} {
 		assert.Regexp(t, "the OS sandbox: wrote "+place, refused["OUT"], "OUT's writes are seen")
 	}
-	// Its reads of the secrets' usual places: the canaries there opened
-	// (its listings are not counted: not told apart from the host's walks).
+	// Its rm -rf of the state directory: the lease directory's decoy
+	// (inside it) listed and its canaries removed; its reads of the
+	// secrets' usual places: the canaries there opened. (Claude Code also
+	// opens a .env.local where its shell's directory is.)
+	if os.Geteuid() == 0 {
+		assert.Regexp(t, `the OS sandbox: opened ".aws/", ".docker/", ".* in the hidden lease directory`, refused["OUT"])
+	}
+	assert.Contains(t, refused["OUT"], `the OS sandbox: removed ".aws/", ".docker/", ".env" and 10 more from the hidden lease directory`)
+	assert.Contains(t, refused["OUT"], `the OS sandbox: removed ".aws/", ".docker/", ".env" and 10 more from the hidden state directory`)
 	assert.Contains(t, refused["OUT"], `the OS sandbox: opened ".env" in the hidden main checkout`)
 	assert.Contains(t, refused["OUT"], `the OS sandbox: opened ".netrc" in the hidden host's home`)
+	if os.Geteuid() == 0 { // listings are told from the host's own walks as root (fanotify)
+		assert.Contains(t, refused["OUT"], `the OS sandbox: opened "V/" in the hidden worktree root`, "its listing of V's worktree")
+	}
 	assert.Contains(t, refused["OUT"], `the OS sandbox: wrote "V/EVIL-sibling.txt" into the hidden worktree root`, "its write into V's worktree")
 	assert.Contains(t, refused["RPT"], `the OS sandbox: wrote "results/`+co.vAssignment+`/`, "its result where V's could be")
 	assert.Empty(t, refused["V"])

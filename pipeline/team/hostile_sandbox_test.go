@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -99,14 +100,28 @@ func TestASandboxedAgentSeesNoOtherStoryAndItsRefMovesAreCounted(t *testing.T) {
 			refused = append(refused, e.Detail)
 		}
 	}
-	require.Len(t, refused, 3, "the builder's ref move and its read of .env, the reviewer's HEAD (a listing is not counted)")
+	// Its listing of the worktree root is told from the host's own walks
+	// where the driver runs as root (fanotify), and not counted elsewhere.
+	listings := os.Geteuid() == 0
+	if listings {
+		require.Len(t, refused, 4, "the builder's ref move, its listing of the worktree root and its read of .env, the reviewer's HEAD")
+		// (HONEST's worktree, if there by then, is a name the decoy mirrors.)
+		assert.Regexp(t, `^the OS sandbox: (listed the hidden|opened "HONEST/" in the hidden) worktree root \(`+
+			regexp.QuoteMeta(filepath.Join(repo, ".worktrees"))+`\): a decoy, nothing real to see$`, refused[1])
+		refused = slices.Delete(refused, 1, 2)
+	}
+	require.Len(t, refused, 3, "the builder's ref move and its read of .env, the reviewer's HEAD")
 	assert.Contains(t, refused[0], "the OS sandbox: refused the agent's")
 	assert.Contains(t, refused[0], "refs/heads/foreman/HONEST")
 	assert.Equal(t, `the OS sandbox: opened ".env" in the hidden main checkout (`+repo+"): a decoy, nothing real to see", refused[1])
 	assert.Contains(t, refused[2], "the OS sandbox: the agent moved HEAD")
 	st, err := tm.Status(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, int64(3), st.Refused)
+	want := int64(3)
+	if listings {
+		want = 4
+	}
+	assert.Equal(t, want, st.Refused)
 
 	// The agents' homes went with the merged stories' worktrees.
 	for _, dir := range []string{"leases", filepath.Join("review", "leases")} {
