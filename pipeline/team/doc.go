@@ -184,8 +184,9 @@
 // host's home) a decoy the agent may write and nothing real behind it;
 // the repository's git directory is the agent's private copy around the
 // real object store. What its driver refused or repaired once the agent
-// was gone (a write into a hidden place or a read of a secret's usual
-// place there, named; a ref moved, a tag, a config or hook written in its
+// was gone (a write into a hidden place, a read of a secret's usual
+// place there or its removal, named; a listing of a hidden place where the
+// host runs as root, which the driver tells from the host's own; a ref moved, a tag, a config or hook written in its
 // copy; its HEAD moved off its branch; an output flood stopped:
 // phases.StreamSandbox) is an EventRefused too. The object store is
 // shared: an agent that goes looking can read other stories' committed or
