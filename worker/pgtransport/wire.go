@@ -2,8 +2,11 @@ package pgtransport
 
 import (
 	"encoding/json"
+	"math"
+	"strconv"
 	"time"
 
+	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/worker"
 )
 
@@ -28,22 +31,91 @@ type jsonMessage struct {
 	Usage      worker.Usage `json:",omitzero"`
 }
 
-// encodeMessage is m's JSON as the transport writes it.
+// encodeMessage is m's JSON as the transport writes it: what
+// encoding/json writes of jsonMessage, written by hand (flatjson.go).
 func encodeMessage(m worker.Message) []byte {
-	b, _ := json.Marshal(jsonMessage{Message: m, Status: m.Status, LastOutput: m.LastOutput, Commit: m.Commit,
-		QGPassed: m.QGPassed, QGOutput: m.QGOutput, Reason: m.Reason, ResetsAt: m.ResetsAt, Question: m.Question,
-		Usage: m.Usage}) // plain data: cannot fail
-	return b
+	return appendMessage(make([]byte, 0, 96), m)
+}
+
+func appendMessage(dst []byte, m worker.Message) []byte {
+	if !m.LastOutput.IsZero() || !m.ResetsAt.IsZero() {
+		// Rare (a rate limit's reset; heartbeats go in their own column):
+		// encoding/json formats the times.
+		b, _ := json.Marshal(jsonMessage{Message: m, Status: m.Status, LastOutput: m.LastOutput, Commit: m.Commit,
+			QGPassed: m.QGPassed, QGOutput: m.QGOutput, Reason: m.Reason, ResetsAt: m.ResetsAt, Question: m.Question,
+			Usage: m.Usage}) // plain data: cannot fail
+		return append(dst, b...)
+	}
+	start := len(dst)
+	dst = append(dst, `{"Kind":`...)
+	dst = strconv.AppendUint(dst, uint64(m.Kind), 10)
+	dst = appendJSONString(append(dst, `,"Worker":`...), string(m.Worker))
+	dst = appendJSONString(append(dst, `,"Assignment":`...), string(m.Assignment))
+	for _, f := range [...]struct{ name, v string }{{"Status", m.Status}, {"Commit", m.Commit}} {
+		if f.v != "" {
+			dst = appendJSONString(appendField(dst, f.name), f.v)
+		}
+	}
+	if m.QGPassed {
+		dst = append(appendField(dst, "QGPassed"), "true"...)
+	}
+	for _, f := range [...]struct{ name, v string }{{"QGOutput", m.QGOutput}, {"Reason", m.Reason}, {"Question", m.Question}} {
+		if f.v != "" {
+			dst = appendJSONString(appendField(dst, f.name), f.v)
+		}
+	}
+	if m.Usage != (worker.Usage{}) {
+		dst = strconv.AppendInt(append(appendField(dst, "Usage"), `{"Tokens":`...), m.Usage.Tokens, 10)
+		var ok bool
+		if dst, ok = appendJSONFloat(append(dst, `,"CostUSD":`...), m.Usage.CostUSD); !ok {
+			// NaN or infinite: what encoding/json makes of it.
+			b, _ := json.Marshal(jsonMessage{Message: m, Status: m.Status, Commit: m.Commit, QGPassed: m.QGPassed,
+				QGOutput: m.QGOutput, Reason: m.Reason, Question: m.Question, Usage: m.Usage})
+			return append(dst[:start], b...)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}')
 }
 
 // decodeMessage reads a message written by encodeMessage, or in full by
 // an earlier build.
 func decodeMessage(b []byte) (worker.Message, error) {
+	var m worker.Message
+	if scanFlat(b, func(key string, v flatValue) bool {
+		switch {
+		case key == "Kind" && v.kind == 'n' && v.num >= 0 && v.num <= math.MaxUint8:
+			m.Kind = worker.MessageKind(v.num)
+		case key == "QGPassed" && v.kind == 'b':
+			m.QGPassed = v.bit
+		case v.kind != 's':
+			return false
+		case key == "Worker":
+			m.Worker = foreman.WorkerID(v.str)
+		case key == "Assignment":
+			m.Assignment = foreman.AssignmentID(v.str)
+		case key == "Status":
+			m.Status = v.str
+		case key == "Commit":
+			m.Commit = v.str
+		case key == "QGOutput":
+			m.QGOutput = v.str
+		case key == "Reason":
+			m.Reason = v.str
+		case key == "Question":
+			m.Question = v.str
+		default: // times, usage, names in another case: encoding/json
+			return false
+		}
+		return true
+	}) {
+		return m, nil
+	}
 	var w jsonMessage
 	if err := json.Unmarshal(b, &w); err != nil {
 		return worker.Message{}, err
 	}
-	m := w.Message
+	m = w.Message
 	m.Status, m.LastOutput, m.Commit, m.QGPassed, m.QGOutput = w.Status, w.LastOutput, w.Commit, w.QGPassed, w.QGOutput
 	m.Reason, m.ResetsAt, m.Question, m.Usage = w.Reason, w.ResetsAt, w.Question, w.Usage
 	return m, nil
@@ -59,18 +131,72 @@ type jsonAssignment struct {
 	RequireReview bool   `json:",omitempty"`
 }
 
+// encodeAssignment is what encoding/json writes of jsonAssignment,
+// written by hand (flatjson.go).
 func encodeAssignment(a *worker.Assignment) []byte {
-	b, _ := json.Marshal(jsonAssignment{Assignment: *a, Stage: a.Stage, MemoryContext: a.MemoryContext,
-		Feedback: a.Feedback, RequireReview: a.RequireReview}) // plain data: cannot fail
-	return b
+	return appendAssignment(make([]byte, 0, 128+len(a.Prompt)), a)
+}
+
+func appendAssignment(dst []byte, a *worker.Assignment) []byte {
+	dst = appendJSONString(append(dst, `{"ID":`...), string(a.ID))
+	dst = appendJSONString(append(dst, `,"Worker":`...), string(a.Worker))
+	dst = appendJSONString(append(dst, `,"Item":`...), string(a.Item))
+	dst = appendJSONString(append(dst, `,"Prompt":`...), a.Prompt)
+	dst = appendJSONString(append(dst, `,"Worktree":`...), a.Worktree)
+	dst = strconv.AppendInt(append(dst, `,"Attempt":`...), int64(a.Attempt), 10)
+	if a.Stage != 0 {
+		dst = strconv.AppendInt(append(dst, `,"Stage":`...), int64(a.Stage), 10)
+	}
+	if a.MemoryContext != "" {
+		dst = appendJSONString(append(dst, `,"MemoryContext":`...), a.MemoryContext)
+	}
+	if a.Feedback != "" {
+		dst = appendJSONString(append(dst, `,"Feedback":`...), a.Feedback)
+	}
+	if a.RequireReview {
+		dst = append(dst, `,"RequireReview":true`...)
+	}
+	return append(dst, '}')
 }
 
 func decodeAssignment(b []byte) (worker.Assignment, error) {
+	var a worker.Assignment
+	if scanFlat(b, func(key string, v flatValue) bool {
+		switch {
+		case key == "Stage" && v.kind == 'n' && int64(int(v.num)) == v.num:
+			a.Stage = int(v.num)
+		case key == "Attempt" && v.kind == 'n' && int64(int(v.num)) == v.num:
+			a.Attempt = int(v.num)
+		case key == "RequireReview" && v.kind == 'b':
+			a.RequireReview = v.bit
+		case v.kind != 's':
+			return false
+		case key == "ID":
+			a.ID = foreman.AssignmentID(v.str)
+		case key == "Worker":
+			a.Worker = foreman.WorkerID(v.str)
+		case key == "Item":
+			a.Item = foreman.ItemID(v.str)
+		case key == "Prompt":
+			a.Prompt = v.str
+		case key == "Worktree":
+			a.Worktree = v.str
+		case key == "MemoryContext":
+			a.MemoryContext = v.str
+		case key == "Feedback":
+			a.Feedback = v.str
+		default:
+			return false
+		}
+		return true
+	}) {
+		return a, nil
+	}
 	var w jsonAssignment
 	if err := json.Unmarshal(b, &w); err != nil {
 		return worker.Assignment{}, err
 	}
-	a := w.Assignment
+	a = w.Assignment
 	a.Stage, a.MemoryContext, a.Feedback, a.RequireReview = w.Stage, w.MemoryContext, w.Feedback, w.RequireReview
 	return a, nil
 }
