@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,6 +110,8 @@ type Runtime struct {
 	closed  bool
 	wg      sync.WaitGroup
 	stopped chan struct{}
+	// goroutines runs each run's supervisor and execution.
+	goroutines *spawner
 }
 
 type run struct {
@@ -142,7 +145,8 @@ func NewRuntime(cfg RuntimeConfig, inbox Inbox) *Runtime {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runtime{cfg: cfg, inbox: inbox, runs: map[foreman.WorkerID]*run{}, live: map[*run]struct{}{}, stopped: make(chan struct{})}
+	return &Runtime{cfg: cfg, inbox: inbox, runs: map[foreman.WorkerID]*run{}, live: map[*run]struct{}{}, stopped: make(chan struct{}),
+		goroutines: &spawner{}}
 }
 
 // Send carries out a command. It never blocks on the agent.
@@ -198,7 +202,7 @@ func (r *Runtime) startLocked(a Assignment) {
 	r.runs[a.Worker] = rn
 	r.live[rn] = struct{}{}
 	r.wg.Add(1)
-	go r.supervise(ctx, rn)
+	r.goroutines.spawn(func() { r.supervise(ctx, rn) })
 }
 
 func (r *Runtime) emit(ev Event) {
@@ -254,7 +258,7 @@ func (r *Runtime) supervise(ctx context.Context, rn *run) {
 		r.mu.Unlock()
 		close(rn.done)
 	}()
-	a := rn.a
+	a := &rn.a // not a copy: the closures below would move one to the heap
 	clk := r.cfg.Clock
 	r.remark(rn)
 	r.heartbeat(ctx, rn)
@@ -271,7 +275,7 @@ func (r *Runtime) supervise(ctx context.Context, rn *run) {
 			r.deliver(ctx, Message{Kind: MsgStatus, Worker: a.Worker, Assignment: a.ID, Status: StatusRunning})
 		}
 	}
-	go func() { results <- r.execute(ctx, rn, onEvent) }()
+	r.goroutines.spawn(func() { results <- r.execute(ctx, rn, onEvent) })
 	ticker := clk.NewTicker(r.cfg.HeartbeatInterval)
 	defer ticker.Stop()
 	for {
@@ -345,7 +349,7 @@ func exitReason(res phases.AgentResult, err error) string {
 	case res.Error != "":
 		return fmt.Sprintf("exit %d: %s", res.ExitCode, res.Error)
 	default:
-		return fmt.Sprintf("exit %d", res.ExitCode)
+		return "exit " + strconv.Itoa(res.ExitCode) // every run's: no fmt
 	}
 	if err != nil {
 		reason += " (" + err.Error() + ")"
@@ -361,7 +365,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
 	if !r.closed {
 		r.closed = true
-		go func() { r.wg.Wait(); close(r.stopped) }()
+		go func() { r.wg.Wait(); r.goroutines.close(); close(r.stopped) }()
 	}
 	for w, rn := range r.runs {
 		r.stopLocked(w, rn)

@@ -94,10 +94,22 @@ var workerTable = map[workerKey]WorkerState{
 	{ShuttingDown, WorkerReadyForReview}: ShuttingDown,
 }
 
+// workerNext is workerTable as an array, indexed by state and event: every
+// move of every worker looks it up (a map lookup hashed the pair each
+// time). Its entries are the target state plus one; zero is no transition.
+var workerNext = func() (t [len(workerStateNames)][len(workerEventNames)]uint8) {
+	for k, to := range workerTable {
+		t[k.from][k.ev] = uint8(to) + 1
+	}
+	return t
+}()
+
 // NextWorkerState applies ev to s using the transition table.
 func NextWorkerState(s WorkerState, ev WorkerEvent) (WorkerState, error) {
-	if to, ok := workerTable[workerKey{s, ev}]; ok {
-		return to, nil
+	if int(s) < len(workerNext) && int(ev) < len(workerNext[s]) {
+		if to := workerNext[s][ev]; to != 0 {
+			return WorkerState(to - 1), nil
+		}
 	}
 	return s, &TransitionError{Machine: "worker", From: s.String(), Event: ev.String()}
 }
@@ -190,10 +202,20 @@ var itemTable = map[itemKey]ItemState{
 	{RateLimited, ItemRequeue}:     Queued,
 }
 
+// itemNext is itemTable as an array (see workerNext).
+var itemNext = func() (t [len(itemStateNames)][len(itemEventNames)]uint8) {
+	for k, to := range itemTable {
+		t[k.from][k.ev] = uint8(to) + 1
+	}
+	return t
+}()
+
 // NextItemState applies ev to s using the transition table.
 func NextItemState(s ItemState, ev ItemEvent) (ItemState, error) {
-	if to, ok := itemTable[itemKey{s, ev}]; ok {
-		return to, nil
+	if int(s) < len(itemNext) && int(ev) < len(itemNext[s]) {
+		if to := itemNext[s][ev]; to != 0 {
+			return ItemState(to - 1), nil
+		}
 	}
 	return s, &TransitionError{Machine: "item", From: s.String(), Event: ev.String()}
 }
