@@ -88,6 +88,13 @@ type RuntimeConfig struct {
 	// Gate, when its Verifier is set, runs after every successful agent
 	// execution; see Gate. Default: none (no gate).
 	Gate Gate
+	// NoEvidence turns off the evidence of work the Runtime keeps for
+	// Evidence (a walk of the worktree's files at each run's start, new
+	// commit and gate result), for a Runtime whose Evidence nobody asks
+	// for: a pgtransport worker host's, since the transport carries no
+	// evidence. Evidence then fails with ErrNoEvidence. Default: false
+	// (kept).
+	NoEvidence bool
 }
 
 // Runtime is the default, in-process Transport: each worker is a goroutine

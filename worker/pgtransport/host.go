@@ -40,7 +40,8 @@ type HostConfig struct {
 	// Runtime runs each assignment, as worker.NewRuntime does in a single
 	// process: Runtime.Agent is required; its heartbeats, probe answers,
 	// gate results and outcome are written back to the coordinator. Its
-	// Clock and Logger, when nil, are the host's Clock and Logger.
+	// Clock and Logger, when nil, are the host's Clock and Logger; its
+	// NoEvidence is set (the transport carries no evidence of work).
 	// Required.
 	Runtime worker.RuntimeConfig
 	// PollInterval is how often the host looks for work, commands, and
@@ -219,6 +220,10 @@ func NewHost(ctx context.Context, cfg HostConfig) (*Host, error) {
 		runs: map[foreman.AssignmentID]*hostRun{}, beats: map[foreman.AssignmentID]beat{}, kick: make(chan struct{}, 1),
 	}
 	rc := cfg.Runtime
+	// The transport carries no evidence of work to the Dispatcher (the
+	// Coordinator is no worker.WorkEvidence), so the Runtime need not walk
+	// each run's worktree to keep it.
+	rc.NoEvidence = true
 	user := rc.OnEvent
 	rc.OnEvent = func(ev worker.Event) {
 		if ev.Kind == worker.EventAgentExited {
