@@ -309,6 +309,14 @@ func runHostProcess(schema string) int {
 			defer pprof.StopCPUProfile()
 		}
 	}
+	if dir := os.Getenv("RIVERBENCH_HOST_MEMPROFILE"); dir != "" { // and its allocations, written as it stops
+		defer func() {
+			if f, err := os.Create(filepath.Join(dir, os.Getenv("RIVERBENCH_HOST_NAME")+".mem")); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				_ = f.Close()
+			}
+		}()
+	}
 	pool, err := pgxpool.New(ctx, os.Getenv("FOREMAN_TEST_POSTGRES"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
