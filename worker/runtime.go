@@ -366,9 +366,9 @@ func exitReason(res phases.AgentResult, err error) string {
 
 // Close stops every worker: running agents are cancelled (their process
 // groups terminated) and Close waits for them until ctx ends. Once they
-// have ended, the goroutines the Runtime keeps for its next runs end too. The error, a
-// *multierror.Error of *StopError, names every worker still running then.
-// Safe to call more than once.
+// have ended, the goroutines the Runtime keeps for its next runs end too.
+// The error, a *multierror.Error of *StopError, names every worker still
+// running then. Safe to call more than once.
 func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
 	if !r.closed {
