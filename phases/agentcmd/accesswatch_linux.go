@@ -32,13 +32,18 @@ type watchedDir struct {
 const accessMask = unix.IN_CREATE | unix.IN_MODIFY | unix.IN_MOVED_TO | unix.IN_ATTRIB | unix.IN_CLOSE_WRITE |
 	unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_OPEN | unix.IN_EXCL_UNLINK
 
-// newAccessWatch makes an inotify instance; nil where none is to be had.
-func newAccessWatch() *accessWatch {
+// newAccessWatch makes an inotify instance, and with opens an openWatch
+// where one is to be had; nil where no inotify instance is.
+func newAccessWatch(opens bool) *accessWatch {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil
 	}
-	return &accessWatch{fd: fd, dirs: map[int32]watchedDir{}, opens: newOpenWatch()}
+	w := &accessWatch{fd: fd, dirs: map[int32]watchedDir{}}
+	if opens {
+		w.opens = newOpenWatch()
+	}
+	return w
 }
 
 // add watches directory root/rel as part of place.

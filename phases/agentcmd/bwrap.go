@@ -206,7 +206,7 @@ func (d *Driver) prepareSandbox(ctx context.Context, bwrap string, req phases.Ag
 		s.mounts = append(s.mounts, mount{kind: k, src: src, dst: filepath.Clean(dst)})
 	}
 	s.markSkeleton()
-	if err := s.startWatch(); err != nil {
+	if err := s.startWatch(!d.noOpenWatch); err != nil {
 		return fail(fmt.Errorf("decoys: %w", err))
 	}
 	return s, nil

@@ -113,8 +113,8 @@ func (s *sandboxRun) markSkeleton() {
 // startWatch makes the directories of the decoys' skeletons that are not
 // mount points themselves and watches them, with each decoy and the
 // private copy of the git directory, while the agent runs.
-func (s *sandboxRun) startWatch() error {
-	s.watch = newAccessWatch()
+func (s *sandboxRun) startWatch(opens bool) error {
+	s.watch = newAccessWatch(opens)
 	for i := range s.decoys {
 		dc := &s.decoys[i]
 		// What the driver makes first, then the watches: its own writes

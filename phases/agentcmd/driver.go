@@ -27,6 +27,9 @@ type Driver struct {
 	// noDecoys hides every directory with a read-only tmpfs, as without a
 	// LeaseDir (BenchmarkSandboxDecoys compares).
 	noDecoys bool
+	// noOpenWatch leaves the open watch out (openwatch_linux.go), for
+	// benchmarks.
+	noOpenWatch bool
 }
 
 var _ phases.AgentDriver = (*Driver)(nil)

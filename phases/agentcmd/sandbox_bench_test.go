@@ -153,3 +153,62 @@ func BenchmarkSandboxDecoys(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSandboxOpenWatch is what telling the agent's opens of the
+// decoys from the host's costs a sandboxed execution (root's fanotify
+// group, its marks and the answer to each open), the driver as a team
+// has it, with and without the open watch alternately in one run. "ls"
+// lists the hidden main checkout and state directory and reads two
+// canaries (each open waits for the driver's answer).
+func BenchmarkSandboxOpenWatch(b *testing.B) {
+	if !New(Config{Sandbox: Sandbox{Mode: SandboxRequired}}).Sandboxed() {
+		b.Skip("no OS sandbox here")
+	}
+	if w := newOpenWatch(); w == nil {
+		b.Skip("no fanotify here (root only)")
+	} else {
+		w.stop()
+	}
+	scripts := map[string]string{
+		"true": "true",
+		"ls":   `ls -aR "$REPO" "$REPO/.foreman" > /dev/null; cat "$REPO/.env" "$REPO/.foreman/.netrc"`,
+	}
+	for _, name := range []string{"true", "ls"} {
+		b.Run(name, func(b *testing.B) {
+			ws := benchWorktree(b)
+			repo := filepath.Dir(filepath.Dir(ws))
+			state := filepath.Join(repo, ".foreman")
+			agent := filepath.Join(b.TempDir(), "agent")
+			if err := os.WriteFile(agent, []byte("#!/bin/sh\n"+scripts[name]+"\n"), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			newDriver := func(opens bool) *Driver {
+				d := New(Config{Argv: []string{agent}, PromptVia: PromptStdin, Env: []string{"REPO=" + repo},
+					LeaseDir: filepath.Join(state, "leases"), Sandbox: Sandbox{Mode: SandboxRequired}}).
+					WithHideNamed(state, "state directory").WithHideNamed(filepath.Join(repo, ".worktrees"), "worktree root").
+					WithHideNamed(repo, "main checkout")
+				d.noOpenWatch = !opens
+				return d
+			}
+			with, without := newDriver(true), newDriver(false)
+			run := func(d *Driver) time.Duration {
+				start := time.Now()
+				if _, err := d.Execute(context.Background(), phases.AgentRequest{WorkspacePath: ws}, nil); err != nil {
+					b.Fatal(err)
+				}
+				return time.Since(start)
+			}
+			run(with) // the probe, once
+			run(without)
+			var off, on time.Duration
+			for b.Loop() {
+				off += run(without)
+				on += run(with)
+			}
+			n := time.Duration(b.N)
+			b.ReportMetric(float64((off / n).Microseconds()), "µs-inotify/op")
+			b.ReportMetric(float64((on / n).Microseconds()), "µs-fanotify/op")
+			b.ReportMetric(float64(on)/float64(off), "ratio")
+		})
+	}
+}
