@@ -130,6 +130,9 @@ func (o *openWatch) read() {
 	for {
 		fds := []unix.PollFd{{Fd: int32(o.fd), Events: unix.POLLIN}, {Fd: int32(o.wake[0]), Events: unix.POLLIN}}
 		if _, err := unix.Poll(fds, -1); err != nil && !errors.Is(err, unix.EINTR) {
+			// No reader from now on: no open may wait for one.
+			_ = unix.FanotifyMark(o.fd, unix.FAN_MARK_FLUSH, 0, unix.AT_FDCWD, "/")
+			o.drain(buf)
 			return
 		}
 		o.drain(buf)
