@@ -106,14 +106,17 @@
 //     request's AgentRequest.Writable paths (a team's result directory);
 //     and Sandbox.Binds marked Writable;
 //   - in a git worktree it writes what a commit needs: the repository's
-//     object store and the worktree's own admin directory
-//     (.git/worktrees/<name>; its commondir and gitdir files, and the
-//     worktree's .git file, stay read-only: the host's gits read them
+//     object store and, in a linked worktree, the worktree's own admin
+//     directory (.git/worktrees/<name>; its commondir and gitdir files, and
+//     the worktree's .git file, stay read-only: the host's gits read them
 //     after the agent). The rest of the repository's git directory is a
 //     private copy of the execution: config, HEAD, hooks, info, the loose
-//     refs and packed-refs copied (other worktrees' admin directories, the
-//     main worktree's index and any other directory are the real ones,
-//     read-only; logs is empty). Git writes a file by making <name>.lock
+//     refs and packed-refs copied (other worktrees' admin directories and
+//     any other directory are the real ones, read-only; logs is empty). In
+//     the main worktree (a plain clone handed to the driver) its own files
+//     there are the agent's in the copy (HEAD, the index, a merge's or
+//     rebase's state, not reported); the index alone is carried back, with
+//     what the agent staged. Git writes a file by making <name>.lock
 //     beside it and renaming, so a read-only bind would refuse each write
 //     unseen; in the copy the agent may move main or any other ref, tag,
 //     set config or plant a hook, and none of it reaches the host's gits.

@@ -27,14 +27,8 @@ type gitLayout struct {
 	// "" for a detached HEAD; before its value then.
 	branch, before string
 	// shadow is the private copy of the repository's git directory the
-	// agent of a linked worktree writes (gitshadow.go).
+	// agent writes (gitshadow.go).
 	shadow *gitShadow
-	// refsCopy is, in the main worktree, the private copy of the branch's
-	// ref directory the agent writes ("" without a branch), the full names
-	// of its refs start with refsPrefix; copied are the refs it held, to
-	// tell what else the agent moved.
-	refsCopy, refsPrefix string
-	copied               map[string]string
 }
 
 // linked reports whether the workspace is a linked worktree.
@@ -109,103 +103,33 @@ func validRefName(ref string) bool {
 }
 
 // mounts are the binds that let the agent commit on its branch in ws and
-// nothing more. In a linked worktree (the team's): the workspace's own git
-// directory writable, and the repository's a private copy (gitShadow)
-// around the real object store. In the main worktree: its git directory
-// (inside the workspace) writable, what makes the host's gits run commands
-// and the refs read-only, and the branch's ref directory a private copy.
-// cleanup removes the copies.
+// nothing more: the repository's git directory a private copy (gitShadow)
+// around the real object store. In a linked worktree (the team's) the
+// workspace's own git directory is writable besides; in the main worktree
+// its own files are in the copy. cleanup removes the copy.
 func (g *gitLayout) mounts(ws string) ([]mount, func(), error) {
-	if g.linked() {
-		sh, ms, err := newGitShadow(g.commonDir, g.branch)
-		if err != nil {
-			return nil, nil, err
-		}
-		g.shadow = sh
-		ms = append(ms,
-			mount{kind: mountRW, src: g.gitDir, dst: g.gitDir},
-			// The files that say which repository this is: the host's gits
-			// read them after the agent.
-			mount{kind: mountROTry, src: filepath.Join(g.gitDir, "commondir"), dst: filepath.Join(g.gitDir, "commondir")},
-			mount{kind: mountROTry, src: filepath.Join(g.gitDir, "gitdir"), dst: filepath.Join(g.gitDir, "gitdir")},
-			mount{kind: mountROTry, src: filepath.Join(ws, ".git"), dst: filepath.Join(ws, ".git")},
-		)
-		return ms, sh.remove, nil
-	}
-	ms := []mount{{kind: mountRO, src: g.commonDir, dst: g.commonDir}, {kind: mountRW, src: g.gitDir, dst: g.gitDir}}
-	for _, name := range []string{"config", "hooks", "info", "refs", "packed-refs", "commondir"} {
-		p := filepath.Join(g.gitDir, name)
-		ms = append(ms, mount{kind: mountROTry, src: p, dst: p})
-	}
-	if g.branch == "" {
-		return ms, nil, nil
-	}
-	// The branch's ref: git writes <ref>.lock beside it and renames, so the
-	// agent gets a private copy of its directory; the driver carries the
-	// branch (and only it) back after the run.
-	refDir := filepath.Join(g.commonDir, filepath.Dir(g.branch))
-	logDir := filepath.Join(g.commonDir, "logs", filepath.Dir(g.branch))
-	for _, d := range []string{refDir, logDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, nil, err
-		}
-	}
-	tmp, err := os.MkdirTemp("", "foreman-sandbox-refs-")
+	sh, ms, err := newGitShadow(g.commonDir, g.branch, !g.linked())
 	if err != nil {
 		return nil, nil, err
 	}
-	cleanup := func() { _ = os.RemoveAll(tmp) }
-	g.refsCopy, g.refsPrefix = filepath.Join(tmp, "refs"), filepath.Dir(g.branch)+"/"
-	logs := filepath.Join(tmp, "logs")
-	if err := copyRefs(refDir, g.refsCopy); err != nil {
-		return nil, cleanup, err
-	}
-	g.copied = looseRefs(g.refsCopy, g.refsPrefix)
-	if err := os.Mkdir(logs, 0o755); err != nil {
-		return nil, cleanup, err
+	g.shadow = sh
+	if !g.linked() {
+		return ms, sh.remove, nil
 	}
 	ms = append(ms,
-		mount{kind: mountRW, src: g.refsCopy, dst: refDir},
-		mount{kind: mountRW, src: logs, dst: logDir},
+		mount{kind: mountRW, src: g.gitDir, dst: g.gitDir},
+		// The files that say which repository this is: the host's gits
+		// read them after the agent.
+		mount{kind: mountROTry, src: filepath.Join(g.gitDir, "commondir"), dst: filepath.Join(g.gitDir, "commondir")},
+		mount{kind: mountROTry, src: filepath.Join(g.gitDir, "gitdir"), dst: filepath.Join(g.gitDir, "gitdir")},
+		mount{kind: mountROTry, src: filepath.Join(ws, ".git"), dst: filepath.Join(ws, ".git")},
 	)
-	return ms, cleanup, nil
+	return ms, sh.remove, nil
 }
 
-// copyRefs copies the loose refs under src (regular files; no links) to
-// dst.
-func copyRefs(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		switch {
-		case e.IsDir():
-			return os.MkdirAll(target, 0o755)
-		case e.Type().IsRegular() && !strings.HasSuffix(p, ".lock"):
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(target, data, 0o644)
-		}
-		return nil
-	})
-}
-
-// looseRefs reads the loose refs under root, whose full names are prefix
-// and their path under it, into a map by full name (a symbolic ref's value
-// is "ref: <target>").
-func looseRefs(root, prefix string) map[string]string {
-	refs := map[string]string{}
-	addLooseRefs(refs, root, prefix)
-	return refs
-}
-
+// addLooseRefs reads the loose refs under root, whose full names are
+// prefix and their path under it, into refs by full name (a symbolic
+// ref's value is "ref: <target>").
 func addLooseRefs(refs map[string]string, root, prefix string) {
 	_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
 		if err != nil || !e.Type().IsRegular() || strings.HasSuffix(p, ".lock") {
@@ -226,15 +150,12 @@ func addLooseRefs(refs map[string]string, root, prefix string) {
 const maxRefNotes = 5
 
 // agentRefs are the refs the agent could write, before it and as it left
-// them: the shadow's, or the private copy of the branch's directory.
+// them in its copy.
 func (g *gitLayout) agentRefs() (before, after map[string]string) {
-	if g.shadow != nil {
-		return g.shadow.refs, g.shadow.refsAfter()
-	}
-	if g.refsCopy == "" {
+	if g.shadow == nil {
 		return nil, nil
 	}
-	return g.copied, looseRefs(g.refsCopy, g.refsPrefix)
+	return g.shadow.refs, g.shadow.refsAfter()
 }
 
 // otherRefs says which refs, other than its own branch, the agent created,
@@ -285,7 +206,19 @@ var objectIDPattern = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 // agent's transcript: what else the agent wrote in its copy among them.
 func (g *gitLayout) carryBack(ctx context.Context, seen *placeAccess) []string {
 	var notes []string
-	if g.branch != "" {
+	if g.branch != "" && !g.linked() && g.shadow != nil {
+		// The main worktree's HEAD: the agent moved its copy's; the real
+		// one stayed.
+		if data, err := os.ReadFile(filepath.Join(g.shadow.dir, "HEAD")); err != nil || string(data) != "ref: "+g.branch+"\n" {
+			notes = append(notes, fmt.Sprintf("the agent moved HEAD (%q) in its copy; HEAD stays on %s", strings.TrimSpace(string(data)), g.branch))
+		}
+	}
+	if !g.linked() && g.shadow != nil {
+		if err := g.shadow.carryIndex(); err != nil {
+			notes = append(notes, fmt.Sprintf("could not carry the agent's index back: %v", err))
+		}
+	}
+	if g.branch != "" && g.linked() {
 		head := filepath.Join(g.gitDir, "HEAD")
 		want := "ref: " + g.branch + "\n"
 		if data, err := os.ReadFile(head); err != nil || string(data) != want {

@@ -2,6 +2,7 @@ package agentcmd
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -12,13 +13,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/agentforeman/foreman/internal/atomicfile"
 )
 
-// A gitShadow is the private copy of a linked worktree's repository git
-// directory (git's common directory) that the agent's git writes instead of
-// the real one. Git writes a file by making "<name>.lock" beside it and
-// renaming, so a read-only bind refuses every write with EROFS, which
-// leaves no trace; in the shadow a write succeeds, changes nothing real,
+// A gitShadow is the private copy of the repository's git directory (git's
+// common directory) that the agent's git writes instead of the real one, in
+// a linked worktree (the team's) and in the main worktree alike. Git writes
+// a file by making "<name>.lock" beside it and renaming, so a read-only
+// bind refuses every write with EROFS, which leaves no trace; in the shadow a write succeeds, changes nothing real,
 // and is seen: once the agent is gone the driver compares the shadow with
 // what it copied (notes) and reports each difference, and carries back
 // the agent's own branch alone.
@@ -26,8 +29,11 @@ import (
 // The shadow holds copies of the small things (config, HEAD, hooks, info,
 // the loose refs and packed-refs, ...); the object store is the real one,
 // bound writable (git needs it to commit); the worktrees' admin
-// directories, the main worktree's index and any other directory are the
-// real ones, read-only; logs is an empty directory of the execution.
+// directories and any other directory are the real ones, read-only; logs
+// is an empty directory of the execution. A linked worktree's own files
+// (its HEAD, index) are in its admin directory, the real one, writable; in
+// the main worktree they are in this git directory (worktreeOwn) and the
+// agent's: copied, not compared; the index alone is carried back.
 type gitShadow struct {
 	// dir is the shadow on the host, bound at real.
 	dir, real string
@@ -45,6 +51,24 @@ type gitShadow struct {
 	// bound are the top-level names bound from the real directory: mount
 	// points, not the agent's.
 	bound map[string]bool
+	// mainWorktree: the workspace is the main worktree, whose own files
+	// are in this git directory.
+	mainWorktree bool
+}
+
+// worktreeOwn reports whether top-level name of a git directory is a
+// worktree's own (a linked worktree keeps it in its admin directory, the
+// main worktree in the repository's git directory): its HEAD, index, and
+// what a commit, merge, rebase, cherry-pick, revert or bisect in progress
+// writes. Only the index is carried back from the main worktree's shadow:
+// the rest can hold commands a host's git would run (a rebase's todo list).
+func worktreeOwn(name string) bool {
+	switch name {
+	case "HEAD", "index", "COMMIT_EDITMSG", "ORIG_HEAD", "MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "MERGE_RR", "AUTO_MERGE",
+		"CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD", "rebase-merge", "rebase-apply", "sequencer":
+		return true
+	}
+	return strings.HasPrefix(name, "BISECT_")
 }
 
 // shadowEntry is what a path of the shadow held: its type and permission
@@ -89,13 +113,14 @@ const hostView = ".foreman-host"
 // as stories land) while it runs; own, the agent's branch, is a copy. Git
 // writes a ref by renaming a new file over it, so a ref the agent writes
 // becomes a file of the shadow, and the link of one it deletes goes.
-func newGitShadow(real, own string) (*gitShadow, []mount, error) {
+// mainWorktree says the workspace is the repository's main worktree.
+func newGitShadow(real, own string, mainWorktree bool) (*gitShadow, []mount, error) {
 	dir, err := os.MkdirTemp("", "foreman-sandbox-git-")
 	if err != nil {
 		return nil, nil, err
 	}
 	g := &gitShadow{dir: dir, real: real, files: map[string]shadowEntry{}, bound: map[string]bool{hostView: true},
-		linked: map[string]string{}}
+		linked: map[string]string{}, mainWorktree: mainWorktree}
 	ms := []mount{{kind: mountRW, src: dir, dst: real}, {kind: mountRO, src: real, dst: filepath.Join(real, hostView)}}
 	// The refs before the agent are what the shadow holds: the packed ones
 	// read now, each loose one as it was linked or copied (the host may
@@ -124,6 +149,12 @@ func newGitShadow(real, own string) (*gitShadow, []mount, error) {
 		case strings.HasSuffix(name, ".lock"):
 			// A host git's write in progress: not the repository's state.
 		case shadowEmpty[name], name == hostView:
+		case mainWorktree && worktreeOwn(name) && (info.IsDir() || info.Mode().IsRegular()):
+			// The agent's own (the index whatever its size): copied, not
+			// compared (g.ignored).
+			if err := g.copyTree(src, dst, name); err != nil {
+				return fail(err)
+			}
 		case name == "refs" && info.IsDir():
 			if err := g.linkRefs(own); err != nil {
 				return fail(err)
@@ -281,7 +312,7 @@ func (g *gitShadow) copyTree(src, dst, rel string) error {
 		default:
 			return nil // a socket or a pipe: not copied
 		}
-		if !comparedAsRefs(name) {
+		if !g.ignored(name) {
 			g.files[name] = st
 		}
 		return nil
@@ -302,7 +333,30 @@ func (g *gitShadow) watch(w *accessWatch) {
 // to report: a mount point, a lock, git's own housekeeping, a ref.
 func (g *gitShadow) ignored(rel string) bool {
 	top := strings.SplitN(rel, string(filepath.Separator), 2)[0]
-	return g.bound[top] || shadowEmpty[top] || shadowIgnored[top] || comparedAsRefs(rel) || strings.HasSuffix(rel, ".lock")
+	return g.bound[top] || shadowEmpty[top] || shadowIgnored[top] || comparedAsRefs(rel) || strings.HasSuffix(rel, ".lock") ||
+		g.mainWorktree && worktreeOwn(top)
+}
+
+// carryIndex puts the main worktree's index as the agent left it in the
+// shadow back in the real git directory (what it staged and did not
+// commit): written whole and renamed into place; removed if the agent
+// removed it.
+func (g *gitShadow) carryIndex() error {
+	src, dst := filepath.Join(g.dir, "index"), filepath.Join(g.real, "index")
+	data, err := os.ReadFile(src)
+	if os.IsNotExist(err) {
+		if err := os.Remove(dst); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if old, err := os.ReadFile(dst); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	return atomicfile.WriteFile(dst, data, 0o644)
 }
 
 // comparedAsRefs reports whether path rel of the git directory is compared
