@@ -136,6 +136,15 @@ type Config struct {
 	// while the Run goes on; its Watch runs during every Run. Default: the
 	// team's merge.Manager of Repo, with conflict triage.
 	Merger pipeline.Merger
+	// LandRefused lands a story whose agents were refused (EventRefused:
+	// a write outside its worktree, another story's branch moved, a report
+	// for another assignment, ...) like any other. Default: false: such a
+	// story pauses before it lands, its refusals the cause, until a person
+	// resolves it (Resume lands it as it is, Retry runs its last stage
+	// again, Abandon gives it up); the stories beside it go on. An agent
+	// that tried to reach beyond its story may have left harm inside it
+	// too, where nothing refuses it.
+	LandRefused bool
 
 	// Snapshotter records a build's change in the run loop. Default:
 	// gitsnap with Merge's Git and GitEnv.

@@ -99,7 +99,8 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 	require.NoError(t, err)
 	mainBefore = strings.TrimSpace(mainBefore)
 	tm, err := team.New(ctx, team.Config{
-		Repo: p.repo,
+		LandRefused: true, // what is refused and counted is the point here, not the pause before landing
+		Repo:        p.repo,
 		Agent: hostileDriver(t, cli, srv.URL(), agentcmd.Config{Format: cli.format,
 			Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired, Binds: []agentcmd.Bind{{Source: modules}}}}),
 		Gates: phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L1Tests, Checks: []phases.GateCheck{

@@ -72,11 +72,12 @@ func TestASandboxedAgentSeesNoOtherStoryAndItsRefMovesAreCounted(t *testing.T) {
 	require.NoError(t, err)
 	sandbox := agentcmd.Sandbox{Mode: agentcmd.SandboxRequired, Binds: []agentcmd.Bind{{Source: ctl, Writable: true}}}
 	tm, err := team.New(ctx, team.Config{
-		Repo:     repo,
-		Agent:    agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv(), Sandbox: sandbox}),
-		Reviewer: agentcmd.New(agentcmd.Config{Argv: []string{reviewer}, Env: demo.GitEnv(), Sandbox: sandbox}),
-		Gates:    gatePlan(),
-		Merge:    merge.Config{GitEnv: demo.IsolatedGitConfig()},
+		LandRefused: true, // what is refused and counted is the point here, not the pause before landing
+		Repo:        repo,
+		Agent:       agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv(), Sandbox: sandbox}),
+		Reviewer:    agentcmd.New(agentcmd.Config{Argv: []string{reviewer}, Env: demo.GitEnv(), Sandbox: sandbox}),
+		Gates:       gatePlan(),
+		Merge:       merge.Config{GitEnv: demo.IsolatedGitConfig()},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tm.Close() })
@@ -171,7 +172,8 @@ func TestWritesIntoHiddenPlacesAreRefusedAndCounted(t *testing.T) {
 	script, err := demo.WriteScript(t.TempDir(), "writer.sh", body)
 	require.NoError(t, err)
 	tm, err := team.New(ctx, team.Config{
-		Repo: repo,
+		LandRefused: true, // what is refused and counted is the point here, not the pause before landing
+		Repo:        repo,
 		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv(),
 			Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}),
 		Gates: gatePlan(),

@@ -192,6 +192,7 @@ func TestHostileAgentsAreRefusedAndCounted(t *testing.T) {
 	f := newFixture(t)
 	self, err := os.Executable()
 	require.NoError(t, err)
+	f.cfg.LandRefused = true // what is refused and counted is the point, not the pause before landing
 	f.cfg.Agent = agentcmd.New(agentcmd.Config{
 		Argv:      []string{self, "-test.run=^TestHostileAgentProcess$", "-test.count=1"},
 		Env:       append(demo.GitEnv(), envHostileAgent+"="+f.ctl),

@@ -93,6 +93,7 @@ func mcpTeam(t *testing.T) (*fixture, *team.Team) {
 	f := newFixture(t)
 	self, err := os.Executable()
 	require.NoError(t, err)
+	f.cfg.LandRefused = true // its refused reports are the point, not the pause before landing
 	f.cfg.Agent = agentcmd.New(agentcmd.Config{
 		Argv: []string{self, "-test.run=^TestMCPAgentProcess$", "-test.count=1"},
 		Env:  append(demo.GitEnv(), envMCPAgent+"="+f.ctl),

@@ -38,6 +38,54 @@ const kindRefused = "team.refused"
 type refusedRecord struct {
 	Count int64  `json:"count"`
 	Last  string `json:"last,omitempty"`
+	// Seen is Count when a person last resolved the story (Retry or
+	// Resume): what the refusalGate lets land.
+	Seen int64 `json:"seen,omitempty"`
+}
+
+// refusalGate is the pipeline's Merger unless Config.LandRefused: a story
+// whose agents were refused since a person last resolved it does not
+// land; its merge is refused with the refusals as the cause, which pauses
+// it at its last stage.
+type refusalGate struct {
+	next pipeline.Merger
+	db   store.Store
+}
+
+// Merge implements pipeline.Merger.
+func (g refusalGate) Merge(ctx context.Context, r pipeline.MergeRequest) (pipeline.MergeOutcome, error) {
+	var rec refusedRecord
+	_, found, err := getJSON(ctx, g.db, kindRefused, string(r.Item), &rec)
+	if err != nil {
+		return pipeline.MergeOutcome{}, err
+	}
+	if n := rec.Count - rec.Seen; found && n > 0 {
+		return pipeline.MergeOutcome{Refused: fmt.Sprintf("its agents were refused %d time(s) since a person last looked (the last: %s): "+
+			"it lands when a person resolves it (Resume lands it as it is; Config.LandRefused lands such stories without asking)", n, rec.Last)}, nil
+	}
+	return g.next.Merge(ctx, r)
+}
+
+// seeRefusals records that a person resolved story with its refusals so
+// far in view: the refusalGate lets it land unless more come.
+func seeRefusals(ctx context.Context, db store.Store, item foreman.ItemID) error {
+	for range 5 {
+		var r refusedRecord
+		ver, found, err := getJSON(ctx, db, kindRefused, string(item), &r)
+		if err != nil || !found || r.Seen == r.Count {
+			return err
+		}
+		r.Seen = r.Count
+		data, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		_, err = db.Apply(ctx, store.Op{Kind: kindRefused, ID: string(item), ExpectVersion: ver, Data: data})
+		if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("team: recording that a person saw the refusals of %s: too many conflicts", item)
 }
 
 // maxRefusedEvents bounds the EventRefused events of the requests of one

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentforeman/foreman"
+	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/team/internal/teamcore"
 )
 
@@ -89,6 +90,13 @@ func (t *Team) Resolve(ctx context.Context, story foreman.ItemID, action Action,
 	st, err := t.pipe.Get(ctx, story)
 	if err != nil {
 		return err
+	}
+	if (action == Retry || action == Resume) && st.Status == pipeline.StatusPaused {
+		// Before the decision: once it is recorded, a crash must not leave
+		// the refusals in the gate's way again.
+		if err := seeRefusals(ctx, t.db, story); err != nil {
+			return err
+		}
 	}
 	d := decision{Action: action, Stage: resolveStage(action, st.Stage, len(t.cfg.Flow.Stages)), Note: note, At: t.clk.Now()}
 	if st.Pause != nil {

@@ -259,6 +259,9 @@ func (t *Team) open(ctx context.Context) error {
 	if cfg.Merger != nil {
 		merger = cfg.Merger // no conflict triage: that reworks in a local worktree
 	}
+	if !cfg.LandRefused {
+		merger = refusalGate{next: merger, db: t.db}
+	}
 	t.spawns.t = t
 	t.pipe, err = pipeline.NewRuntime(pipeline.RuntimeConfig{
 		Flow: cfg.Flow, Store: t.db, Spawner: &t.spawns, Messenger: &t.spawns, Worktrees: worktrees, Merger: merger,
