@@ -51,7 +51,13 @@ func (w *accessWatch) add(place int, root, rel string) {
 	if w == nil {
 		return
 	}
-	wd, err := unix.InotifyAddWatch(w.fd, filepath.Join(root, rel), accessMask|unix.IN_ONLYDIR|unix.IN_DONT_FOLLOW)
+	mask := uint32(accessMask)
+	if w.opens != nil {
+		// Opens are the open watch's: the host's own walks of the state
+		// directory then fill no queue here.
+		mask &^= unix.IN_OPEN
+	}
+	wd, err := unix.InotifyAddWatch(w.fd, filepath.Join(root, rel), mask|unix.IN_ONLYDIR|unix.IN_DONT_FOLLOW)
 	if err == nil {
 		w.dirs[int32(wd)] = watchedDir{place: place, rel: rel}
 	}

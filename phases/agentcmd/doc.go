@@ -105,9 +105,13 @@
 //     per execution); the
 //     request's AgentRequest.Writable paths (a team's result directory);
 //     and Sandbox.Binds marked Writable;
-//   - in a git worktree it writes what a commit needs: the repository's
-//     object store and, in a linked worktree, the worktree's own admin
-//     directory (.git/worktrees/<name>; its commondir and gitdir files, and
+//   - in a git worktree it writes what a commit needs: an object directory
+//     of its own that borrows the repository's (read-only, through
+//     info/alternates; once the agent is gone the driver carries back each
+//     loose object whose content is the object its name says, and each
+//     pack git index-pack --strict accepts: a forged one is refused and
+//     reported, and no agent can delete the real store) and, in a linked
+//     worktree, the worktree's own admin directory (.git/worktrees/<name>; its commondir and gitdir files, and
 //     the worktree's .git file, stay read-only: the host's gits read them
 //     after the agent). The rest of the repository's git directory is a
 //     private copy of the execution: config, HEAD, hooks, info, the loose
@@ -149,8 +153,8 @@
 // MCP server on 127.0.0.1, and so does everything else on the host's
 // loopback (a database that trusts local connections). Sandbox.UnshareNet
 // cuts the agent off from every network, loopback included. Other limits:
-// the object store is writable, so an agent can add objects or delete them
-// (a repository's history is then damaged, not its refs); a team's result
+// the real object store is readable, so an agent can read what other
+// stories committed or staged; a team's result
 // directory is shared by its assignments; the gates the host runs on the
 // agent's change run outside the sandbox; the agent runs as the host's
 // user. A CLI installed under the host's home needs a Bind of its

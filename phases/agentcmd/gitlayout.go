@@ -39,6 +39,19 @@ func (g *gitLayout) linked() bool { return g.gitDir != g.commonDir }
 func hostGit(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
+	cmd.Env = hostGitEnv()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// hostGitEnv is the host's environment without the GIT_ variables that
+// would point its git elsewhere (the global and system config stay).
+func hostGitEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
@@ -47,14 +60,7 @@ func hostGit(ctx context.Context, dir string, args ...string) (string, error) {
 		}
 		env = append(env, kv)
 	}
-	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return string(out), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(string(out)), nil
+	return env
 }
 
 // discoverGit finds the repository of workspace ws; nil when ws is in none.
@@ -240,6 +246,8 @@ func (g *gitLayout) carryBack(ctx context.Context, seen *placeAccess) []string {
 	notes = append(notes, otherRefs(before, after, hostNow, g.branch)...)
 	if g.shadow != nil {
 		notes = append(notes, g.shadow.fileNotes(seen)...)
+		// Before the branch moves: its commits' objects must be there.
+		notes = append(notes, g.shadow.migrateObjects(ctx)...)
 	}
 	value, ok := after[g.branch]
 	if g.branch == "" || !ok || value == g.before {

@@ -27,8 +27,8 @@ import (
 // the agent's own branch alone.
 //
 // The shadow holds copies of the small things (config, HEAD, hooks, info,
-// the loose refs and packed-refs, ...); the object store is the real one,
-// bound writable (git needs it to commit); the worktrees' admin
+// the loose refs and packed-refs, ...); the object directory is the
+// execution's own, borrowing the real one (gitobjects.go); the worktrees' admin
 // directories and any other directory are the real ones, read-only; logs
 // is an empty directory of the execution. A linked worktree's own files
 // (its HEAD, index) are in its admin directory, the real one, writable; in
@@ -54,6 +54,8 @@ type gitShadow struct {
 	// mainWorktree: the workspace is the main worktree, whose own files
 	// are in this git directory.
 	mainWorktree bool
+	// sha256: the repository names its objects with SHA-256, not SHA-1.
+	sha256 bool
 }
 
 // worktreeOwn reports whether top-level name of a git directory is a
@@ -89,12 +91,11 @@ const (
 )
 
 // shadowCopied are the directories of the git directory the shadow copies;
-// shadowRW are bound writable from the real one, shadowEmpty are the
-// execution's own empty directories. Any other directory is bound
-// read-only.
+// shadowEmpty are the execution's own empty directories; the object
+// directory is the execution's own too, borrowing the real one
+// (gitobjects.go). Any other directory is bound read-only.
 var (
 	shadowCopied = map[string]bool{"hooks": true, "info": true, "branches": true}
-	shadowRW     = map[string]bool{"objects": true}
 	shadowEmpty  = map[string]bool{"logs": true}
 )
 
@@ -126,6 +127,7 @@ func newGitShadow(real, own string, mainWorktree bool) (*gitShadow, []mount, err
 	// read now, each loose one as it was linked or copied (the host may
 	// make, move or delete refs meanwhile: a separate read would differ).
 	g.packed = readPacked(real)
+	g.sha256 = objectFormatSHA256(real)
 	g.refs = maps.Clone(g.packed)
 	fail := func(err error) (*gitShadow, []mount, error) {
 		g.remove()
@@ -169,9 +171,8 @@ func newGitShadow(real, own string, mainWorktree bool) (*gitShadow, []mount, err
 			if err := g.copyTree(src, dst, name); err != nil {
 				return fail(err)
 			}
-		case info.IsDir() && shadowRW[name]:
-			g.bound[name] = true
-			ms = append(ms, mount{kind: mountRW, src: src, dst: src})
+		case name == objectsDir && info.IsDir():
+			// The execution's own, borrowing this one (makeObjects).
 		case info.IsDir() || info.Mode().IsRegular():
 			g.bound[name] = true
 			ms = append(ms, mount{kind: mountRO, src: src, dst: src})
@@ -181,6 +182,9 @@ func newGitShadow(real, own string, mainWorktree bool) (*gitShadow, []mount, err
 		if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
 			return fail(err)
 		}
+	}
+	if err := g.makeObjects(); err != nil {
+		return fail(err)
 	}
 	return g, ms, nil
 }
@@ -333,7 +337,10 @@ func (g *gitShadow) watch(w *accessWatch) {
 // to report: a mount point, a lock, git's own housekeeping, a ref.
 func (g *gitShadow) ignored(rel string) bool {
 	top := strings.SplitN(rel, string(filepath.Separator), 2)[0]
-	return g.bound[top] || shadowEmpty[top] || shadowIgnored[top] || comparedAsRefs(rel) || strings.HasSuffix(rel, ".lock") ||
+	// (git repack writes info/refs for dumb transports through a
+	// temporary info/refs_XXXXXX.)
+	return g.bound[top] || shadowEmpty[top] || top == objectsDir || shadowIgnored[top] ||
+		rel == filepath.Join("info", "refs") || strings.HasPrefix(rel, filepath.Join("info", "refs_")) || comparedAsRefs(rel) || strings.HasSuffix(rel, ".lock") ||
 		g.mainWorktree && worktreeOwn(top)
 }
 

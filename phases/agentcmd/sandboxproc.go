@@ -110,7 +110,11 @@ func (d *Driver) afterSandbox(ctx context.Context, sb *sandboxRun, workspace str
 	}
 	notes = append(notes, sb.decoyNotes(acc)...)
 	if acc != nil && acc.overflow {
-		notes = append(notes, "the agent made more changes in its hidden places and its copy of the git directory than the driver's watch could keep: some made and removed again are not named")
+		// No note of the agent's: the host's own reads of the hidden
+		// places fill the same queue (without the open watch), and what
+		// the agent left there is named all the same.
+		d.cfg.Logger.Warn("sandboxed agent: the watch of its hidden places overflowed: what was made and removed again there may not be named",
+			"workspace", workspace)
 	}
 	for _, note := range notes {
 		d.cfg.Logger.Warn("sandboxed agent refused or repaired", "workspace", workspace, "note", note)

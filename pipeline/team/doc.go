@@ -182,14 +182,15 @@
 // host's), each hidden place (the state directory, the worktree root,
 // whose decoy repeats the other worktrees' names, the main checkout, the
 // host's home) a decoy the agent may write and nothing real behind it;
-// the repository's git directory is the agent's private copy around the
-// real object store. What its driver refused or repaired once the agent
+// the repository's git directory is the agent's private copy, its object
+// directory the agent's own, borrowing the real one (only objects that are
+// what their names say are carried back). What its driver refused or repaired once the agent
 // was gone (a write into a hidden place, a read of a secret's usual
 // place there or its removal, named; a listing of a hidden place where the
 // host runs as root, which the driver tells from the host's own; a ref moved, a tag, a config or hook written in its
 // copy; its HEAD moved off its branch; an output flood stopped:
-// phases.StreamSandbox) is an EventRefused too. The object store is
-// shared: an agent that goes looking can read other stories' committed or
+// phases.StreamSandbox) is an EventRefused too. The real object store is
+// readable: an agent that goes looking can read other stories' committed or
 // staged work (and the other worktrees' git admin directories, read-only).
 // docs/containment.md records the attacks tried and their outcomes.
 //
