@@ -270,10 +270,14 @@
 // # Errors
 //
 // New refuses a bad Config (ErrInvalidConfig, with the field) and an
-// agent that cannot start (ErrAgentUnavailable: a missing binary on PATH or
-// at an absolute path is found before any work; a relative ./path runs from
-// each story's worktree, and a missing one pauses the story with the
-// workspace it was looked up in). Add refuses an invalid plan whole (ErrInvalidStory,
+// agent that cannot start (ErrAgentUnavailable), checking each agent it
+// takes (Config.Agent, each Stage.Agent, Reviewer) before any work: a
+// missing binary on PATH or at an absolute path, and an agentcmd driver
+// whose Sandbox.Mode requires a sandbox where none is available (matching
+// agentcmd.ErrNoSandbox too, with the driver's reason: bwrap not found, or
+// unable to create one). A relative ./path runs from each story's
+// worktree, and a missing one pauses the story with the workspace it was
+// looked up in. Add refuses an invalid plan whole (ErrInvalidStory,
 // ErrStoryExists). Run's error is a system fault (store, git, context);
 // stories that pause are part of its Result.
 //
