@@ -245,7 +245,8 @@
 // what the agent CLIs report (agentcmd reads Claude's and Codex's usage),
 // recorded per story in the store and as EventUsage events.
 // ReadStatus gives the same from another process, without an agent and
-// without writing. The team keeps every story's status as the records it
+// without writing (its Containment is what the last Run recorded as it
+// started: how that Run's agents were contained). The team keeps every story's status as the records it
 // is made of are written, and writes each story's status (team.view) in
 // the same store write as those records, so Status costs the stories it
 // shows, StatusOf one story and Summary a few counts whatever the size of
