@@ -216,6 +216,9 @@ func TestRunMergesThePlanOneSquashCommitPerStory(t *testing.T) {
 	for _, id := range []string{"US-001", "US-002", "US-003"} {
 		assert.Regexp(t, id+`\s+merged`, stdout)
 	}
+	// How the run's agents were contained (-sandbox's default, as the
+	// binary's environment has it), read from another process.
+	assert.Contains(t, stdout, "\nAgents' containment: "+agentcmd.New(agentcmd.Config{}).Containment()+"\n")
 
 	// Running the finished plan again merges nothing and ends at once.
 	code, stdout, stderr = f.foreman(t, f.runArgs()...)
@@ -269,6 +272,7 @@ func (f *fixture) finishAfterStop(t *testing.T) {
 	assert.Equal(t, exitNeedsPerson, code)
 	assert.Regexp(t, `No foreman process is running the team: the last run stopped while (US-00\d, )*US-002(, US-00\d)* (was|were) in flight`, status)
 	assert.Regexp(t, `US-002\s+running\s+2 builder\s`, status)
+	assert.Contains(t, status, "\nAgents' containment: none: sandbox turned off (Config.Sandbox.Mode)\n", "the stopped run's, -sandbox off")
 	assert.NotContains(t, status, "story-US-002-s2", "no worker works on it")
 	assert.NotRegexp(t, `US-002\s+running\s+2 builder\s+(\S+\s+)?[0-9.]+(ms|s|m)\s`, status, "no elapsed time")
 	require.NoError(t, os.Remove(filepath.Join(f.ctl, "US-002.started")))

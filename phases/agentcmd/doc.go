@@ -55,6 +55,21 @@
 // or sets one in Env, hands it to the agent; an API key the CLI needs is
 // such a secret, handed over on purpose.
 //
+// A sandboxed agent's git reads no ~/.gitconfig (the host's home is
+// hidden), so the driver gives it a git identity: each of
+// GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL, GIT_COMMITTER_NAME and
+// GIT_COMMITTER_EMAIL that none of the above sets (non-empty) is added,
+// with what the host's git says in the workspace (git config user.name
+// and user.email, run by the host with its environment: repo-local,
+// global and system configuration alike), else FallbackGitName and
+// FallbackGitEmail ("Foreman agent" <agent@foreman.invalid>). A variable
+// the host sets (in its environment, Config.Env or the request's Env)
+// wins. Without it the agent's first commit failed "Author identity
+// unknown", and an agent following git's hint (git config user.email
+// without --global) wrote the repository's config, a refusal. An
+// unsandboxed agent gets none of them: its git reads the host's own
+// configuration.
+//
 // # The sandbox
 //
 // With Config.Sandbox at its default (SandboxAuto), each agent runs in a

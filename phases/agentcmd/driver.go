@@ -94,6 +94,9 @@ func (d *Driver) Execute(ctx context.Context, req phases.AgentRequest, onEvent p
 	if err != nil {
 		return phases.AgentResult{}, err
 	}
+	if bwrap != "" {
+		inv.env = d.withGitIdentity(ctx, req.WorkspacePath, inv.env)
+	}
 	if inv.cleanup != nil {
 		defer inv.cleanup()
 	}

@@ -20,7 +20,9 @@ import (
 //     NODE_EXTRA_CA_CERTS;
 //   - git's identity and isolation: GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL,
 //     GIT_COMMITTER_NAME, GIT_COMMITTER_EMAIL, GIT_CONFIG_GLOBAL,
-//     GIT_CONFIG_NOSYSTEM;
+//     GIT_CONFIG_NOSYSTEM (a sandboxed agent gets the identity variables
+//     the host does not set from the host's git config, or a fallback:
+//     see the package doc);
 //   - Go's module settings: GOTOOLCHAIN, GOPROXY, GOFLAGS, GOPRIVATE,
 //     GONOPROXY, GONOSUMDB, GOSUMDB, GOINSECURE;
 //   - the CLI's own API variables: ANTHROPIC_* and CLAUDE_CODE_* for

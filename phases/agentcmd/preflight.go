@@ -14,13 +14,17 @@ import (
 // program cannot be found.
 var ErrAgentNotFound = errors.New("agentcmd: agent program not found")
 
-// Check reports, without running anything, whether the driver can start
-// its agent: the format is known, there is a command, and its program is
-// found (in PATH, or at its absolute path). A program named by a relative
-// path with a slash is looked up in each workspace when it runs, so it is
-// not checked here. A host calls Check before handing out work, so that a
-// missing agent binary is one clear error at once rather than a failed
-// execution per assignment.
+// Check reports whether the driver can start its agent: the format is
+// known, there is a command, its Sandbox is valid and, in SandboxRequired
+// mode, the sandbox is available (an error matching ErrNoSandbox, saying
+// why as Containment does: bwrap not found, or unable to create a
+// sandbox; finding out runs bwrap once, as Containment does, and the
+// answer is kept), and its program is found (in PATH, or at its absolute
+// path). A program named by a relative path with a slash is looked up in
+// each workspace when it runs, so it is not checked here. A host calls
+// Check before handing out work, so that a missing agent binary or
+// sandbox is one clear error at once rather than a failed execution per
+// assignment.
 func (d *Driver) Check() error {
 	ad, ok := adapterFor(d.cfg.Format)
 	if !ok {
@@ -32,6 +36,14 @@ func (d *Driver) Check() error {
 	}
 	if len(argv) == 0 || argv[0] == "" {
 		return ErrNoCommand
+	}
+	if err := d.cfg.Sandbox.check(); err != nil {
+		return err
+	}
+	if d.cfg.Sandbox.mode() == SandboxRequired {
+		if _, err := d.sandboxBwrap(); err != nil {
+			return err
+		}
 	}
 	prog := argv[0]
 	if strings.Contains(prog, "{") || (!filepath.IsAbs(prog) && strings.ContainsRune(prog, filepath.Separator)) {

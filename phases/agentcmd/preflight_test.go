@@ -3,9 +3,11 @@ package agentcmd_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/agentforeman/foreman/phases/agentcmd"
 )
@@ -27,15 +29,32 @@ func TestCheck(t *testing.T) {
 		{"missing absolute program", agentcmd.Config{Argv: []string{filepath.Join(t.TempDir(), "gone")}}, agentcmd.ErrAgentNotFound},
 		{"no command", agentcmd.Config{}, agentcmd.ErrNoCommand},
 		{"unknown format", agentcmd.Config{Format: "yaml"}, agentcmd.ErrUnknownFormat},
+		{"sandbox required, bwrap missing", agentcmd.Config{Argv: []string{"sh"},
+			Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired, Bwrap: filepath.Join(t.TempDir(), "no-bwrap")}}, agentcmd.ErrNoSandbox},
+		{"sandbox required, bwrap cannot make one", agentcmd.Config{Argv: []string{"sh"},
+			Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired, Bwrap: "false"}}, agentcmd.ErrNoSandbox},
+		{"sandbox required, program relative to each workspace", agentcmd.Config{Argv: []string{"./bin/agent"},
+			Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired, Bwrap: "false"}}, agentcmd.ErrNoSandbox},
+		{"sandbox wanted where available: no error", agentcmd.Config{Argv: []string{"sh"},
+			Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxAuto, Bwrap: "false"}}, nil},
+		{"sandbox off: not looked for", agentcmd.Config{Argv: []string{"sh"},
+			Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxOff, Bwrap: "false"}}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := agentcmd.New(c.cfg).Check()
+			d := agentcmd.New(c.cfg)
+			err := d.Check()
 			if c.want == nil {
 				assert.NoError(t, err)
 				return
 			}
-			assert.ErrorIs(t, err, c.want)
+			require.ErrorIs(t, err, c.want)
+			if c.want == agentcmd.ErrNoSandbox {
+				// The error says why, as Containment does.
+				why, ok := strings.CutPrefix(d.Containment(), "none: ")
+				assert.True(t, ok, d.Containment())
+				assert.Contains(t, err.Error(), why)
+			}
 		})
 	}
 }

@@ -168,7 +168,10 @@ func (p *sandboxProbe) run(program string) {
 		cmd.Stderr = &stderr
 		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 		if err := cmd.Run(); err != nil {
-			p.why = fmt.Sprintf("%s cannot create a sandbox here: %v: %s", path, err, strings.TrimSpace(stderr.String()))
+			p.why = fmt.Sprintf("%s cannot create a sandbox here: %v", path, err)
+			if msg := strings.TrimSpace(stderr.String()); msg != "" {
+				p.why += ": " + msg
+			}
 			return
 		}
 		p.bwrap = path

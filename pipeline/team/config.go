@@ -36,7 +36,9 @@ type Config struct {
 	// stage its own): for example
 	// agentcmd.New(agentcmd.Config{Format: agentcmd.FormatClaude}). An agent
 	// with a Check() error method (agentcmd.Driver has one) is checked by
-	// New, so a missing binary is an error at once (a program named by a
+	// New, so a missing binary, or a sandbox its Sandbox.Mode requires
+	// where none is available (agentcmd.ErrNoSandbox, with the driver's
+	// reason), is an error at once (a program named by a
 	// relative path with a slash, ./agent.sh, runs from each story's
 	// worktree and cannot be checked before: give an absolute path for a
 	// command outside the repository). An *agentcmd.Driver
@@ -163,8 +165,8 @@ type Config struct {
 	// A rejection gives the build to a fresh worker with every review's
 	// feedback in its prompt (the worker pool's MemoryContext) and the next
 	// Attempt; the rejection after Worker.MaxReviewRejections (default 2)
-	// pauses the story with the last review. Default: none (nil: no
-	// review).
+	// pauses the story with the last review. New checks it as it checks
+	// Agent. Default: none (nil: no review).
 	Reviewer phases.AgentDriver
 	// ReviewerRole names the Reviewer in prompts and events. Default:
 	// "reviewer".

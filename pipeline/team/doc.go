@@ -246,7 +246,8 @@
 // what the agent CLIs report (agentcmd reads Claude's and Codex's usage),
 // recorded per story in the store and as EventUsage events.
 // ReadStatus gives the same from another process, without an agent and
-// without writing. The team keeps every story's status as the records it
+// without writing (its Containment is what the last Run recorded as it
+// started: how that Run's agents were contained). The team keeps every story's status as the records it
 // is made of are written, and writes each story's status (team.view) in
 // the same store write as those records, so Status costs the stories it
 // shows, StatusOf one story and Summary a few counts whatever the size of
@@ -271,10 +272,14 @@
 // # Errors
 //
 // New refuses a bad Config (ErrInvalidConfig, with the field) and an
-// agent that cannot start (ErrAgentUnavailable: a missing binary on PATH or
-// at an absolute path is found before any work; a relative ./path runs from
-// each story's worktree, and a missing one pauses the story with the
-// workspace it was looked up in). Add refuses an invalid plan whole (ErrInvalidStory,
+// agent that cannot start (ErrAgentUnavailable), checking each agent it
+// takes (Config.Agent, each Stage.Agent, Reviewer) before any work: a
+// missing binary on PATH or at an absolute path, and an agentcmd driver
+// whose Sandbox.Mode requires a sandbox where none is available (matching
+// agentcmd.ErrNoSandbox too, with the driver's reason: bwrap not found, or
+// unable to create one). A relative ./path runs from each story's
+// worktree, and a missing one pauses the story with the workspace it was
+// looked up in. Add refuses an invalid plan whole (ErrInvalidStory,
 // ErrStoryExists). Run's error is a system fault (store, git, context);
 // stories that pause are part of its Result.
 //

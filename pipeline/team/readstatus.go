@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/clock"
 	"github.com/agentforeman/foreman/pipeline"
 	"github.com/agentforeman/foreman/pipeline/sqlitestore"
+	"github.com/agentforeman/foreman/pipeline/store"
 	"github.com/agentforeman/foreman/pipeline/taskgraph"
 	"github.com/agentforeman/foreman/pipeline/team/internal/teamcore"
 )
@@ -26,7 +28,8 @@ var ErrNoState = errors.New("team: no team state")
 // runs the team. Only Repo (and StateDir, Store, Flow and Stages when the
 // host set them) matter; the default SQLite store is opened read-only.
 // Status.Running says whether a host holds the team's run lock (a Run is
-// in progress in some process), and Status.Host which one.
+// in progress in some process), and Status.Host which one;
+// Status.Containment is what the last Run recorded as it started.
 //
 // It reads the team's status view: every story's status is a record the
 // team writes in the same store write as the records it is made of, so
@@ -103,6 +106,11 @@ func ReadStatus(ctx context.Context, cfg Config) (Status, error) {
 		return Status{}, err
 	}
 	st := statusOf(t.clk.Now(), false, cfg.Workers, stories, graph)
+	start, err := readRunStart(ctx, t.db)
+	if err != nil {
+		return Status{}, err
+	}
+	st.Containment = start.Containment
 	if storeOnly {
 		if !workersGiven {
 			st.Workers = 0
@@ -117,6 +125,39 @@ func ReadStatus(ctx context.Context, cfg Config) (Status, error) {
 		st.Workers = 0 // no run to ask and no Config.Workers: not known
 	}
 	return st, nil
+}
+
+// kindRunStart holds what the team's last Run started with (runStart, id
+// runStartID), for ReadStatus: how its agents are contained, which only
+// the process holding the agents can say.
+const (
+	kindRunStart = "team.runstart"
+	runStartID   = "last"
+)
+
+// runStart is the record of a Run's start.
+type runStart struct {
+	// Containment is Status.Containment as the Run started.
+	Containment string    `json:"containment"`
+	At          time.Time `json:"at"`
+}
+
+// recordRunStart writes the runStart record of a Run starting now (under
+// the run lock: no other process runs the team).
+func (t *Team) recordRunStart(ctx context.Context) error {
+	rec := runStart{Containment: t.containment(), At: t.clk.Now()}
+	if err := putJSON(ctx, t.db, kindRunStart, runStartID, rec); err != nil {
+		return fmt.Errorf("team: recording the run's start: %w", err)
+	}
+	return nil
+}
+
+// readRunStart is the last Run's runStart record; the zero value when no
+// Run recorded one (none ran, or a version of the team that kept none).
+func readRunStart(ctx context.Context, db store.Store) (runStart, error) {
+	var rec runStart
+	_, _, err := getJSON(ctx, db, kindRunStart, runStartID, &rec)
+	return rec, err
 }
 
 // readOnlyRepo stands in for the repository where nothing may change.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentforeman/foreman/phases/agentcmd"
 	"github.com/agentforeman/foreman/pipeline/store"
 	"github.com/agentforeman/foreman/pipeline/team"
 )
@@ -89,8 +90,54 @@ func TestReadStatusFromTheStoreAlone(t *testing.T) {
 	require.Len(t, st.Stories, 1)
 	assert.Equal(t, team.StoryMerged, st.Stories[0].State)
 	assert.False(t, st.Running, "no run lock to read without the repository")
+	live, err := tm.Status(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, live.Containment)
+	assert.Equal(t, live.Containment, st.Containment, "the run's containment, from the store")
 	_, err = team.ReadStatus(ctx, team.Config{Store: store.NewMemory(store.MemoryOptions{})})
 	assert.ErrorIs(t, err, team.ErrNoState)
 	_, err = team.ReadStatus(ctx, team.Config{})
 	assert.ErrorIs(t, err, team.ErrInvalidConfig, "neither a repository nor a store")
+}
+
+// Another process reads how the last Run's agents were contained: the Run
+// records it as it starts, and ReadStatus reports it (before any Run,
+// nothing).
+func TestReadStatusSaysHowTheLastRunsAgentsWereContained(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	tm := f.newTeam(t)
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "A", Title: "a"}))
+	st, err := team.ReadStatus(ctx, team.Config{Repo: f.repo})
+	require.NoError(t, err)
+	assert.Empty(t, st.Containment, "no Run yet")
+	assert.NotContains(t, st.Text(), "containment")
+
+	want := f.cfg.Agent.(*agentcmd.Driver).Containment()
+	require.NotEmpty(t, want)
+	live, err := tm.Status(ctx)
+	require.NoError(t, err)
+	require.Equal(t, want, live.Containment)
+	require.Equal(t, 1, run(t, tm).Merged)
+	require.NoError(t, tm.Close())
+	st, err = team.ReadStatus(ctx, team.Config{Repo: f.repo})
+	require.NoError(t, err)
+	assert.Equal(t, want, st.Containment)
+	assert.Contains(t, st.Text(), "Agents' containment: "+want+"\n")
+	data, err := st.JSON()
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"containment"`)
+
+	// The next Run's, with its agents unsandboxed, replaces it.
+	cfg := f.cfg
+	cfg.Agent = agentcmd.New(agentcmd.Config{Argv: []string{"true"}, Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxOff}})
+	other, err := team.New(ctx, cfg)
+	require.NoError(t, err)
+	defer other.Close()
+	_, err = other.Run(ctx)
+	require.NoError(t, err)
+	st, err = team.ReadStatus(ctx, team.Config{Repo: f.repo})
+	require.NoError(t, err)
+	assert.Equal(t, "none: sandbox turned off (Config.Sandbox.Mode)", st.Containment)
 }

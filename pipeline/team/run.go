@@ -99,6 +99,10 @@ func (t *Team) Run(ctx context.Context) (Result, error) {
 		t.mu.Unlock()
 		return Result{}, err
 	}
+	if err := t.recordRunStart(ctx); err != nil {
+		t.mu.Unlock()
+		return Result{}, err
+	}
 	stopReports, err := t.startReports(ctx)
 	if err != nil {
 		t.mu.Unlock()

@@ -197,7 +197,7 @@ func copyToSQLite(b *testing.B, mem store.Store, path string) {
 // teamKinds are the kinds of records a team writes.
 var teamKinds = []string{"item", "taskgraph.session", "taskgraph.task", "team.story", "team.board", "team.base",
 	"team.decision", "team.memory", "team.triage", "team.usage", "team.refused", "team.secret", "team.session",
-	"team.event", "team.events", "team.eventseq", "team.view", "team.viewsum"}
+	"team.event", "team.events", "team.eventseq", "team.view", "team.viewsum", "team.runstart"}
 
 // logKinds logs how many records of each kind mem holds and the bytes of
 // their data.

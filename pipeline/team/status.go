@@ -111,7 +111,9 @@ type Status struct {
 	Refused int64 `json:"refused,omitempty"`
 	// Containment says how the team's agents run: "bwrap" (each in an OS
 	// sandbox) or "none: " and why, for agentcmd drivers (agentcmd's
-	// Driver.Containment); empty for other drivers and from ReadStatus.
+	// Driver.Containment; distinct answers of several drivers joined by
+	// "; "); empty for other drivers. From ReadStatus it is what the
+	// team's last Run recorded as it started (empty before any Run).
 	Containment string `json:"containment,omitempty"`
 }
 
