@@ -130,6 +130,21 @@ func (d *Driver) prepareSandbox(ctx context.Context, bwrap string, req phases.Ag
 		}
 		s.mounts = append(s.mounts, mount{kind: mountTmpfs, dst: a, writable: a == "/tmp"})
 	}
+	// The host's secret files outside the hidden directories, which an
+	// agent run as root could read: empty in the sandbox.
+	// (An empty file of the execution: a device bound there would not
+	// open on the sandbox's nodev root.)
+	if secrets := hostSecretFiles(); len(secrets) > 0 {
+		empty, err := os.CreateTemp("", "foreman-sandbox-empty-")
+		if err != nil {
+			return fail(err)
+		}
+		_ = empty.Close()
+		s.cleanups = append(s.cleanups, func() { _ = os.Remove(empty.Name()) })
+		for _, f := range secrets {
+			s.mounts = append(s.mounts, mount{kind: mountRO, src: empty.Name(), dst: f})
+		}
+	}
 	under := func(p string) bool {
 		for _, h := range hides {
 			if within(p, h) {

@@ -82,7 +82,12 @@
 // Driver.Sandboxed tells a host whether the CLI's own permission prompts
 // can be off. In the sandbox:
 //
-//   - the host's file system is read-only; /tmp is the agent's own, empty;
+//   - the host's file system is read-only, and readable as the host's
+//     user reads it (run the host as an ordinary user: an agent of a root
+//     host reads what root reads), except: the system's secret files
+//     (/etc/shadow, /etc/gshadow and their backups, the SSH host keys) are
+//     empty; the repository's config in the agent's copy has no remote
+//     URL's password and no http extraheader; /tmp is the agent's own, empty;
 //     the host's home ($HOME), /root, /run, the lease directory and
 //     Sandbox.Hide (pipeline/team hides its state directory, the worktree
 //     root and the main checkout) are empty, so the host's credentials,

@@ -216,3 +216,26 @@ func objectFormatSHA256(dir string) bool {
 	data, err := readSmall(filepath.Join(dir, "config"), 1<<20)
 	return err == nil && objectFormatPattern.Match(data)
 }
+
+// configURL and configHeader find, in a git config file, a remote's URL
+// (url, pushurl, insteadOf's target) and an http extraheader.
+var (
+	configURL    = regexp.MustCompile(`(?i)^(\s*(?:url|pushurl)\s*=\s*"?[a-z][a-z0-9+.-]*://)[^/@\s"]*@`)
+	configHeader = regexp.MustCompile(`(?i)^\s*extraheader\s*=`)
+)
+
+// redactConfig is a git config file without the credentials a host keeps
+// in one: a remote URL's user and password, an http extraheader (a CI's
+// bearer token). The agent's copy holds this; it needs neither.
+func redactConfig(data []byte) []byte {
+	lines := strings.SplitAfter(string(data), "\n")
+	for i, line := range lines {
+		switch {
+		case configHeader.MatchString(line):
+			lines[i] = "\t# (an http extraheader the host keeps)\n"
+		case configURL.MatchString(line):
+			lines[i] = configURL.ReplaceAllString(line, "${1}")
+		}
+	}
+	return []byte(strings.Join(lines, ""))
+}

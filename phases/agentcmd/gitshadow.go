@@ -123,6 +123,8 @@ func newGitShadow(real, own string, mainWorktree bool) (*gitShadow, []mount, err
 	g := &gitShadow{dir: dir, real: real, files: map[string]shadowEntry{}, bound: map[string]bool{hostView: true},
 		linked: map[string]string{}, mainWorktree: mainWorktree}
 	ms := []mount{{kind: mountRW, src: dir, dst: real}, {kind: mountRO, src: real, dst: filepath.Join(real, hostView)}}
+	// The real config, through the view, is the copy's (redacted).
+	ms = append(ms, mount{kind: mountROTry, src: filepath.Join(dir, "config"), dst: filepath.Join(real, hostView, "config")})
 	// The refs before the agent are what the shadow holds: the packed ones
 	// read now, each loose one as it was linked or copied (the host may
 	// make, move or delete refs meanwhile: a separate read would differ).
@@ -305,6 +307,9 @@ func (g *gitShadow) copyTree(src, dst, rel string) error {
 			data, err := os.ReadFile(p)
 			if err != nil {
 				return err
+			}
+			if name == "config" {
+				data = redactConfig(data)
 			}
 			if err := os.WriteFile(target, data, info.Mode().Perm()); err != nil {
 				return err

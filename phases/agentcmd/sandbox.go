@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -256,4 +257,24 @@ func (s Sandbox) check() error {
 		}
 	}
 	return nil
+}
+
+// hostSecretFilePatterns are the system's own secret files: the password
+// and group shadows (and their backups) and the SSH host keys.
+var hostSecretFilePatterns = []string{"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+	"/etc/security/opasswd", "/etc/ssh/ssh_host_*_key"}
+
+// hostSecretFiles are the regular files of hostSecretFilePatterns here:
+// the sandbox binds an empty file over each.
+func hostSecretFiles() []string {
+	var files []string
+	for _, pattern := range hostSecretFilePatterns {
+		matches, _ := filepath.Glob(pattern)
+		for _, f := range matches {
+			if info, err := os.Lstat(f); err == nil && info.Mode().IsRegular() {
+				files = append(files, f)
+			}
+		}
+	}
+	return files
 }

@@ -3,6 +3,7 @@ package agentcmd
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,4 +86,54 @@ func sprintfIfNeeded(n string, args ...any) string {
 		return n
 	}
 	return fmt.Sprintf(n, args...)
+}
+
+// The system's secret files (the password shadow, SSH host keys) are
+// empty to a sandboxed agent, even one run as root, who could read them.
+func TestTheSystemsSecretFilesAreEmptyInTheSandbox(t *testing.T) {
+	requireSandbox(t)
+	files := hostSecretFiles()
+	if os.Geteuid() == 0 {
+		require.Contains(t, files, "/etc/shadow", "a Linux host has one")
+	}
+	if len(files) == 0 {
+		t.Skip("no system secret file here")
+	}
+	script := "for f in " + strings.Join(files, " ") + "; do printf '%s %s\\n' \"$f\" \"$(wc -c < \"$f\")\"; done"
+	agent := writeScript(t, t.TempDir(), "agent", script+"\n")
+	rec := &recorder{}
+	res, err := New(Config{Argv: []string{agent}, Sandbox: Sandbox{Mode: SandboxRequired}}).
+		Execute(context.Background(), phases.AgentRequest{WorkspacePath: visibleTempDir(t)}, rec.callback)
+	require.NoError(t, err)
+	require.True(t, res.Success, res.Stderr)
+	for _, f := range files {
+		assert.Contains(t, rec.lines(phases.StreamText), f+" 0")
+	}
+}
+
+// The credentials a host keeps in the repository's config (a remote URL's
+// password, a CI's http extraheader) are not in the agent's copy of it,
+// nor in the read-only view of the real git directory; the real config
+// keeps them, and the redaction is no change of the agent's.
+func TestTheRepositorysCredentialsAreNotInTheAgentsCopy(t *testing.T) {
+	requireSandbox(t)
+	l := newTeamLayout(t)
+	gitOut(t, l.repo, "remote", "add", "origin", "https://bot:s3cret-token@example.invalid/team/repo.git")
+	gitOut(t, l.repo, "config", "remote.origin.pushurl", "ssh://deploy:s3cret-push@example.invalid/repo.git")
+	gitOut(t, l.repo, "config", "http.https://example.invalid/.extraheader", "AUTHORIZATION: bearer s3cret-header")
+	before := readFile(t, filepath.Join(l.repo, ".git"), "config")
+	agent := writeScript(t, t.TempDir(), "agent", `common=$(git rev-parse --git-common-dir)
+cat "$common/config" "$common/.foreman-host/config"
+git config --get remote.origin.url`+"\n")
+	rec := &recorder{}
+	res, err := New(Config{Argv: []string{agent}, LeaseDir: l.leases, Env: identity(), Sandbox: Sandbox{Mode: SandboxRequired}}).
+		Execute(context.Background(), phases.AgentRequest{WorkspacePath: l.wtA}, rec.callback)
+	require.NoError(t, err)
+	require.True(t, res.Success, res.Stderr)
+	out := strings.Join(rec.lines(phases.StreamText), "\n")
+	assert.NotContains(t, out, "s3cret")
+	assert.Contains(t, out, "https://example.invalid/team/repo.git", "the URL without its credentials")
+	assert.Contains(t, out, "ssh://example.invalid/repo.git")
+	assert.Empty(t, rec.lines(phases.StreamSandbox), "the redaction is the driver's, not the agent's change")
+	assert.Equal(t, before, readFile(t, filepath.Join(l.repo, ".git"), "config"), "the real config keeps them")
 }
