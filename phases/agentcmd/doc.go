@@ -134,8 +134,11 @@
 //     worktree, the worktree's own admin directory (.git/worktrees/<name>; its commondir and gitdir files, and
 //     the worktree's .git file, stay read-only: the host's gits read them
 //     after the agent). The rest of the repository's git directory is a
-//     private copy of the execution: config, HEAD, hooks, info, the loose
-//     refs and packed-refs copied (other worktrees' admin directories and
+//     private copy of the execution (with the real one, read-only, at
+//     <git directory>/.foreman-host, which the copy's links to the real
+//     refs and its borrowed object store go through; its config is the
+//     copy's): config, HEAD, hooks, info, the loose refs and packed-refs
+//     copied (other worktrees' admin directories and
 //     any other directory are the real ones, read-only; logs is empty). In
 //     the main worktree (a plain clone handed to the driver) its own files
 //     there are the agent's in the copy (HEAD, the index, a merge's or
