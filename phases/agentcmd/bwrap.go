@@ -135,7 +135,7 @@ func (d *Driver) prepareSandbox(ctx context.Context, bwrap string, req phases.Ag
 	// (An empty file of the execution: a device bound there would not
 	// open on the sandbox's nodev root.)
 	if secrets := hostSecretFiles(); len(secrets) > 0 {
-		empty, err := os.CreateTemp("", "foreman-sandbox-empty-")
+		empty, err := os.CreateTemp("", ownerPattern("foreman-sandbox-empty-"))
 		if err != nil {
 			return fail(err)
 		}
@@ -233,7 +233,7 @@ func (d *Driver) prepareSandbox(ctx context.Context, bwrap string, req phases.Ag
 func (d *Driver) agentHome(ws string) (string, error) {
 	root := d.homeRoot()
 	if root == "" {
-		return os.MkdirTemp("", "foreman-agent-home-")
+		return os.MkdirTemp("", ownerPattern("foreman-agent-home-"))
 	}
 	key, _, err := leaseKey(ws)
 	if err != nil {

@@ -139,7 +139,7 @@ func (d *Driver) invocation(req phases.AgentRequest, home string) (invocation, e
 		// Config values are data too: appended, never expanded.
 		switch d.cfg.Format {
 		case FormatClaude:
-			dir, err := os.MkdirTemp("", "foreman-mcp-")
+			dir, err := os.MkdirTemp("", ownerPattern("foreman-mcp-"))
 			if err != nil {
 				return invocation{}, err
 			}

@@ -59,7 +59,7 @@ func (d *Driver) decoyRoot() (string, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return "", err
 	}
-	return os.MkdirTemp(root, "run-")
+	return os.MkdirTemp(root, ownerPattern(decoyRunPrefix))
 }
 
 // hideName is what the notes call hidden directory dir.

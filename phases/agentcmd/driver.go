@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 
@@ -30,6 +31,8 @@ type Driver struct {
 	// noOpenWatch leaves the open watch out (openwatch_linux.go), for
 	// benchmarks.
 	noOpenWatch bool
+	// swept: the leftovers of gone processes were removed (leftovers.go).
+	swept *sync.Once
 }
 
 var _ phases.AgentDriver = (*Driver)(nil)
@@ -38,7 +41,7 @@ var _ phases.AgentDriver = (*Driver)(nil)
 // Configuration mistakes (unknown Format, no command) are reported by
 // Execute.
 func New(cfg Config) *Driver {
-	return &Driver{cfg: cfg.withDefaults(), totals: newSessionTotals(), probe: &sandboxProbe{}}
+	return &Driver{cfg: cfg.withDefaults(), totals: newSessionTotals(), probe: &sandboxProbe{}, swept: &sync.Once{}}
 }
 
 // derive returns a new Driver for cfg that shares d's sandbox probe.
@@ -77,6 +80,7 @@ func (d *Driver) Execute(ctx context.Context, req phases.AgentRequest, onEvent p
 	if err := d.cfg.Sandbox.check(); err != nil {
 		return phases.AgentResult{}, err
 	}
+	d.sweepLeftovers()
 	bwrap, err := d.sandboxBwrap()
 	if err != nil {
 		return phases.AgentResult{}, err

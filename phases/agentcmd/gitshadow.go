@@ -116,7 +116,7 @@ const hostView = ".foreman-host"
 // becomes a file of the shadow, and the link of one it deletes goes.
 // mainWorktree says the workspace is the repository's main worktree.
 func newGitShadow(real, own string, mainWorktree bool) (*gitShadow, []mount, error) {
-	dir, err := os.MkdirTemp("", "foreman-sandbox-git-")
+	dir, err := os.MkdirTemp("", ownerPattern("foreman-sandbox-git-"))
 	if err != nil {
 		return nil, nil, err
 	}
