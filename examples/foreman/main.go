@@ -58,6 +58,7 @@ type options struct {
 	workers        int
 	gates          []string
 	trustPlanGates bool
+	landRefused    bool
 	check          string
 	author         string
 	verbose        bool
@@ -146,6 +147,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		o.gates = append(o.gates, s)
 		return nil
 	})
+	fs.BoolVar(&o.landRefused, "land-refused", false, "land a story whose agents were refused (a write outside its worktree, another story's\nbranch moved, a report for another assignment) like any other; without it such a story\nwaits for a person before it lands (-resolve ID=resume lands it)")
 	fs.BoolVar(&o.trustPlanGates, "trust-plan-gates", false, "run the stories file's gates: they are commands this host runs, with no agent involved, so a\nstories file with gates is code; without this flag (or -gate) a file with gates is refused")
 	fs.StringVar(&o.check, "merge-check", "", "a command run on each story's squash commit, in a checkout of it, before it lands on main,\ne.g. 'go build ./...'; when it fails the story pauses with its output")
 	fs.StringVar(&o.author, "author", "", "author of the squash commits, 'Name <email>' (default Foreman <foreman@localhost>)")

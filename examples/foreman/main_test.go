@@ -54,6 +54,7 @@ case "$stage" in
 0) report complete ',"tasks":1,"score":4,"summary":"one task"' ;;
 1) report go ',"score":9' ;;
 2) if [ -e "$ctl/$id.fail" ]; then echo "cannot build $id" >&2; exit 3; fi
+   if [ -e "$ctl/$id.evil" ]; then echo evil > "$(git rev-parse --path-format=absolute --git-common-dir)/../EVIL" || true; fi
    echo "$id was built" > "$id.txt"
    git add "$id.txt"
    # A build resumed after an interrupt finds its work already committed.

@@ -54,4 +54,5 @@ func TestHelpSaysAStoriesFileWithGatesIsCode(t *testing.T) {
 	help := strings.Join(strings.Fields(stderr.String()), " ")
 	assert.Contains(t, help, "-trust-plan-gates")
 	assert.Contains(t, help, "a stories file with gates is code")
+	assert.Contains(t, help, "-land-refused")
 }

@@ -302,6 +302,9 @@ func teamConfig(o options, plan team.Plan, stderr io.Writer) (team.Config, error
 		MergeCheck: check,
 		MCP:        team.MCPConfig{Off: !o.mcp},
 		Logger:     log,
+		// Without -land-refused, the team's default: a refused agent's
+		// story waits for a person before it lands.
+		LandRefused: o.landRefused,
 	}, nil
 }
 
