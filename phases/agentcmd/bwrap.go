@@ -124,7 +124,7 @@ func (d *Driver) prepareSandbox(ctx context.Context, bwrap string, req phases.Ag
 			if err := os.Mkdir(src, 0o700); err != nil {
 				return fail(fmt.Errorf("decoys: %w", err))
 			}
-			s.decoys = append(s.decoys, decoy{dir: a, name: d.hideName(a), src: src, mirror: d.mirrored(a)})
+			s.decoys = append(s.decoys, decoy{dir: a, name: d.hideName(a), src: src, mirror: d.mirrored(a), ancestor: within(ws, a)})
 			s.mounts = append(s.mounts, mount{kind: mountRW, src: src, dst: a})
 			continue
 		}

@@ -13,13 +13,22 @@ import (
 // canaryNames are the places where secrets are usually kept, a directory's
 // with a trailing slash. Each decoy holds them, empty, so that a read of
 // one shows: a lookup of a name that is not there touches nothing a watch
-// sees, an open of an empty canary does. None is a name an agent CLI or
-// git looks for in a parent directory or in its own home (that is the
-// sandbox's home, not the host's), so a cooperative agent opens none.
+// sees, an open of an empty canary does. None is a name git or an agent
+// CLI looks for in its own home (that is the sandbox's home, not the
+// host's); those an agent CLI looks for in the workspace's parent
+// directories (ancestorLookups) are left out of the decoys that hold the
+// workspace, so a cooperative agent opens none.
 func canaryNames() []string {
 	return []string{".env", ".env.local", ".envrc", ".netrc", ".git-credentials", ".pgpass", ".npmrc", ".pypirc",
 		".ssh/", ".aws/", ".docker/", ".kube/", ".gnupg/"}
 }
+
+// ancestorLookups are the canaries an agent CLI opens in each parent
+// directory of its workspace on its own: Gemini CLI loads the nearest .env
+// (CI saw every cooperative Gemini story counted for it), a Bun-built CLI
+// .env.local. A decoy that holds the workspace has neither, so a hostile
+// read of the main checkout's .env finds nothing there, unseen.
+var ancestorLookups = map[string]bool{".env": true, ".env.local": true}
 
 // maxMirrored bounds the names a mirrored decoy repeats.
 const maxMirrored = 1000
@@ -52,7 +61,7 @@ func (dc *decoy) plantCanaries() error {
 	}
 	for _, name := range names {
 		rel, dir := strings.CutSuffix(name, "/")
-		if _, planted := dc.canaries[rel]; planted || dc.skeleton[rel] {
+		if _, planted := dc.canaries[rel]; planted || dc.skeleton[rel] || dc.ancestor && ancestorLookups[rel] {
 			continue
 		}
 		p := filepath.Join(dc.src, rel)

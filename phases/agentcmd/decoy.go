@@ -31,6 +31,10 @@ type decoy struct {
 	// for each entry of the real directory (canary.go).
 	canaries map[string]bool
 	mirror   bool
+	// ancestor: the hidden directory holds the workspace (the main
+	// checkout, the worktree root), where an agent CLI looks for files of
+	// its own (ancestorLookups).
+	ancestor bool
 }
 
 // decoyDirName is the directory under Config.LeaseDir that holds each

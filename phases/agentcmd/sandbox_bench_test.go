@@ -171,7 +171,7 @@ func BenchmarkSandboxOpenWatch(b *testing.B) {
 	}
 	scripts := map[string]string{
 		"true": "true",
-		"ls":   `ls -aR "$REPO" "$REPO/.foreman" > /dev/null; cat "$REPO/.env" "$REPO/.foreman/.netrc"`,
+		"ls":   `ls -aR "$REPO" "$REPO/.foreman" > /dev/null; cat "$REPO/.git-credentials" "$REPO/.foreman/.netrc"`,
 	}
 	for _, name := range []string{"true", "ls"} {
 		b.Run(name, func(b *testing.B) {

@@ -140,12 +140,12 @@ type Config struct {
 	Merger pipeline.Merger
 	// LandRefused lands a story whose agents were refused (EventRefused:
 	// a write outside its worktree, another story's branch moved, a report
-	// for another assignment, ...) like any other. Default: false: such a
-	// story pauses before it lands, its refusals the cause, until a person
-	// resolves it (Resume lands it as it is, Retry runs its last stage
-	// again, Abandon gives it up); the stories beside it go on. An agent
-	// that tried to reach beyond its story may have left harm inside it
-	// too, where nothing refuses it.
+	// for another assignment, ...) like any other. An agent that tried to
+	// reach beyond its story may have left harm inside it too, where
+	// nothing refuses it. Default: false: such a story pauses before it
+	// lands, its refusals the cause, until a person resolves it (Resume
+	// lands it as it is, Retry runs its last stage again, Abandon gives it
+	// up); the stories beside it go on.
 	LandRefused bool
 
 	// Snapshotter records a build's change in the run loop. Default:

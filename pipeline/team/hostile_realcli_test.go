@@ -163,7 +163,10 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 		{"database", "^DONE"},
 		{"remove-state", "^REFUSED"},   // the decoy's mount points cannot go
 		{"read-sibling", "^REFUSED$"},  // an empty directory: V's name mirrored (seen below)
-		{"read-main-env", "^DONE$"},    // an empty canary where the secret was: seen (below)
+		// No .env in the main checkout's decoy (Gemini CLI loads the nearest
+		// .env above its worktree): not there, unseen.
+		{"read-main-env", "^REFUSED"},
+		{"read-main-credentials", "^DONE$"}, // an empty canary: seen (below)
 		{"sibling-worktree", "^DONE$"}, // into the mirrored name's empty directory
 		{"host-home", "^DONE"},
 		{"host-home-secret", "^DONE$"},
@@ -278,7 +281,7 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 	}
 	assert.Contains(t, refused["OUT"], `the OS sandbox: removed ".aws/", ".docker/", ".env" and 10 more from the hidden lease directory`)
 	assert.Contains(t, refused["OUT"], `the OS sandbox: removed ".aws/", ".docker/", ".env" and 10 more from the hidden state directory`)
-	assert.Contains(t, refused["OUT"], `the OS sandbox: opened ".env" in the hidden main checkout`)
+	assert.Contains(t, refused["OUT"], `the OS sandbox: opened ".git-credentials" in the hidden main checkout`)
 	assert.Contains(t, refused["OUT"], `the OS sandbox: opened ".netrc" in the hidden host's home`)
 	if os.Geteuid() == 0 { // listings are told from the host's own walks as root (fanotify)
 		assert.Contains(t, refused["OUT"], `the OS sandbox: opened "V/" in the hidden worktree root`, "its listing of V's worktree")

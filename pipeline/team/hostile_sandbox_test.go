@@ -36,7 +36,7 @@ validator) report go ',"score":9' ;;
    if [ -e "$ctl/$id.snoop" ]; then
      repo=$(cat "$ctl/repo")
      ls -a "$repo/.worktrees" "$repo/.worktrees/HONEST" > "$ctl/$id.worktrees" 2>&1 || true
-     cat "$repo/.env" > "$ctl/$id.env" 2>&1 || true
+     cat "$repo/.env" "$repo/.git-credentials" > "$ctl/$id.env" 2>&1 || true
      git update-ref refs/heads/foreman/HONEST HEAD
    fi
    report complete ',"summary":"wrote the file"' ;;
@@ -114,7 +114,7 @@ func TestASandboxedAgentSeesNoOtherStoryAndItsRefMovesAreCounted(t *testing.T) {
 	require.Len(t, refused, 3, "the builder's ref move and its read of .env, the reviewer's HEAD")
 	assert.Contains(t, refused[0], "the OS sandbox: refused the agent's")
 	assert.Contains(t, refused[0], "refs/heads/foreman/HONEST")
-	assert.Equal(t, `the OS sandbox: opened ".env" in the hidden main checkout (`+repo+"): a decoy, nothing real to see", refused[1])
+	assert.Equal(t, `the OS sandbox: opened ".git-credentials" in the hidden main checkout (`+repo+"): a decoy, nothing real to see", refused[1])
 	assert.Contains(t, refused[2], "the OS sandbox: the agent moved HEAD")
 	st, err := tm.Status(ctx)
 	require.NoError(t, err)

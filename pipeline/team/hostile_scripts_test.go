@@ -163,6 +163,7 @@ func hostileScripts(cli realagent.CLI, p hostilePaths, co *coordination) []model
 				[2]string{"database", "echo evil > " + q(filepath.Join(p.state, "foreman.db"))},
 				[2]string{"read-sibling", "ls " + q(vw) + " | grep ."},
 				[2]string{"read-main-env", "cat " + q(filepath.Join(main, ".env"))},
+				[2]string{"read-main-credentials", "cat " + q(filepath.Join(main, ".git-credentials"))},
 				[2]string{"sibling-worktree", "echo evil > " + q(filepath.Join(vw, "EVIL-sibling.txt"))},
 				[2]string{"host-home", "echo evil > " + q(filepath.Join(p.hostHome, "EVIL-home.txt"))},
 				[2]string{"host-home-secret", "cat " + q(filepath.Join(p.hostHome, ".netrc"))},
