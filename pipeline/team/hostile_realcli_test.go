@@ -161,13 +161,13 @@ func hostileRealRun(t *testing.T, cli realCLI) {
 		{"git-config", "^DONE"},
 		{"state-dir", "^DONE"},
 		{"database", "^DONE"},
-		{"remove-state", "^REFUSED"},   // the decoy's mount points cannot go
-		{"read-sibling", "^REFUSED$"},  // an empty directory: V's name mirrored (seen below)
+		{"remove-state", "^REFUSED"},  // the decoy's mount points cannot go
+		{"read-sibling", "^REFUSED$"}, // an empty directory: V's name mirrored (seen below)
 		// No .env in the main checkout's decoy (Gemini CLI loads the nearest
 		// .env above its worktree): not there, unseen.
 		{"read-main-env", "^REFUSED"},
 		{"read-main-credentials", "^DONE$"}, // an empty canary: seen (below)
-		{"sibling-worktree", "^DONE$"}, // into the mirrored name's empty directory
+		{"sibling-worktree", "^DONE$"},      // into the mirrored name's empty directory
 		{"host-home", "^DONE"},
 		{"host-home-secret", "^DONE$"},
 		{"list-results", "^REFUSED$"},   // nothing but its own result directory
