@@ -2,9 +2,11 @@ package agentcmd
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -107,51 +109,10 @@ func BenchmarkBwrapAlone(b *testing.B) {
 // run. "true" writes nothing; "writes" puts three files in the main
 // checkout and one in the state directory (refused without decoys).
 func BenchmarkSandboxDecoys(b *testing.B) {
-	if !New(Config{Sandbox: Sandbox{Mode: SandboxRequired}}).Sandboxed() {
-		b.Skip("no OS sandbox here")
-	}
-	scripts := map[string]string{
+	benchTeamLayout(b, map[string]string{
 		"true":   "true",
 		"writes": `for f in a b c; do echo x > "$REPO/$f" || true; done; echo x > "$REPO/.foreman/db" || true`,
-	}
-	for _, name := range []string{"true", "writes"} {
-		b.Run(name, func(b *testing.B) {
-			ws := benchWorktree(b)
-			repo := filepath.Dir(filepath.Dir(ws))
-			state := filepath.Join(repo, ".foreman")
-			agent := filepath.Join(b.TempDir(), "agent")
-			if err := os.WriteFile(agent, []byte("#!/bin/sh\n"+scripts[name]+"\n"), 0o755); err != nil {
-				b.Fatal(err)
-			}
-			newDriver := func(decoys bool) *Driver {
-				d := New(Config{Argv: []string{agent}, PromptVia: PromptStdin, Env: []string{"REPO=" + repo},
-					LeaseDir: filepath.Join(state, "leases"), Sandbox: Sandbox{Mode: SandboxRequired}}).
-					WithHideNamed(state, "state directory").WithHideNamed(filepath.Join(repo, ".worktrees"), "worktree root").
-					WithHideNamed(repo, "main checkout")
-				d.noDecoys = !decoys
-				return d
-			}
-			with, without := newDriver(true), newDriver(false)
-			run := func(d *Driver) time.Duration {
-				start := time.Now()
-				if _, err := d.Execute(context.Background(), phases.AgentRequest{WorkspacePath: ws}, nil); err != nil {
-					b.Fatal(err)
-				}
-				return time.Since(start)
-			}
-			run(with) // the probe, once
-			run(without)
-			var off, on time.Duration
-			for b.Loop() {
-				off += run(without)
-				on += run(with)
-			}
-			n := time.Duration(b.N)
-			b.ReportMetric(float64((off / n).Microseconds()), "µs-tmpfs/op")
-			b.ReportMetric(float64((on / n).Microseconds()), "µs-decoys/op")
-			b.ReportMetric(float64(on)/float64(off), "ratio")
-		})
-	}
+	}, "tmpfs", "decoys", func(d *Driver, on bool) { d.noDecoys = !on })
 }
 
 // BenchmarkSandboxOpenWatch is what telling the agent's opens of the
@@ -161,19 +122,25 @@ func BenchmarkSandboxDecoys(b *testing.B) {
 // lists the hidden main checkout and state directory and reads two
 // canaries (each open waits for the driver's answer).
 func BenchmarkSandboxOpenWatch(b *testing.B) {
-	if !New(Config{Sandbox: Sandbox{Mode: SandboxRequired}}).Sandboxed() {
-		b.Skip("no OS sandbox here")
-	}
 	if w := newOpenWatch(); w == nil {
 		b.Skip("no fanotify here (root only)")
 	} else {
 		w.stop()
 	}
-	scripts := map[string]string{
+	benchTeamLayout(b, map[string]string{
 		"true": "true",
 		"ls":   `ls -aR "$REPO" "$REPO/.foreman" > /dev/null; cat "$REPO/.git-credentials" "$REPO/.foreman/.netrc"`,
+	}, "inotify", "fanotify", func(d *Driver, on bool) { d.noOpenWatch = !on })
+}
+
+// benchTeamLayout runs each script (by name, sorted) as the agent of the
+// driver as a team has it, in a story's worktree, with a feature set off
+// and on alternately in one run, and reports both times and their ratio.
+func benchTeamLayout(b *testing.B, scripts map[string]string, offName, onName string, set func(d *Driver, on bool)) {
+	if !New(Config{Sandbox: Sandbox{Mode: SandboxRequired}}).Sandboxed() {
+		b.Skip("no OS sandbox here")
 	}
-	for _, name := range []string{"true", "ls"} {
+	for _, name := range slices.Sorted(maps.Keys(scripts)) {
 		b.Run(name, func(b *testing.B) {
 			ws := benchWorktree(b)
 			repo := filepath.Dir(filepath.Dir(ws))
@@ -182,12 +149,12 @@ func BenchmarkSandboxOpenWatch(b *testing.B) {
 			if err := os.WriteFile(agent, []byte("#!/bin/sh\n"+scripts[name]+"\n"), 0o755); err != nil {
 				b.Fatal(err)
 			}
-			newDriver := func(opens bool) *Driver {
+			newDriver := func(on bool) *Driver {
 				d := New(Config{Argv: []string{agent}, PromptVia: PromptStdin, Env: []string{"REPO=" + repo},
 					LeaseDir: filepath.Join(state, "leases"), Sandbox: Sandbox{Mode: SandboxRequired}}).
 					WithHideNamed(state, "state directory").WithHideNamed(filepath.Join(repo, ".worktrees"), "worktree root").
 					WithHideNamed(repo, "main checkout")
-				d.noOpenWatch = !opens
+				set(d, on)
 				return d
 			}
 			with, without := newDriver(true), newDriver(false)
@@ -206,8 +173,8 @@ func BenchmarkSandboxOpenWatch(b *testing.B) {
 				on += run(with)
 			}
 			n := time.Duration(b.N)
-			b.ReportMetric(float64((off / n).Microseconds()), "µs-inotify/op")
-			b.ReportMetric(float64((on / n).Microseconds()), "µs-fanotify/op")
+			b.ReportMetric(float64((off / n).Microseconds()), "µs-"+offName+"/op")
+			b.ReportMetric(float64((on / n).Microseconds()), "µs-"+onName+"/op")
 			b.ReportMetric(float64(on)/float64(off), "ratio")
 		})
 	}
