@@ -158,31 +158,12 @@ esac
 // writes, each place written is an EventRefused naming it and counted in
 // the story's status, nothing real changes, and both stories land.
 func TestWritesIntoHiddenPlacesAreRefusedAndCounted(t *testing.T) {
-	if !agentcmd.New(agentcmd.Config{Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}).Sandboxed() {
-		t.Skip("no OS sandbox here (CI's run fails on a skip)")
-	}
 	ctx := context.Background()
-	hostHome := t.TempDir()
-	t.Setenv("HOME", hostHome) // not parallel: the sandbox hides the host's $HOME
-	repo := filepath.Join(hostileBase(t), "repo")
-	require.NoError(t, demo.NewGoModuleRepo(ctx, repo))
+	// What is refused and counted is the point here, not the pause before
+	// landing.
+	tm, repo, hostHome := writerTeam(t, true)
 	goMod, err := os.ReadFile(filepath.Join(repo, "go.mod"))
 	require.NoError(t, err)
-	body := strings.NewReplacer("%REPO%", demo.ShellQuote(repo), "%HOSTHOME%", demo.ShellQuote(hostHome)).Replace(writerAgent)
-	script, err := demo.WriteScript(t.TempDir(), "writer.sh", body)
-	require.NoError(t, err)
-	tm, err := team.New(ctx, team.Config{
-		LandRefused: true, // what is refused and counted is the point here, not the pause before landing
-		Repo:        repo,
-		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv(),
-			Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}),
-		Gates: gatePlan(),
-		Merge: merge.Config{GitEnv: demo.IsolatedGitConfig()},
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = tm.Close() })
-	require.NoError(t, tm.Add(ctx, team.Story{ID: "HONEST", Title: "honest"},
-		team.Story{ID: "WRITER", Title: "writes where it cannot see"}))
 
 	res := run(t, tm)
 
@@ -231,4 +212,39 @@ func TestWritesIntoHiddenPlacesAreRefusedAndCounted(t *testing.T) {
 	rs, err := team.ReadStatus(ctx, team.Config{Repo: repo})
 	require.NoError(t, err, "the database is intact")
 	assert.Len(t, rs.Stories, 2)
+}
+
+// writerTeam is a team of two sandboxed stories, HONEST and WRITER (whose
+// build writes into every hidden place: writerAgent), in a Go module
+// repository under hostileBase, the host's $HOME a temporary directory
+// (so its caller is not parallel); landRefused is Config.LandRefused.
+func writerTeam(t *testing.T, landRefused bool) (tm *team.Team, repo, hostHome string) {
+	t.Helper()
+	if !agentcmd.New(agentcmd.Config{Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}).Sandboxed() {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI needs the OS sandbox")
+		}
+		t.Skip("no OS sandbox here")
+	}
+	ctx := context.Background()
+	hostHome = t.TempDir()
+	t.Setenv("HOME", hostHome) // the sandbox hides the host's $HOME
+	repo = filepath.Join(hostileBase(t), "repo")
+	require.NoError(t, demo.NewGoModuleRepo(ctx, repo))
+	body := strings.NewReplacer("%REPO%", demo.ShellQuote(repo), "%HOSTHOME%", demo.ShellQuote(hostHome)).Replace(writerAgent)
+	script, err := demo.WriteScript(t.TempDir(), "writer.sh", body)
+	require.NoError(t, err)
+	tm, err = team.New(ctx, team.Config{
+		LandRefused: landRefused,
+		Repo:        repo,
+		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv(),
+			Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}),
+		Gates: gatePlan(),
+		Merge: merge.Config{GitEnv: demo.IsolatedGitConfig()},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tm.Close() })
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "HONEST", Title: "honest"},
+		team.Story{ID: "WRITER", Title: "writes where it cannot see"}))
+	return tm, repo, hostHome
 }
