@@ -110,14 +110,13 @@ func (w *accessWatch) collect(ignore func(place int, rel string) bool) *accessWa
 			name := cString(nameBytes)
 			p := a.at(dir.place)
 			switch {
-			case ev.Mask&unix.IN_OPEN != 0 && (w.opens != nil || ev.Mask&unix.IN_ISDIR != 0):
+			case ev.Mask&unix.IN_OPEN != 0:
 				// What was opened is the openWatch's, which tells the
-				// agent's opens from the host's. Without one, a directory
-				// opened (listed) is not counted: CI saw every canary
-				// directory of every decoy opened while cooperative
-				// agents ran, by the host.
-			case ev.Mask&unix.IN_OPEN != 0 && name != "":
-				p.opened[filepath.Join(dir.rel, name)] = true
+				// agent's opens from the host's. Without one nothing
+				// opened is counted: CI saw every canary directory of
+				// every decoy opened while cooperative agents ran, and a
+				// new user's trial a host's grep of the state directory
+				// read every canary file, by the host.
 			case name == "" || ev.Mask&(unix.IN_OPEN|unix.IN_DELETE|unix.IN_MOVED_FROM) != 0:
 				// The directory's own events, a subdirectory opened, a
 				// removal: what is left, or was made first, is what counts.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -281,6 +282,12 @@ func (s *sandboxRun) argv(agent []string, statusFD int) []string {
 		case mountRO:
 			args = append(args, "--ro-bind", m.src, m.dst)
 		case mountROTry:
+			// bwrap skips a source that is not there, but fails on one
+			// the host may not look at (a non-root host's PATH holding
+			// /root/go/bin): skipped here.
+			if _, err := os.Stat(m.src); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
 			args = append(args, "--ro-bind-try", m.src, m.dst)
 		case mountRW:
 			args = append(args, "--bind", m.src, m.dst)

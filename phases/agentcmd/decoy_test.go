@@ -68,11 +68,11 @@ mkdir "$REPO/.foreman/locked" && touch "$REPO/.foreman/locked/f" && chmod 000 "$
 			[]string{`wrote "link" into the hidden main checkout (%[1]s): a decoy, nothing real changed`,
 				`wrote "link", "locked/" into the hidden state directory (%[2]s): a decoy, nothing real changed`}},
 	}
-	// A listing (a directory opened) is seen only with the open watch
-	// (root's fanotify).
+	// A listing or a canary read (anything opened) is seen only with the
+	// open watch (root's fanotify).
 	listings := newOpenWatch()
 	listings.stop()
-	listing := regexp.MustCompile(`^agentcmd: sandbox: (listed the hidden|opened ("[^"]*/"(, )?)+( and \d+ more)? in )`)
+	listing := regexp.MustCompile(`^agentcmd: sandbox: (listed|opened) `)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := newTeamLayout(t)
@@ -134,8 +134,8 @@ func TestWithoutALeaseDirHiddenDirectoriesAreReadOnly(t *testing.T) {
 // backup, a cleaner, the driver) opens every directory of the decoys and
 // reads their canaries: with the driver's open watch (fanotify, which
 // root has) none of that is the agent's; the agent's own listing and read
-// are. Without it (an ordinary user) a directory opened is not counted at
-// all, and a canary read is counted whoever read it.
+// are. Without it (an ordinary user) nothing opened is counted at all:
+// it could be the host's.
 func TestTheHostsOwnWalkOfTheDecoysIsNotTheAgents(t *testing.T) {
 	requireSandbox(t)
 	attributed := newOpenWatch()
@@ -186,7 +186,7 @@ cat "$REPO/.foreman/.pgpass"
 	notes := rec.lines(phases.StreamSandbox)
 	pgpass := `agentcmd: sandbox: opened ".pgpass" in the hidden state directory (` + l.stateDir + `): a decoy, nothing real to see`
 	if attributed == nil {
-		assert.Contains(t, notes, pgpass)
+		assert.Empty(t, notes)
 		return
 	}
 	assert.Equal(t, []string{pgpass}, notes, "the agent's read (its listing is said only where it read nothing); not the host's walk and reads")

@@ -109,11 +109,12 @@
 //     (removed)), and a canary file it opened ("opened ".env" in the
 //     hidden main checkout (...): a decoy, nothing real to see"), and the
 //     canaries it removed ("removed ".aws/", ".env" ... from the hidden
-//     state directory": an rm -rf). A directory it opened (a listing) is
-//     counted only where the driver runs as root: a fanotify group then
-//     holds each open of a decoy until the driver has read the opener's
-//     PID namespace, so the host's own walks are told from the agent's
-//     (without root a canary file read is counted whoever read it). A lookup of a name that is not
+//     state directory": an rm -rf). What it opened (a canary read, a
+//     listing) is counted only where the driver runs as root: a fanotify
+//     group then holds each open of a decoy until the driver has read the
+//     opener's PID namespace, so the host's own reads and walks are told
+//     from the agent's (without root nothing opened is counted: it could
+//     be the host's). A lookup of a name that is not
 //     there touches nothing a watch sees; Sandbox.Mirror makes a hidden directory's
 //     decoy repeat its entries' names, empty (pipeline/team mirrors its
 //     worktree root: the other stories' worktrees). Without a LeaseDir every hidden directory is

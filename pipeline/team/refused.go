@@ -61,7 +61,8 @@ func (g refusalGate) Merge(ctx context.Context, r pipeline.MergeRequest) (pipeli
 	}
 	if n := rec.Count - rec.Seen; found && n > 0 {
 		return pipeline.MergeOutcome{Refused: fmt.Sprintf("its agents were refused %d time(s) since a person last looked (the last: %s): "+
-			"it lands when a person resolves it (Resume lands it as it is; Config.LandRefused lands such stories without asking)", n, rec.Last)}, nil
+			"look at its branch's change and the refusals in the events, then resolve it: Resume lands it as it is "+
+			"(a host that lands such stories without asking sets Config.LandRefused: the foreman binary's -land-refused)", n, rec.Last)}, nil
 	}
 	return g.next.Merge(ctx, r)
 }
