@@ -199,6 +199,10 @@ type HostStats struct {
 	BeatWrites int64
 	Rounds     int64 // round trips
 	Commands   int64 // commands received
+	// Unlistens counts the times the host stopped listening while busy
+	// (its rounds came close together): it listens again once it has
+	// gone without a round for a while.
+	Unlistens int64
 }
 
 // NewHost creates or migrates the tables (the store's schema too) and
