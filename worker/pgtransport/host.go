@@ -199,6 +199,10 @@ type HostStats struct {
 	BeatWrites int64
 	Rounds     int64 // round trips
 	Commands   int64 // commands received
+	// Notifies counts the notifications the host's rounds sent its
+	// coordinators: a round that finishes only assignments whose
+	// coordinator promised to poll for them sends none.
+	Notifies int64
 	// Unlistens counts the times the host stopped listening while busy
 	// (its rounds came close together): it listens again once it has
 	// gone without a round for a while.

@@ -255,10 +255,11 @@ func (h *Host) round(ctx context.Context) error {
 		body []byte
 	}
 	var (
-		cmds    []command
-		claims  []claimed
-		written int64
-		kept    = map[string]bool{}
+		cmds     []command
+		claims   []claimed
+		written  int64
+		notified int64
+		kept     = map[string]bool{}
 	)
 	// One call does the round (wt_host_round): the messages in order, the
 	// heartbeats, the commands waiting, new claims up to free.
@@ -275,6 +276,9 @@ func (h *Host) round(ctx context.Context) error {
 			switch what {
 			case "w":
 				written = *seq
+				if kind != nil {
+					notified = int64(*kind)
+				}
 			case "b":
 				kept[*id] = true
 			case "c":
@@ -304,6 +308,7 @@ func (h *Host) round(ctx context.Context) error {
 	h.mu.Lock()
 	h.stats.Rounds++
 	h.stats.Messages += written
+	h.stats.Notifies += notified
 	h.stats.Dropped += int64(len(out)) - written
 	h.stats.Beats += int64(len(kept))
 	if len(beats) > 0 {

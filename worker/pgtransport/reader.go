@@ -45,12 +45,27 @@ func (c *Coordinator) readLoop() {
 		if more {
 			continue
 		}
+		// While a promise to poll holds, hosts may not notify: read again
+		// after ReadCooldown whatever comes.
+		var fast clock.Timer
+		var fastC <-chan time.Time
+		if c.pollingOwed() {
+			fast = c.clock.NewTimer(c.cfg.ReadCooldown)
+			fastC = fast.C()
+		}
 		select {
 		case <-c.ctx.Done():
-			return
 		case <-wake:
+		case <-c.pollKick:
+		case <-fastC:
 		case <-ticker.C():
 			beatsDue = true
+		}
+		if fast != nil {
+			fast.Stop()
+		}
+		if c.ctx.Err() != nil {
+			return
 		}
 		if rest := c.cfg.ReadCooldown - c.clock.Since(last); rest > 0 && clock.Sleep(c.ctx, c.clock, rest) != nil {
 			return
@@ -124,8 +139,12 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 	}
 	var nMessages, nFinished, nAll int
 	b.Queue(c.sql.readMessages, c.cfg.Queue, messagePage).Query(scan(false, &nMessages))
-	if len(ids) > 0 && !all {
-		b.Queue(c.sql.readFinished, ids, c.cfg.Queue).Query(scan(true, &nFinished))
+	probe := ids
+	if !all {
+		probe, _ = c.polling(slices.Clip(ids))
+	}
+	if len(probe) > 0 && !all {
+		b.Queue(c.sql.readFinished, probe, c.cfg.Queue).Query(scan(true, &nFinished))
 	}
 	if all {
 		b.Queue(c.sql.readAllFinished, c.cfg.Queue, messagePage).Query(scan(true, &nAll))
@@ -217,6 +236,7 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 				"seq", w.seq, "written for", w.assignment, "names", m.Assignment)
 		} else {
 			if final(m.Kind) {
+				c.over(string(m.Assignment))
 				delete(c.seen, m.Assignment)
 			}
 			c.deliver(ctx, m)

@@ -22,7 +22,23 @@ import "strings"
 // statement that is the round. Messages that are not final (a probe's
 // answer, a gate's result) take version 4's path, every check first.
 func leanRound(schema string) string {
+	return roundFunction(schema, false)
+}
+
+// roundFunction is wt_host_round as version 5 has it or, with watched,
+// as version 6 has it (pollPromise): the same but for the notification
+// of the finished rows, sent only when no coordinator's promise to poll
+// their queue holds.
+func roundFunction(schema string, watched bool) string {
 	prefix := "'" + strings.ReplaceAll(schema+"/", "'", "''") + "'"
+	// Version 5 notifies the coordinator of every finished row; version 6
+	// only when no coordinator's promise to poll their queue holds, and
+	// its 'w' row tells how many notifications went.
+	notify, end, notified := "", "", "NULL::smallint"
+	if watched {
+		notify = "CASE WHEN NOT EXISTS (SELECT FROM @.wt_polls p WHERE p.queue = q.queue AND p.until > clock_timestamp()) THEN "
+		end, notified = " END", "least(n_notified, 32767)::smallint"
+	}
 	const noScans = `SET search_path = pg_catalog, pg_temp SET enable_seqscan = off`
 	return `CREATE OR REPLACE FUNCTION @.wt_host_round(p_host text, p_queue text, p_ids text[], p_bodies text[], p_finals bool[],
 			p_beat_ids text[], p_commits text[], p_outs bigint[], p_limit int)
@@ -76,8 +92,8 @@ func leanRound(schema string) string {
 						RETURNING a.queue, a.id, (a.done_body ->> 'Assignment') IS DISTINCT FROM a.id AS named_other),
 					q AS (SELECT up.queue, count(*) AS n, json_agg(up.id)::text AS ids,
 						min(up.id) FILTER (WHERE up.named_other) AS bad FROM up GROUP BY up.queue)
-					SELECT coalesce(sum(q.n), 0), n_notified + count(pg_notify('fm_m_' || left(encode(sha256(convert_to(` + prefix + ` || q.queue, 'UTF8')), 'hex'), 20),
-						CASE WHEN octet_length(q.ids) < 7900 THEN q.ids ELSE '' END)::text), min(q.bad)
+					SELECT coalesce(sum(q.n), 0), n_notified + count(` + notify + `pg_notify('fm_m_' || left(encode(sha256(convert_to(` + prefix + ` || q.queue, 'UTF8')), 'hex'), 20),
+						CASE WHEN octet_length(q.ids) < 7900 THEN q.ids ELSE '' END)::text` + end + `), min(q.bad)
 					INTO n_finished, n_notified, bad FROM q;
 					IF bad IS NOT NULL THEN
 						RAISE EXCEPTION 'permission denied: a message written for assignment % names another assignment', bad
@@ -87,7 +103,7 @@ func leanRound(schema string) string {
 						PERFORM @.wt_refuse_foreign(f_ids, NULL);
 					END IF;
 				END IF;
-				RETURN QUERY SELECT 'w'::text, n_written + n_finished, NULL::text, NULL::smallint, n_finished::text;
+				RETURN QUERY SELECT 'w'::text, n_written + n_finished, NULL::text, ` + notified + `, n_finished::text;
 			END IF;
 			IF cardinality(p_beat_ids) > 0 THEN
 				RETURN QUERY UPDATE @.wt_assignments a

@@ -1,0 +1,110 @@
+package pgtransport
+
+import (
+	"github.com/agentforeman/foreman/worker"
+)
+
+const (
+	// promiseCooldowns is how many ReadCooldowns the promise to poll that
+	// each write's assignments carry lasts (pollPromise; 50 ms by
+	// default): a busy coordinator writes far more often, so its promise
+	// does not run out while it is busy.
+	promiseCooldowns = 10
+	// marginCooldowns is how many ReadCooldowns longer than it promised
+	// the coordinator polls (100 ms by default): for a host's round that
+	// saw the promise in time and committed a little later.
+	marginCooldowns = 20
+	// maxWatched is the most assignments out for which the coordinator
+	// promises to poll: each poll looks every one of them up.
+	maxWatched = 1024
+)
+
+// watch records the assignments that cmds hand out and withdraw, and says
+// whether their write promises to poll (ReadCooldown on, and no more
+// than maxWatched assignments out); if so the promise starts now.
+func (c *Coordinator) watch(cmds []worker.Command) (promise bool) {
+	c.finMu.Lock()
+	defer c.finMu.Unlock()
+	for _, cmd := range cmds {
+		switch {
+		case cmd.Kind == worker.CommandAssign:
+			c.outstanding[string(cmd.Assign.ID)] = string(cmd.Worker)
+			c.slots[string(cmd.Worker)] = string(cmd.Assign.ID)
+		case cmd.Kind == worker.CommandProbe:
+		case cmd.Assignment != "":
+			c.overLocked(string(cmd.Assignment))
+		default: // a stop of the slot's assignment, whichever it is
+			if id, ok := c.slots[string(cmd.Worker)]; ok {
+				c.overLocked(id)
+			}
+		}
+	}
+	if c.cfg.ReadCooldown <= 0 || len(c.outstanding) > maxWatched {
+		return false
+	}
+	c.extendLocked()
+	return true
+}
+
+// promised extends the promise once a write that carried it returned: the
+// database started the promise before that.
+func (c *Coordinator) promised() {
+	c.finMu.Lock()
+	defer c.finMu.Unlock()
+	c.extendLocked()
+}
+
+func (c *Coordinator) extendLocked() {
+	if until := c.clock.Now().Add((promiseCooldowns + marginCooldowns) * c.cfg.ReadCooldown); until.After(c.fastUntil) {
+		c.fastUntil = until
+	}
+	if !c.owed {
+		c.owed = true
+		select { // a read loop waiting for a notification polls from now on
+		case c.pollKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// over forgets an assignment whose final message was delivered.
+func (c *Coordinator) over(id string) {
+	c.finMu.Lock()
+	defer c.finMu.Unlock()
+	c.overLocked(id)
+}
+
+func (c *Coordinator) overLocked(id string) {
+	if slot, ok := c.outstanding[id]; ok {
+		delete(c.outstanding, id)
+		if c.slots[slot] == id {
+			delete(c.slots, slot)
+		}
+	}
+}
+
+// polling says whether a promise to poll is being kept, and if so adds
+// the outstanding assignments to ids (those to look up by id). The first
+// read after the promise ended, by the coordinator's clock, is still one
+// of them.
+func (c *Coordinator) polling(ids []string) ([]string, bool) {
+	c.finMu.Lock()
+	defer c.finMu.Unlock()
+	if !c.clock.Now().Before(c.fastUntil) {
+		if !c.owed {
+			return ids, false
+		}
+		c.owed = false
+	}
+	for id := range c.outstanding {
+		ids = append(ids, id)
+	}
+	return ids, true
+}
+
+// pollingOwed says whether a promise to poll is still to be kept.
+func (c *Coordinator) pollingOwed() bool {
+	c.finMu.Lock()
+	defer c.finMu.Unlock()
+	return c.owed
+}
