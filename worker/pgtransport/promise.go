@@ -17,6 +17,13 @@ const (
 	// maxWatched is the most assignments out for which the coordinator
 	// promises to poll: each poll looks every one of them up.
 	maxWatched = 1024
+	// watchedPerFinished: nor does it promise while more are out than
+	// this many times the finished rows its recent reads delivered each
+	// (looking up an id costs about a microsecond or two of the
+	// database's; a notification, the rounds' serialized commits): so a
+	// coordinator whose runs finish seldom, or that has many out for what
+	// finishes, keeps the notifications.
+	watchedPerFinished = 4
 )
 
 // watch records the assignments that cmds hand out and withdraw, and says
@@ -39,7 +46,7 @@ func (c *Coordinator) watch(cmds []worker.Command) (promise bool) {
 			}
 		}
 	}
-	if c.cfg.ReadCooldown <= 0 || len(c.outstanding) > maxWatched {
+	if n := float64(len(c.outstanding)); c.cfg.ReadCooldown <= 0 || n > maxWatched || n > watchedPerFinished*c.perRead {
 		return false
 	}
 	c.extendLocked()
@@ -81,6 +88,14 @@ func (c *Coordinator) overLocked(id string) {
 			delete(c.slots, slot)
 		}
 	}
+}
+
+// delivered records how many finished rows a read delivered, in the
+// moving average perRead.
+func (c *Coordinator) delivered(n int) {
+	c.finMu.Lock()
+	defer c.finMu.Unlock()
+	c.perRead += (float64(n) - c.perRead) / 8
 }
 
 // polling says whether a promise to poll is being kept, and if so adds

@@ -249,6 +249,7 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 			delivered.seqs = append(delivered.seqs, w.seq)
 		}
 	}
+	c.delivered(nFinished + nAll)
 	// A full page means more are waiting; otherwise the next wake-up or
 	// poll deletes the messages delivered, along with its own read, and
 	// the next write (or read of every finished row) the finished rows.
