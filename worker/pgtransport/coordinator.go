@@ -167,7 +167,7 @@ type Coordinator struct {
 	slots       map[string]string
 	fastUntil   time.Time
 	owed        bool          // a read is owed to a promise
-	perRead     float64       // finished rows delivered per read, recently
+	perRead     float64       // hosts whose finished rows a read delivered, recently
 	pollKick    chan struct{} // a promise began
 
 	// unacked are the finished rows delivered and not known to be
@@ -203,7 +203,7 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 		progress: make(chan struct{}), writeKick: make(chan struct{}, 1),
 		seen: map[foreman.AssignmentID]int64{}, unacked: map[string]ackState{},
 		outstanding: map[string]string{}, slots: map[string]string{}, pollKick: make(chan struct{}, 1),
-		perRead: maxWatched / watchedPerFinished, // until reads tell
+		perRead: maxWatched / probesPerRound, // until reads tell
 	}
 	b := &pgx.Batch{}
 	b.Queue(c.sql.fence, cfg.Lease, cfg.Term)

@@ -6,9 +6,9 @@ import (
 
 const (
 	// promiseCooldowns is how many ReadCooldowns the promise to poll that
-	// each write's assignments carry lasts (pollPromise; 50 ms by
-	// default): a busy coordinator writes far more often, so its promise
-	// does not run out while it is busy.
+	// a write carries lasts (pollPromise; 50 ms by default): a busy
+	// coordinator writes far more often, so its promise does not run out
+	// while it is busy.
 	promiseCooldowns = 10
 	// marginCooldowns is how many ReadCooldowns longer than it promised
 	// the coordinator polls (100 ms by default): for a host's round that
@@ -17,13 +17,14 @@ const (
 	// maxWatched is the most assignments out for which the coordinator
 	// promises to poll: each poll looks every one of them up.
 	maxWatched = 1024
-	// watchedPerFinished: nor does it promise while more are out than
-	// this many times the finished rows its recent reads delivered each
-	// (looking up an id costs about a microsecond or two of the
-	// database's; a notification, the rounds' serialized commits): so a
-	// coordinator whose runs finish seldom, or that has many out for what
-	// finishes, keeps the notifications.
-	watchedPerFinished = 4
+	// probesPerRound: nor does it promise while more are out than this
+	// many times the hosts whose finished rows its recent reads delivered
+	// each (about one round each): looking an id up costs the database a
+	// microsecond or two, a notifying round a hundred or two more than
+	// one that does not notify. So a coordinator whose runs finish
+	// seldom, or whose hosts' rounds each finish many (few rounds for
+	// many out), keeps the notifications.
+	probesPerRound = 100
 )
 
 // watch records the assignments that cmds hand out and withdraw, and says
@@ -46,7 +47,7 @@ func (c *Coordinator) watch(cmds []worker.Command) (promise bool) {
 			}
 		}
 	}
-	if n := float64(len(c.outstanding)); c.cfg.ReadCooldown <= 0 || n > maxWatched || n > watchedPerFinished*c.perRead {
+	if n := float64(len(c.outstanding)); c.cfg.ReadCooldown <= 0 || n > maxWatched || n > probesPerRound*c.perRead {
 		return false
 	}
 	c.extendLocked()
@@ -90,8 +91,8 @@ func (c *Coordinator) overLocked(id string) {
 	}
 }
 
-// delivered records how many finished rows a read delivered, in the
-// moving average perRead.
+// delivered records of how many hosts a read delivered finished rows, in
+// the moving average perRead.
 func (c *Coordinator) delivered(n int) {
 	c.finMu.Lock()
 	defer c.finMu.Unlock()

@@ -122,12 +122,22 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 	epoch := c.ackEpoch // deletions done before this read began
 	c.mu.Unlock()
 	var got []wireMessage
+	var hosts []string // of the finished rows read: about one per host round
 	scan := func(inRow bool, n *int) func(rows pgx.Rows) error {
 		return func(rows pgx.Rows) error {
 			for rows.Next() {
 				w := wireMessage{inRow: inRow}
 				var assignment string
-				if err := rows.Scan(&w.seq, &assignment, &w.body); err != nil {
+				var err error
+				if inRow {
+					var host *string
+					if err = rows.Scan(&w.seq, &assignment, &w.body, &host); err == nil && host != nil && !slices.Contains(hosts, *host) {
+						hosts = append(hosts, *host)
+					}
+				} else {
+					err = rows.Scan(&w.seq, &assignment, &w.body)
+				}
+				if err != nil {
 					return err
 				}
 				w.assignment = foreman.AssignmentID(assignment)
@@ -249,7 +259,7 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 			delivered.seqs = append(delivered.seqs, w.seq)
 		}
 	}
-	c.delivered(nFinished + nAll)
+	c.delivered(len(hosts))
 	// A full page means more are waiting; otherwise the next wake-up or
 	// poll deletes the messages delivered, along with its own read, and
 	// the next write (or read of every finished row) the finished rows.

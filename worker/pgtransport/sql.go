@@ -80,9 +80,9 @@ func newStatements(schema string) statements {
 		// or by the next read that reads all finished rows.
 		ackFinished:  `DELETE FROM @.wt_assignments a WHERE a.id = ANY($1::text[]) AND a.state::int = 2`,
 		readMessages: `SELECT seq, assignment, body FROM @.wt_messages WHERE queue = $1 ORDER BY seq LIMIT $2`,
-		readFinished: `SELECT a.done_seq, a.id, a.done_body FROM @.wt_assignments a
+		readFinished: `SELECT a.done_seq, a.id, a.done_body, a.host FROM @.wt_assignments a
 			WHERE a.id = ANY($1::text[]) AND a.queue = $2 AND a.state::int = 2`,
-		readAllFinished: `SELECT a.done_seq, a.id, a.done_body FROM @.wt_assignments a
+		readAllFinished: `SELECT a.done_seq, a.id, a.done_body, a.host FROM @.wt_assignments a
 			WHERE a.queue = $1 AND a.state = 2 ORDER BY a.done_seq LIMIT $2`,
 		readBeats: `SELECT a.id, a.slot, a.hb_n, a.hb_commit, a.hb_output, clock_timestamp()
 			FROM @.wt_assignments a
