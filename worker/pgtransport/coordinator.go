@@ -203,7 +203,7 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 		progress: make(chan struct{}), writeKick: make(chan struct{}, 1),
 		seen: map[foreman.AssignmentID]int64{}, unacked: map[string]ackState{},
 		outstanding: map[string]string{}, slots: map[string]string{}, pollKick: make(chan struct{}, 1),
-		perRead: maxWatched / probesPerRound, // until reads tell
+		perRead: 1, // until reads tell: a promise for up to probesPerRound out
 	}
 	b := &pgx.Batch{}
 	b.Queue(c.sql.fence, cfg.Lease, cfg.Term)
