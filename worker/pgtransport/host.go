@@ -50,7 +50,11 @@ type HostConfig struct {
 	// runs are written together, at most this late. Default: 1 s.
 	PollInterval time.Duration
 	// NoListen turns LISTEN/NOTIFY off: the host then only polls.
-	// Default: false (notifications wake it, polling is the fallback).
+	// Default: false (notifications wake it, polling is the fallback; a
+	// host whose runs' messages start its rounds within four Cooldowns,
+	// at least 20 ms, of each other stops listening until it goes that
+	// long without a round: it takes new work and commands in those
+	// rounds).
 	NoListen bool
 	// Linger is how long a host waits, once one of its runs has sent a
 	// message, for others to send theirs before it writes them all in one

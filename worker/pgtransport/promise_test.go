@@ -3,6 +3,7 @@ package pgtransport_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -36,6 +37,17 @@ func TestARoundWithinTheCoordinatorsPromiseDoesNotNotify(t *testing.T) {
 			in := newInbox()
 			clk := foreman.NewFakeClock(time.Unix(1_000_000, 0))
 			c := e.coordinator(t, pgtransport.Config{Leader: e.lead(t, "coordinator"), PollInterval: time.Hour, ReadCooldown: tc.cooldown, Clock: clk}, in)
+			select {
+			case <-c.Listening():
+			case <-time.After(guard):
+				t.Fatal("the coordinator did not LISTEN")
+			}
+			// The first read, and the one LISTEN asks for, are over: from
+			// now on only notifications and promises make it read.
+			require.Eventually(t, func() bool {
+				clk.Advance(max(tc.cooldown, time.Second))
+				return c.Stats().Reads >= 2
+			}, guard, time.Millisecond)
 			h, err := pgtransport.NewHost(ctx, pgtransport.HostConfig{Pool: e.pool, Schema: e.schema, Name: "h", NoListen: true,
 				Runtime: worker.RuntimeConfig{Agent: newBlocking(), Commits: worker.NoCommits}})
 			require.NoError(t, err)
@@ -48,8 +60,12 @@ func TestARoundWithinTheCoordinatorsPromiseDoesNotNotify(t *testing.T) {
 			s := h.Stats()
 			require.Equal(t, int64(1), s.Messages)
 			assert.Equal(t, tc.notifies, s.Notifies)
+			advanced := time.Duration(0)
 			require.Eventually(t, func() bool {
-				clk.Advance(max(tc.cooldown, time.Second))
+				if advanced < 30*time.Minute { // never up to the hourly poll: the promise's polls deliver it
+					clk.Advance(max(tc.cooldown, time.Second))
+					advanced += max(tc.cooldown, time.Second)
+				}
 				for _, m := range in.all() {
 					if m.Kind == worker.MsgDone && m.Assignment == "a1" {
 						return true
@@ -94,4 +110,40 @@ func TestTablesOfVersion5AreMigratedWithTheirClaims(t *testing.T) {
 	assert.Equal(t, int64(1), h.Stats().Messages)
 	assert.Equal(t, int64(1), h.Stats().Notifies, "a row of version 5 has no promise to poll")
 	in.await(t, "a1's DONE", func(m worker.Message) bool { return m.Kind == worker.MsgDone && m.Assignment == "a1" })
+}
+
+// A host whose runs' messages start its rounds close together stops
+// listening (its rounds take new work and commands), and listens again
+// once it goes quiet: new work sent after that reaches it at once, though
+// it polls only once an hour.
+func TestABusyHostStopsListeningUntilItGoesQuiet(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	in := newInbox()
+	c := e.coordinator(t, pgtransport.Config{Leader: e.lead(t, "coordinator"), PollInterval: time.Hour}, in)
+	h := e.host(t, pgtransport.HostConfig{Capacity: 2, PollInterval: time.Hour, Runtime: worker.RuntimeConfig{Agent: instant}})
+	select {
+	case <-h.Listening():
+	case <-time.After(guard):
+		t.Fatal("the host did not LISTEN")
+	}
+	const n = 100
+	for i := range n {
+		require.NoError(t, c.Send(ctx, assignment(fmt.Sprintf("a%d", i), fmt.Sprintf("w%d", i))))
+	}
+	done := func(k int) bool {
+		seen := 0
+		for _, m := range in.all() {
+			if m.Kind == worker.MsgDone {
+				seen++
+			}
+		}
+		return seen >= k
+	}
+	require.Eventually(t, func() bool { return done(n) }, guard, time.Millisecond, "every DONE")
+	assert.Positive(t, h.Stats().Unlistens, "a busy host stops listening: %+v", h.Stats())
+
+	require.Eventually(t, func() bool { return !pgtransport.Paused(h) }, guard, time.Millisecond, "the quiet host listens again")
+	require.NoError(t, c.Send(ctx, assignment("late", "w-late")))
+	require.Eventually(t, func() bool { return done(n + 1) }, guard, time.Millisecond, "the late assignment, claimed on its notification")
 }
