@@ -196,9 +196,11 @@ func TestADeliveredRowNotYetDeletedReachesTheNextTerm(t *testing.T) {
 	// first LISTEN's "maybe missed" full read would delete what it
 	// delivered before the term ends, which is its right, and the test's
 	// race): one poll delivers a1's DONE, and no read after it deletes it.
+	// No read cooldown, so no promise to poll (whose polls would read
+	// again right after).
 	clk := foreman.NewFakeClock(time.Unix(1_000_000, 0))
 	first := e.coordinator(t, pgtransport.Config{Lease: old.Lease(), Term: old.Term(), PollInterval: 10 * time.Second,
-		NoListen: true, Clock: clk}, inOld)
+		NoListen: true, ReadCooldown: -1, Clock: clk}, inOld)
 	// Its first read (at start, of every finished row) is over before a1
 	// finishes: a1's DONE comes with the next poll, and nothing after.
 	for first.Stats().Reads < 1 {
