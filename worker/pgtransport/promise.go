@@ -1,6 +1,8 @@
 package pgtransport
 
 import (
+	"time"
+
 	"github.com/agentforeman/foreman/worker"
 )
 
@@ -11,9 +13,11 @@ const (
 	// while it is busy.
 	promiseCooldowns = 10
 	// marginCooldowns is how many ReadCooldowns longer than it promised
-	// the coordinator polls (100 ms by default): for a host's round that
-	// saw the promise in time and committed a little later.
+	// the coordinator polls, at least minMargin: for a host's round that
+	// saw the promise in time and committed later (on a loaded machine, a
+	// round can stall between the two).
 	marginCooldowns = 20
+	minMargin       = time.Second
 	// maxWatched is the most assignments out for which the coordinator
 	// promises to poll: each poll looks every one of them up.
 	maxWatched = 1024
@@ -63,7 +67,8 @@ func (c *Coordinator) promised() {
 }
 
 func (c *Coordinator) extendLocked() {
-	if until := c.clock.Now().Add((promiseCooldowns + marginCooldowns) * c.cfg.ReadCooldown); until.After(c.fastUntil) {
+	margin := max(marginCooldowns*c.cfg.ReadCooldown, minMargin)
+	if until := c.clock.Now().Add(promiseCooldowns*c.cfg.ReadCooldown + margin); until.After(c.fastUntil) {
 		c.fastUntil = until
 	}
 	if !c.owed {
