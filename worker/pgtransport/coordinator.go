@@ -158,6 +158,17 @@ type Coordinator struct {
 	finMu  sync.Mutex
 	finIDs []string
 	finAll bool
+	// outstanding are the assignments written and not known to be over
+	// (id to slot, and slot to id); fastUntil is when the coordinator's
+	// last promise to poll (pollPromise) ends by its own clock, margin
+	// included: until then it reads every ReadCooldown, and looks up the
+	// outstanding assignments' finished rows by id.
+	outstanding map[string]string
+	slots       map[string]string
+	fastUntil   time.Time
+	owed        bool          // a read is owed to a promise
+	perRead     float64       // hosts whose finished rows a read delivered, recently
+	pollKick    chan struct{} // a promise began
 
 	// unacked are the finished rows delivered and not known to be
 	// deleted before the last read began (under mu): reads skip them.
@@ -191,6 +202,8 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 		cfg: cfg, sql: newStatements(cfg.Store.Schema()), clock: clock.OrReal(cfg.Clock), log: cfg.Logger,
 		progress: make(chan struct{}), writeKick: make(chan struct{}, 1),
 		seen: map[foreman.AssignmentID]int64{}, unacked: map[string]ackState{},
+		outstanding: map[string]string{}, slots: map[string]string{}, pollKick: make(chan struct{}, 1),
+		perRead: 1, // until reads tell: a promise for up to probesPerRound out
 	}
 	b := &pgx.Batch{}
 	b.Queue(c.sql.fence, cfg.Lease, cfg.Term)
@@ -366,7 +379,11 @@ func (c *Coordinator) writeOnce() bool {
 		return false
 	}
 	acks := c.takeAcks(false)
-	err := c.sendWrite(c.ctx, c.writeBatch(cmds, acks))
+	promise := c.watch(cmds)
+	err := c.sendWrite(c.ctx, c.writeBatch(cmds, acks, promise))
+	if promise {
+		c.promised()
+	}
 	if err == nil {
 		c.ackedFinished(acks, nil)
 	} else {
@@ -405,13 +422,16 @@ func (c *Coordinator) writeOnce() bool {
 
 // writeBatch is one fenced transaction: the commands, and the deletion of
 // finished rows delivered since the last write (acks), which so costs no
-// commit of its own.
-func (c *Coordinator) writeBatch(cmds []worker.Command, acks []string) *pgx.Batch {
+// commit of its own. With promise, it promises to poll (pollPromise).
+func (c *Coordinator) writeBatch(cmds []worker.Command, acks []string, promise bool) *pgx.Batch {
 	cfg := c.cfg
 	b := &pgx.Batch{}
 	b.Queue(c.sql.fence, cfg.Lease, cfg.Term)
 	if len(acks) > 0 {
 		b.Queue(c.sql.ackFinished, acks)
+	}
+	if promise {
+		b.Queue(c.sql.promise, cfg.Queue, (promiseCooldowns * cfg.ReadCooldown).Microseconds())
 	}
 	var ids, slots, bodies []string
 	assigned := false

@@ -46,7 +46,18 @@
 // PollInterval. LISTEN/NOTIFY wakes hosts for new work and commands and the
 // coordinator for new messages; polling every PollInterval is the fallback
 // (a lost notification or connection costs at most one interval), and
-// NoListen turns notifications off. HostConfig.Linger lets a host gather
+// NoListen turns notifications off. Notifications are dear in PostgreSQL
+// 15 (every notifying commit takes one cluster-wide lock until its WAL is
+// flushed, and signals every listening backend of the database), so they
+// go only where polling would not do as well: a coordinator that hands
+// out work promises, in each write, to poll its hosts' finished rows
+// every ReadCooldown for a while (looking up its outstanding assignments
+// by id, while there are few enough of them for what finishes), and a
+// host's round that finishes rows under that promise does not notify
+// (HostStats.Notifies counts the notifications); a host whose runs'
+// messages start its rounds close together stops listening (UNLISTEN)
+// until it goes quiet for four cooldowns, taking new work and commands
+// in those rounds (HostStats.Unlistens). HostConfig.Linger lets a host gather
 // its runs' messages a few milliseconds longer, for many short runs on a
 // busy database; docs/performance.md compares the durable hand-off rate
 // with river's.

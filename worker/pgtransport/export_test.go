@@ -27,3 +27,6 @@ func (c *Coordinator) Listening() <-chan struct{} { return c.listen.ready }
 
 // Listening is closed once the host's LISTEN took effect.
 func (h *Host) Listening() <-chan struct{} { return h.listen.ready }
+
+// Paused says whether the host has stopped listening for now.
+func Paused(h *Host) bool { return h.listen.isPaused() }

@@ -136,7 +136,9 @@ func TestTooManyFinishedRowsForANotificationAreReadAllTheSame(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	in := newInbox()
-	c := e.coordinator(t, pgtransport.Config{Leader: e.lead(t, "coordinator"), PollInterval: time.Hour}, in)
+	// No read cooldown: no promise to poll (pollPromise), so that every
+	// finishing round notifies.
+	c := e.coordinator(t, pgtransport.Config{Leader: e.lead(t, "coordinator"), PollInterval: time.Hour, ReadCooldown: -1}, in)
 	select {
 	case <-c.Listening():
 	case <-time.After(guard):

@@ -50,7 +50,11 @@ type HostConfig struct {
 	// runs are written together, at most this late. Default: 1 s.
 	PollInterval time.Duration
 	// NoListen turns LISTEN/NOTIFY off: the host then only polls.
-	// Default: false (notifications wake it, polling is the fallback).
+	// Default: false (notifications wake it, polling is the fallback; a
+	// host whose runs' messages start its rounds within four Cooldowns,
+	// at least 20 ms, of each other stops listening until it goes that
+	// long without a round: it takes new work and commands in those
+	// rounds).
 	NoListen bool
 	// Linger is how long a host waits, once one of its runs has sent a
 	// message, for others to send theirs before it writes them all in one
@@ -199,6 +203,14 @@ type HostStats struct {
 	BeatWrites int64
 	Rounds     int64 // round trips
 	Commands   int64 // commands received
+	// Notifies counts the notifications the host's rounds sent its
+	// coordinators: a round that finishes only assignments whose
+	// coordinator promised to poll for them sends none.
+	Notifies int64
+	// Unlistens counts the times the host stopped listening while busy
+	// (its rounds came close together): it listens again once it has
+	// gone without a round for a while.
+	Unlistens int64
 }
 
 // NewHost creates or migrates the tables (the store's schema too) and

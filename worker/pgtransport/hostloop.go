@@ -32,6 +32,16 @@ func (h *Host) Run(ctx context.Context) error {
 	}
 	ticker := h.clock.NewTicker(h.cfg.PollInterval)
 	defer ticker.Stop()
+	quiet := h.quiet()
+	var prev time.Time // when the last round started
+	var quietT clock.Timer
+	polled := false // the last round was a busy host's look for new work
+	driven := false // the runs' messages (or such a look) started this round
+	defer func() {
+		if quietT != nil {
+			quietT.Stop()
+		}
+	}()
 	for {
 		last := h.clock.Now()
 		select { // this round takes what the wake-up was for
@@ -41,11 +51,47 @@ func (h *Host) Run(ctx context.Context) error {
 		if err := h.round(ctx); err != nil && ctx.Err() == nil {
 			h.log.Warn("pgtransport: host round failed, will retry", "host", h.cfg.Name, "err", err)
 		}
+		// A busy host (its runs' messages start its rounds, within quiet
+		// of each other, and its runs have more to send) rounds again soon whatever is
+		// notified, and takes new work and commands then: it stops
+		// listening until it goes quiet, so that PostgreSQL does not
+		// signal its LISTEN connection at each of the database's
+		// notifying commits (every host's round, every coordinator's
+		// write). A busy host whose runs have all reported and that
+		// found no new work looks once more after Cooldown (new work
+		// comes at about that pace while it is busy) before it listens
+		// again: listening again costs a round of its own, since
+		// notifications were missed meanwhile.
+		var quietC <-chan time.Time
+		if quiet > 0 && h.listen != nil {
+			rapid := driven && !prev.IsZero() && last.Sub(prev) < quiet
+			wait := time.Duration(0)
+			switch {
+			case rapid && !h.settled():
+				wait = quiet
+			case rapid && h.listen.isPaused() && !polled:
+				wait, polled = max(h.cfg.Cooldown, time.Millisecond), true
+			}
+			h.pause(wait > 0)
+			if wait > 0 {
+				if quietT == nil {
+					quietT = h.clock.NewTimer(wait)
+				} else {
+					quietT.Reset(wait)
+				}
+				quietC = quietT.C()
+			}
+			if !h.settled() {
+				polled = false
+			}
+		}
+		prev, driven = last, false
 	wait:
 		select {
 		case <-ctx.Done():
 			return h.stop()
 		case <-h.kick:
+			driven = true
 			if h.cfg.Linger > 0 && clock.Sleep(ctx, h.clock, h.cfg.Linger) != nil {
 				return h.stop()
 			}
@@ -57,11 +103,49 @@ func (h *Host) Run(ctx context.Context) error {
 			if h.Running() >= h.cfg.Capacity {
 				goto wait
 			}
+		case <-quietC:
+			if polled {
+				driven = true
+				break // look for new work
+			}
+			// No round for quiet: listen again (the listener then wakes
+			// this loop, since notifications were missed meanwhile).
+			quietC = nil
+			h.pause(false)
+			goto wait
+		}
+		if quietC != nil {
+			quietT.Stop()
 		}
 		if h.coolDown(ctx, last) != nil {
 			return h.stop()
 		}
 	}
+}
+
+// minQuiet is the least time without a round after which a busy host
+// listens again.
+const minQuiet = 20 * time.Millisecond
+
+// quiet is how long a busy host goes without a round before it listens
+// again: four cooldowns, at least minQuiet; 0 (always listen) when the
+// poll interval is no longer.
+func (h *Host) quiet() time.Duration {
+	q := max(4*h.cfg.Cooldown, minQuiet)
+	if q >= h.cfg.PollInterval {
+		return 0
+	}
+	return q
+}
+
+// pause stops or resumes listening and counts the pauses.
+func (h *Host) pause(p bool) {
+	if p && !h.listen.isPaused() {
+		h.mu.Lock()
+		h.stats.Unlistens++
+		h.mu.Unlock()
+	}
+	h.listen.setPaused(p)
 }
 
 // coolDown waits until Cooldown has passed since the round that started at
@@ -171,10 +255,11 @@ func (h *Host) round(ctx context.Context) error {
 		body []byte
 	}
 	var (
-		cmds    []command
-		claims  []claimed
-		written int64
-		kept    = map[string]bool{}
+		cmds     []command
+		claims   []claimed
+		written  int64
+		notified int64
+		kept     = map[string]bool{}
 	)
 	// One call does the round (wt_host_round): the messages in order, the
 	// heartbeats, the commands waiting, new claims up to free.
@@ -191,6 +276,9 @@ func (h *Host) round(ctx context.Context) error {
 			switch what {
 			case "w":
 				written = *seq
+				if kind != nil {
+					notified = int64(*kind)
+				}
 			case "b":
 				kept[*id] = true
 			case "c":
@@ -220,6 +308,7 @@ func (h *Host) round(ctx context.Context) error {
 	h.mu.Lock()
 	h.stats.Rounds++
 	h.stats.Messages += written
+	h.stats.Notifies += notified
 	h.stats.Dropped += int64(len(out)) - written
 	h.stats.Beats += int64(len(kept))
 	if len(beats) > 0 {

@@ -45,12 +45,27 @@ func (c *Coordinator) readLoop() {
 		if more {
 			continue
 		}
+		// While a promise to poll holds, hosts may not notify: read again
+		// after ReadCooldown whatever comes.
+		var fast clock.Timer
+		var fastC <-chan time.Time
+		if c.pollingOwed() {
+			fast = c.clock.NewTimer(c.cfg.ReadCooldown)
+			fastC = fast.C()
+		}
 		select {
 		case <-c.ctx.Done():
-			return
 		case <-wake:
+		case <-c.pollKick:
+		case <-fastC:
 		case <-ticker.C():
 			beatsDue = true
+		}
+		if fast != nil {
+			fast.Stop()
+		}
+		if c.ctx.Err() != nil {
+			return
 		}
 		if rest := c.cfg.ReadCooldown - c.clock.Since(last); rest > 0 && clock.Sleep(c.ctx, c.clock, rest) != nil {
 			return
@@ -107,12 +122,22 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 	epoch := c.ackEpoch // deletions done before this read began
 	c.mu.Unlock()
 	var got []wireMessage
+	var hosts []string // of the finished rows read: about one per host round
 	scan := func(inRow bool, n *int) func(rows pgx.Rows) error {
 		return func(rows pgx.Rows) error {
 			for rows.Next() {
 				w := wireMessage{inRow: inRow}
 				var assignment string
-				if err := rows.Scan(&w.seq, &assignment, &w.body); err != nil {
+				var err error
+				if inRow {
+					var host *string
+					if err = rows.Scan(&w.seq, &assignment, &w.body, &host); err == nil && host != nil && !slices.Contains(hosts, *host) {
+						hosts = append(hosts, *host)
+					}
+				} else {
+					err = rows.Scan(&w.seq, &assignment, &w.body)
+				}
+				if err != nil {
 					return err
 				}
 				w.assignment = foreman.AssignmentID(assignment)
@@ -124,8 +149,12 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 	}
 	var nMessages, nFinished, nAll int
 	b.Queue(c.sql.readMessages, c.cfg.Queue, messagePage).Query(scan(false, &nMessages))
-	if len(ids) > 0 && !all {
-		b.Queue(c.sql.readFinished, ids, c.cfg.Queue).Query(scan(true, &nFinished))
+	probe := ids
+	if !all {
+		probe, _ = c.polling(slices.Clip(ids))
+	}
+	if len(probe) > 0 && !all {
+		b.Queue(c.sql.readFinished, probe, c.cfg.Queue).Query(scan(true, &nFinished))
 	}
 	if all {
 		b.Queue(c.sql.readAllFinished, c.cfg.Queue, messagePage).Query(scan(true, &nAll))
@@ -217,6 +246,7 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 				"seq", w.seq, "written for", w.assignment, "names", m.Assignment)
 		} else {
 			if final(m.Kind) {
+				c.over(string(m.Assignment))
 				delete(c.seen, m.Assignment)
 			}
 			c.deliver(ctx, m)
@@ -229,6 +259,7 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 			delivered.seqs = append(delivered.seqs, w.seq)
 		}
 	}
+	c.delivered(len(hosts))
 	// A full page means more are waiting; otherwise the next wake-up or
 	// poll deletes the messages delivered, along with its own read, and
 	// the next write (or read of every finished row) the finished rows.

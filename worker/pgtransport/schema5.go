@@ -22,7 +22,38 @@ import "strings"
 // statement that is the round. Messages that are not final (a probe's
 // answer, a gate's result) take version 4's path, every check first.
 func leanRound(schema string) string {
+	return roundFunction(schema, false)
+}
+
+// roundFunction is wt_host_round as version 5 has it or, with watched,
+// as version 6 has it (pollPromise): the same but for the notification
+// of the finished rows, sent only when no coordinator's promise to poll
+// their queue holds.
+func roundFunction(schema string, watched bool) string {
 	prefix := "'" + strings.ReplaceAll(schema+"/", "'", "''") + "'"
+	// Version 5 notifies the coordinator of every finished row; version 6
+	// only when no coordinator's promise to poll their queue holds (its
+	// 'w' row tells how many notifications went),
+	notify, end := "", ""
+	written := `RETURN QUERY SELECT 'w'::text, n_written + n_finished, NULL::text, NULL::smallint, n_finished::text;`
+	// and it spends fewer statements and expressions on a round's usual
+	// messages, all final: no loop to split them, and no query for its
+	// 'w' row.
+	split, splitEnd := "", ""
+	if watched {
+		notify = "CASE WHEN NOT EXISTS (SELECT FROM @.wt_polls p WHERE p.queue = q.queue AND p.until > clock_timestamp()) THEN "
+		end = " END"
+		written = `o_what := 'w'; o_seq := n_written + n_finished; o_id := NULL; o_kind := least(n_notified, 32767);
+				o_text := n_finished::text;
+				RETURN NEXT;`
+		split = `IF (true = ALL(p_finals)) IS TRUE AND cardinality(p_finals) = cardinality(p_ids) AND cardinality(p_bodies) = cardinality(p_ids) THEN
+					f_ids := p_ids;
+					f_bodies := p_bodies;
+				ELSE
+				`
+		splitEnd = `
+				END IF;`
+	}
 	const noScans = `SET search_path = pg_catalog, pg_temp SET enable_seqscan = off`
 	return `CREATE OR REPLACE FUNCTION @.wt_host_round(p_host text, p_queue text, p_ids text[], p_bodies text[], p_finals bool[],
 			p_beat_ids text[], p_commits text[], p_outs bigint[], p_limit int)
@@ -40,14 +71,14 @@ func leanRound(schema string) string {
 			others boolean := false;
 		BEGIN
 			IF cardinality(p_ids) > 0 THEN
-				FOR i IN 1 .. cardinality(p_ids) LOOP
+				` + split + `FOR i IN 1 .. cardinality(p_ids) LOOP
 					IF p_finals[i] THEN
 						f_ids := f_ids || p_ids[i];
 						f_bodies := f_bodies || p_bodies[i];
 					ELSE
 						others := true;
 					END IF;
-				END LOOP;
+				END LOOP;` + splitEnd + `
 				IF others THEN
 					PERFORM @.wt_refuse_foreign(p_ids || p_beat_ids, NULL);
 					SELECT u.id INTO bad FROM unnest(p_ids, p_bodies) u(id, body)
@@ -76,8 +107,8 @@ func leanRound(schema string) string {
 						RETURNING a.queue, a.id, (a.done_body ->> 'Assignment') IS DISTINCT FROM a.id AS named_other),
 					q AS (SELECT up.queue, count(*) AS n, json_agg(up.id)::text AS ids,
 						min(up.id) FILTER (WHERE up.named_other) AS bad FROM up GROUP BY up.queue)
-					SELECT coalesce(sum(q.n), 0), n_notified + count(pg_notify('fm_m_' || left(encode(sha256(convert_to(` + prefix + ` || q.queue, 'UTF8')), 'hex'), 20),
-						CASE WHEN octet_length(q.ids) < 7900 THEN q.ids ELSE '' END)::text), min(q.bad)
+					SELECT coalesce(sum(q.n), 0), n_notified + count(` + notify + `pg_notify('fm_m_' || left(encode(sha256(convert_to(` + prefix + ` || q.queue, 'UTF8')), 'hex'), 20),
+						CASE WHEN octet_length(q.ids) < 7900 THEN q.ids ELSE '' END)::text` + end + `), min(q.bad)
 					INTO n_finished, n_notified, bad FROM q;
 					IF bad IS NOT NULL THEN
 						RAISE EXCEPTION 'permission denied: a message written for assignment % names another assignment', bad
@@ -87,7 +118,7 @@ func leanRound(schema string) string {
 						PERFORM @.wt_refuse_foreign(f_ids, NULL);
 					END IF;
 				END IF;
-				RETURN QUERY SELECT 'w'::text, n_written + n_finished, NULL::text, NULL::smallint, n_finished::text;
+				` + written + `
 			END IF;
 			IF cardinality(p_beat_ids) > 0 THEN
 				RETURN QUERY UPDATE @.wt_assignments a

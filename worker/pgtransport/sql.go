@@ -7,7 +7,7 @@ type statements struct {
 	deleteMessages, readMessages, readBeats    string
 	readFinished, readAllFinished, ackFinished string
 	hostWrite, heartbeats, takeCommands, claim string
-	hostRound                                  string
+	hostRound, promise                         string
 }
 
 func newStatements(schema string) statements {
@@ -59,6 +59,10 @@ func newStatements(schema string) statements {
 				SELECT d.host, d.owner, d.id, $4, $5 FROM d WHERE d.state = 1 RETURNING host)
 			` + notifyHosts,
 		notify: `SELECT pg_notify($1, '')`,
+		// The coordinator's promise to poll the queue for $2 microseconds
+		// from now (pollPromise), in the transaction of a write.
+		promise: `INSERT INTO @.wt_polls AS p (queue, until) VALUES ($1, clock_timestamp() + $2::bigint * interval '1 microsecond')
+			ON CONFLICT (queue) DO UPDATE SET until = greatest(p.until, excluded.until)`,
 
 		// Coordinator reads: messages, and final messages in their
 		// finished assignment rows (state 2), in one order (done_seq comes
@@ -76,9 +80,9 @@ func newStatements(schema string) statements {
 		// or by the next read that reads all finished rows.
 		ackFinished:  `DELETE FROM @.wt_assignments a WHERE a.id = ANY($1::text[]) AND a.state::int = 2`,
 		readMessages: `SELECT seq, assignment, body FROM @.wt_messages WHERE queue = $1 ORDER BY seq LIMIT $2`,
-		readFinished: `SELECT a.done_seq, a.id, a.done_body FROM @.wt_assignments a
+		readFinished: `SELECT a.done_seq, a.id, a.done_body, a.host FROM @.wt_assignments a
 			WHERE a.id = ANY($1::text[]) AND a.queue = $2 AND a.state::int = 2`,
-		readAllFinished: `SELECT a.done_seq, a.id, a.done_body FROM @.wt_assignments a
+		readAllFinished: `SELECT a.done_seq, a.id, a.done_body, a.host FROM @.wt_assignments a
 			WHERE a.queue = $1 AND a.state = 2 ORDER BY a.done_seq LIMIT $2`,
 		readBeats: `SELECT a.id, a.slot, a.hb_n, a.hb_commit, a.hb_output, clock_timestamp()
 			FROM @.wt_assignments a
@@ -102,7 +106,7 @@ func newStatements(schema string) statements {
 		hostRound: `SELECT o_what, o_seq, o_id, o_kind, o_text FROM @.wt_host_round($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 	}
 	for _, p := range []*string{&s.fence, &s.insert, &s.stop, &s.stopOne, &s.probe, &s.supersede, &s.deleteMessages,
-		&s.readMessages, &s.readFinished, &s.ackFinished, &s.readAllFinished, &s.readBeats, &s.hostWrite, &s.heartbeats, &s.takeCommands, &s.claim, &s.hostRound} {
+		&s.readMessages, &s.readFinished, &s.ackFinished, &s.readAllFinished, &s.readBeats, &s.hostWrite, &s.heartbeats, &s.takeCommands, &s.claim, &s.hostRound, &s.promise} {
 		*p = sqlFor(schema, *p)
 	}
 	return s
