@@ -87,8 +87,8 @@
 //     host reads what root reads), except: the system's secret files
 //     (/etc/shadow, /etc/gshadow and their backups, the SSH host keys) are
 //     empty; the repository's config in the agent's copy has no remote
-//     URL's password and no http extraheader; /tmp is the agent's own, empty;
-//     the host's home ($HOME), /root, /run, the lease directory and
+//     URL's password, no http extraheader and no credential helper; /tmp
+//     is the agent's own, empty; the host's home ($HOME), /root, /run, the lease directory and
 //     Sandbox.Hide (pipeline/team hides its state directory, the worktree
 //     root and the main checkout) are empty, so the host's credentials,
 //     ssh and gpg agents, the team's database and other agents' leases

@@ -121,6 +121,8 @@ func TestTheRepositorysCredentialsAreNotInTheAgentsCopy(t *testing.T) {
 	gitOut(t, l.repo, "remote", "add", "origin", "https://bot:s3cret-token@example.invalid/team/repo.git")
 	gitOut(t, l.repo, "config", "remote.origin.pushurl", "ssh://deploy:s3cret-push@example.invalid/repo.git")
 	gitOut(t, l.repo, "config", "http.https://example.invalid/.extraheader", "AUTHORIZATION: bearer s3cret-header")
+	gitOut(t, l.repo, "config", "url.https://oauth2:s3cret-instead@example.invalid/.insteadOf", "https://mirror.invalid/")
+	gitOut(t, l.repo, "config", "credential.helper", "store --file=/var/tmp/s3cret-store")
 	before := readFile(t, filepath.Join(l.repo, ".git"), "config")
 	agent := writeScript(t, t.TempDir(), "agent", `common=$(git rev-parse --git-common-dir)
 cat "$common/config" "$common/.foreman-host/config"
@@ -134,6 +136,7 @@ git config --get remote.origin.url`+"\n")
 	assert.NotContains(t, out, "s3cret")
 	assert.Contains(t, out, "https://example.invalid/team/repo.git", "the URL without its credentials")
 	assert.Contains(t, out, "ssh://example.invalid/repo.git")
+	assert.Contains(t, out, `[url "https://example.invalid/"]`)
 	assert.Empty(t, rec.lines(phases.StreamSandbox), "the redaction is the driver's, not the agent's change")
 	assert.Equal(t, before, readFile(t, filepath.Join(l.repo, ".git"), "config"), "the real config keeps them")
 }
