@@ -258,6 +258,12 @@ func (g *gitLayout) carryBack(ctx context.Context, seen *placeAccess) []string {
 	}
 	if _, err := hostGit(ctx, g.commonDir, "--git-dir="+g.commonDir, "update-ref", "-m", "agentcmd: commits of the sandboxed agent",
 		g.branch, value, g.before); err != nil {
+		if _, missing := hostGit(ctx, g.commonDir, "--git-dir="+g.commonDir, "cat-file", "-e", value); missing != nil {
+			// Said plainly: the agent deleted or forged the objects of
+			// its own commits, and the ref would name nothing.
+			return append(notes, fmt.Sprintf("refused the agent's %s: its commit %s is not in the repository (the objects the agent wrote were deleted or refused)",
+				g.branch, value))
+		}
 		return append(notes, fmt.Sprintf("refused the agent's %s: %v", g.branch, err))
 	}
 	return notes

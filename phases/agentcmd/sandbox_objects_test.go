@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -37,6 +38,10 @@ printf 'no object' > "$o/$(echo $evil | cut -c1-2)/$(echo $real | cut -c3-)"
 	}{
 		{"deletes every object it sees", `find "$(git rev-parse --git-common-dir)/objects" "$(git rev-parse --git-common-dir)/.foreman-host/objects" -type f -delete 2>/dev/null; true`,
 			false, nil},
+		{"commits, then deletes its own objects", `set -e
+echo work > work.txt && git add work.txt && git commit -qm work
+find "$(git rev-parse --git-common-dir)/objects" -type f -delete`,
+			false, []string{`refused the agent's refs/heads/foreman/A: its commit %[4]s is not in the repository (the objects the agent wrote were deleted or refused)`}},
 		{"forges objects", "set -e\n" + forge + "echo work > work.txt && git add work.txt && git commit -qm work", true, []string{
 			`refused the agent's object %[1]s: its content is object %[2]s, not the one its name says`,
 			`refused the agent's object %[3]s: not a compressed object: zlib: invalid header`}},
@@ -59,13 +64,18 @@ echo staged > staged.txt && git add staged.txt`, true, nil},
 
 			realID := hashBlob(t, l.repo, "the real content\n")
 			evilID := hashBlob(t, l.repo, "evil\n")
-			var want []string
-			for _, n := range tt.notes {
-				want = append(want, "agentcmd: sandbox: "+fmt.Sprintf(n, realID, evilID, evilID[:2]+realID[2:]))
+			got := rec.lines(phases.StreamSandbox)
+			require.Len(t, got, len(tt.notes), "%q", got)
+			for i, n := range tt.notes {
+				// %[4]s: the agent's own commit, whose name the test does not know.
+				want := regexp.QuoteMeta("agentcmd: sandbox: " + fmt.Sprintf(n, realID, evilID, evilID[:2]+realID[2:], "COMMIT"))
+				assert.Regexp(t, "^"+strings.ReplaceAll(want, "COMMIT", "[0-9a-f]{40}")+"$", got[i])
 			}
-			assert.Equal(t, want, rec.lines(phases.StreamSandbox))
 
-			gitOut(t, l.repo, "fsck", "--no-progress", "--strict")
+			// (Not its reflogs: the worktree's own HEAD log, in its admin
+			// directory, which is the agent's, may name its commit that
+			// was never carried back.)
+			gitOut(t, l.repo, "fsck", "--no-progress", "--strict", "--no-reflogs")
 			assert.Equal(t, mainBefore, l.ref(t, "main"))
 			if tt.moves {
 				assert.NotEqual(t, branchBefore, l.ref(t, "foreman/A"), "its commits carried back, their objects with them")
