@@ -102,11 +102,14 @@
 // New refuses, with *UnsafeDirError, a protected directory that is a
 // symbolic link or is reached through one inside the working tree (the
 // host would write wherever it points), that is a file, or that git
-// tracks.
+// tracks. Merge also refuses, with *LinkOutsideError, a squash that adds
+// or changes a symbolic link pointing outside the repository (absolute,
+// or climbing above its root): whatever reads it (a gate, a person,
+// another item's agent) would read what it points at.
 //
 // Outcomes a host acts on are returned as distinct errors, so that it can
 // tell them apart with errors.Is and errors.As: ErrNothingToMerge, *ConflictError (pause the item and escalate with
-// its Files), *DirtyError, *CheckError, *ProtectedPathError, *PushError
+// its Files), *DirtyError, *CheckError, *ProtectedPathError, *LinkOutsideError, *PushError
 // (the returned Result is valid: the local merge stands and a retry pushes
 // again), *LockedError, *InProgressError, *VerifyError, and from Rebase
 // *RebaseError and ErrNoWorktree. Any other error is a system fault.

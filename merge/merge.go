@@ -227,6 +227,10 @@ func (m *Manager) mergeLocked(ctx context.Context, id foreman.ItemID, path strin
 	if err := m.refuseProtected(ctx, id, "squash", tree); err != nil {
 		return res, err
 	}
+	// Nor a symbolic link that points outside the repository.
+	if err := m.refuseLinksOutside(ctx, id, tipCommit.Tree, tree); err != nil {
+		return res, err
+	}
 	msg := commitMessage(id, req)
 	out, err := m.git.RunCmd(ctx, gitexec.Cmd{
 		Dir:   m.topDir,

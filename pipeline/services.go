@@ -195,7 +195,7 @@ func (g Git) Merge(ctx context.Context, r MergeRequest) (MergeOutcome, error) {
 		return MergeOutcome{Commit: res.Commit, Already: res.Status == merge.AlreadyMerged}, nil
 	case errors.As(err, &conflict):
 		return MergeOutcome{Conflict: conflict.Files}, nil
-	case errors.Is(err, merge.ErrNothingToMerge), errors.Is(err, merge.ErrNoBranch), errors.Is(err, merge.ErrProtectedPath),
+	case errors.Is(err, merge.ErrNothingToMerge), errors.Is(err, merge.ErrNoBranch), errors.Is(err, merge.ErrProtectedPath), errors.Is(err, merge.ErrLinkOutside),
 		errors.As(err, &dirty), errors.As(err, &check), errors.As(err, &verify), errors.As(err, &inProgress):
 		return MergeOutcome{Refused: err.Error()}, nil
 	}

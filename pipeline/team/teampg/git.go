@@ -63,7 +63,7 @@ func (g Git) Merge(ctx context.Context, r pipeline.MergeRequest) (pipeline.Merge
 		return pipeline.MergeOutcome{Commit: res.Commit, Already: res.Status == merge.AlreadyMerged}, nil
 	case errors.As(err, &conflict):
 		return pipeline.MergeOutcome{Conflict: conflict.Files}, nil
-	case errors.Is(err, merge.ErrNothingToMerge), errors.Is(err, merge.ErrNoBranch), errors.Is(err, merge.ErrProtectedPath),
+	case errors.Is(err, merge.ErrNothingToMerge), errors.Is(err, merge.ErrNoBranch), errors.Is(err, merge.ErrProtectedPath), errors.Is(err, merge.ErrLinkOutside),
 		errors.As(err, &dirty), errors.As(err, &check), errors.As(err, &verify):
 		return pipeline.MergeOutcome{Refused: err.Error()}, nil
 	}
