@@ -21,10 +21,10 @@ import (
 // is bound for); an open from the driver's namespace is the host's own (a
 // walk of the state directory, a backup, the driver itself) and is not
 // counted. inotify alone cannot tell these apart, so without an openWatch
-// a directory opened (a listing) is not counted at all.
+// nothing opened (a listing, a canary read) is counted at all.
 //
 // fanotify needs CAP_SYS_ADMIN: a driver running as an ordinary user has
-// no openWatch (newOpenWatch returns nil), and that is all it loses.
+// no openWatch (newOpenWatch returns nil); its writes are still seen.
 type openWatch struct {
 	fd int
 	// wake's read end ends the reader once a byte is written to its

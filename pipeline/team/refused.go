@@ -70,23 +70,13 @@ func (g refusalGate) Merge(ctx context.Context, r pipeline.MergeRequest) (pipeli
 // seeRefusals records that a person resolved story with its refusals so
 // far in view: the refusalGate lets it land unless more come.
 func seeRefusals(ctx context.Context, db store.Store, item foreman.ItemID) error {
-	for range 5 {
-		var r refusedRecord
-		ver, found, err := getJSON(ctx, db, kindRefused, string(item), &r)
-		if err != nil || !found || r.Seen == r.Count {
-			return err
+	return updateRefused(ctx, db, item, "recording that a person saw the refusals of", func(r *refusedRecord, found bool) bool {
+		if !found || r.Seen == r.Count {
+			return false
 		}
 		r.Seen = r.Count
-		data, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = db.Apply(ctx, store.Op{Kind: kindRefused, ID: string(item), ExpectVersion: ver, Data: data})
-		if !errors.Is(err, store.ErrConflict) {
-			return err
-		}
-	}
-	return fmt.Errorf("team: recording that a person saw the refusals of %s: too many conflicts", item)
+		return true
+	})
 }
 
 // maxRefusedEvents bounds the EventRefused events of the requests of one
@@ -166,17 +156,25 @@ func (t *Team) watchSandbox(ctx context.Context, a pipeline.AgentAssignment, onE
 	}
 }
 
-// addRefused adds one to a story's refusals: a read-modify-write at the
-// record's version, done again on a conflict.
+// addRefused adds one to a story's refusals.
 func addRefused(ctx context.Context, db store.Store, item foreman.ItemID, detail string) error {
-	for range 5 {
-		var r refusedRecord
-		ver, _, err := getJSON(ctx, db, kindRefused, string(item), &r)
-		if err != nil {
-			return err
-		}
+	return updateRefused(ctx, db, item, "counting the refusals of", func(r *refusedRecord, _ bool) bool {
 		r.Count++
 		r.Last = oneLine(detail, maxDetail)
+		return true
+	})
+}
+
+// updateRefused changes a story's refusals record with change (which
+// says whether to write it): a read-modify-write at the record's version,
+// done again on a conflict; what says what it was doing when it gives up.
+func updateRefused(ctx context.Context, db store.Store, item foreman.ItemID, what string, change func(r *refusedRecord, found bool) bool) error {
+	for range 5 {
+		var r refusedRecord
+		ver, found, err := getJSON(ctx, db, kindRefused, string(item), &r)
+		if err != nil || !change(&r, found) {
+			return err
+		}
 		data, err := json.Marshal(r)
 		if err != nil {
 			return err
@@ -186,7 +184,7 @@ func addRefused(ctx context.Context, db store.Store, item foreman.ItemID, detail
 			return err
 		}
 	}
-	return fmt.Errorf("team: counting the refusals of %s: too many conflicts", item)
+	return fmt.Errorf("team: %s %s: too many conflicts", what, item)
 }
 
 // refusedByStory reads every story's refusals.
