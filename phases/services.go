@@ -329,6 +329,11 @@ type CheckResult struct {
 	// Output is the check's combined output, trimmed to the verifier's limit.
 	Output   string        `json:"output,omitempty"`
 	Duration time.Duration `json:"duration"`
+	// Refused is what the check's sandbox refused or repaired of the
+	// check's processes (gates.VerifierConfig.Sandbox), one line each: it
+	// ran the code under verification, which reached beyond its
+	// workspace. Passed is the check's own verdict all the same.
+	Refused []string `json:"refused,omitempty"`
 }
 
 // LevelResult is the outcome of one level.

@@ -134,11 +134,35 @@ func (o options) validate() ([]string, error) {
 
 // gatePlan is what every story's work must pass: go vet (L0), then go test
 // (L1). The team runs it after each build and again as the quality gate.
-func gatePlan() phases.GatePlan {
+//
+// The gates run the story's code, so they run in the agent's sandbox, where
+// Go's build cache is the story's own and every story's first gate
+// compiles the standard library's packages again (15 s and more). The
+// demo's agents are scripts of ours, so its gates share one build cache,
+// buildCache (env is GOCACHE's setting, "" where there is none). Never
+// share the host's own cache with agents a stranger can steer: what one
+// writes there, every later build trusts.
+func gatePlan(env []string) phases.GatePlan {
 	return phases.GatePlan{Levels: []phases.GateLevel{
-		{Level: phases.L0Contracts, Checks: []phases.GateCheck{{Name: "vet", Argv: []string{"go", "vet", "./..."}}}},
-		{Level: phases.L1Tests, Checks: []phases.GateCheck{{Name: "test", Argv: []string{"go", "test", "-count=1", "./..."}}}},
+		{Level: phases.L0Contracts, Checks: []phases.GateCheck{{Name: "vet", Argv: []string{"go", "vet", "./..."}, Env: env}}},
+		{Level: phases.L1Tests, Checks: []phases.GateCheck{{Name: "test", Argv: []string{"go", "test", "-count=1", "./..."}, Env: env}}},
 	}}
+}
+
+// buildCache is the Go build cache the demo's gates share, a directory of
+// its own under the user's cache directory (not the host's Go cache): the
+// sandbox's bind of it and the gates' environment; none where it cannot
+// be made.
+func buildCache() ([]agentcmd.Bind, []string) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return nil, nil
+	}
+	dir = filepath.Join(dir, "foreman-quickstart", "go-build")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil
+	}
+	return []agentcmd.Bind{{Source: dir, Writable: true}}, []string{"GOCACHE=" + dir}
 }
 
 // run makes the demo repository, has the team work through the stories and
@@ -185,11 +209,14 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 		agent.Argv = []string{script, "{prompt}"}
 	}
 
+	cacheBinds, cacheEnv := buildCache()
+	agent.Sandbox.Binds = append(agent.Sandbox.Binds, cacheBinds...)
+
 	p := &printer{w: out, start: began}
 	tm, err := team.New(ctx, team.Config{
 		Repo:     res.Repo,
 		Agent:    agentcmd.New(agent),
-		Gates:    gatePlan(),
+		Gates:    gatePlan(cacheEnv),
 		Workers:  o.parallel,
 		Merge:    mergeConfig(),
 		Feedback: gateWatch{p},

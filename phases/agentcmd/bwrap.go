@@ -41,6 +41,9 @@ type sandboxRun struct {
 	chdir  string
 	net    bool
 	home   string
+	// newSession: the command gets a session of its own from bwrap (a
+	// gate check's; the driver starts an agent's bwrap in one).
+	newSession bool
 	// git is the workspace's repository layout; nil when the workspace is
 	// not in a git repository.
 	git *gitLayout
@@ -251,7 +254,8 @@ func (d *Driver) agentHome(ws string) (string, error) {
 	return home, nil
 }
 
-// argv is bwrap's command line for the agent's argv.
+// argv is bwrap's command line for the agent's argv; statusFD < 0 asks
+// for no status records.
 func (s *sandboxRun) argv(agent []string, statusFD int) []string {
 	args := []string{s.bwrap}
 	args = append(args, baseBwrapArgs(s.net)...)
@@ -298,7 +302,15 @@ func (s *sandboxRun) argv(agent []string, statusFD int) []string {
 	for _, dst := range remount {
 		args = append(args, "--remount-ro", dst)
 	}
-	args = append(args, "--chdir", s.chdir, "--json-status-fd", fmt.Sprint(statusFD), "--")
+	if s.newSession {
+		// No controlling terminal to push input into (TIOCSTI).
+		args = append(args, "--new-session")
+	}
+	args = append(args, "--chdir", s.chdir)
+	if statusFD >= 0 {
+		args = append(args, "--json-status-fd", fmt.Sprint(statusFD))
+	}
+	args = append(args, "--")
 	return append(args, agent...)
 }
 

@@ -33,15 +33,7 @@ import (
 //
 // The slice is new on every call.
 func DefaultPassEnv(f Format) []string {
-	names := []string{
-		"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM", "NO_COLOR", "TZ", "TMPDIR",
-		"LANG", "LANGUAGE", "LC_*",
-		"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
-		"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
-		"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
-		"GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM",
-		"GOTOOLCHAIN", "GOPROXY", "GOFLAGS", "GOPRIVATE", "GONOPROXY", "GONOSUMDB", "GOSUMDB", "GOINSECURE",
-	}
+	names := basePassEnv()
 	claude := []string{"ANTHROPIC_*", "CLAUDE_CODE_*"}
 	codex := []string{"OPENAI_*", "CODEX_*"}
 	gemini := []string{"GEMINI_*", "GOOGLE_GEMINI_*", "GOOGLE_GENAI_*", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"}
@@ -56,6 +48,20 @@ func DefaultPassEnv(f Format) []string {
 		names = append(names, claude...)
 		names = append(names, codex...)
 		return append(names, gemini...)
+	}
+}
+
+// basePassEnv are DefaultPassEnv's names of every format: all but the
+// CLIs' API variables.
+func basePassEnv() []string {
+	return []string{
+		"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM", "NO_COLOR", "TZ", "TMPDIR",
+		"LANG", "LANGUAGE", "LC_*",
+		"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+		"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
+		"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
+		"GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM",
+		"GOTOOLCHAIN", "GOPROXY", "GOFLAGS", "GOPRIVATE", "GONOPROXY", "GONOSUMDB", "GOSUMDB", "GOINSECURE",
 	}
 }
 

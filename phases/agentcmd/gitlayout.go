@@ -167,7 +167,8 @@ func (g *gitLayout) agentRefs() (before, after map[string]string) {
 // otherRefs says which refs, other than its own branch, the agent created,
 // moved or deleted in its private copy (a ref that is as the host has it
 // now, in hostNow, is none of these): none is carried back.
-func otherRefs(before, after, hostNow map[string]string, own string) []string {
+// who is whose they are: "agent", or "check" for a gate check's.
+func otherRefs(before, after, hostNow map[string]string, own, who string) []string {
 	var notes []string
 	note := func(format string, args ...any) {
 		if len(notes) < maxRefNotes {
@@ -189,14 +190,14 @@ func otherRefs(before, after, hostNow map[string]string, own string) []string {
 		switch b, had := before[name]; {
 		case name == own, asHost(name):
 		case !had:
-			note("refused the agent's new ref %s: not carried back", name)
+			note("refused the %s's new ref %s: not carried back", who, name)
 		case after[name] != b:
-			note("refused the agent's move of %s%s: not carried back", name, what(name))
+			note("refused the %s's move of %s%s: not carried back", who, name, what(name))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(before)) {
 		if _, ok := after[name]; !ok && name != own && !asHost(name) {
-			note("refused the agent's deletion of %s%s: not carried back", name, what(name))
+			note("refused the %s's deletion of %s%s: not carried back", who, name, what(name))
 		}
 	}
 	return notes
@@ -211,39 +212,14 @@ var objectIDPattern = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 // commit). It returns what it had to refuse or repair, for the log and the
 // agent's transcript: what else the agent wrote in its copy among them.
 func (g *gitLayout) carryBack(ctx context.Context, seen *placeAccess) []string {
-	var notes []string
-	if g.branch != "" && !g.linked() && g.shadow != nil {
-		// The main worktree's HEAD: the agent moved its copy's; the real
-		// one stayed.
-		if data, err := os.ReadFile(filepath.Join(g.shadow.dir, "HEAD")); err != nil || string(data) != "ref: "+g.branch+"\n" {
-			notes = append(notes, fmt.Sprintf("the agent moved HEAD (%q) in its copy; HEAD stays on %s", strings.TrimSpace(string(data)), g.branch))
-		}
-	}
+	notes := g.headBack("agent")
 	if !g.linked() && g.shadow != nil {
 		if err := g.shadow.carryIndex(); err != nil {
 			notes = append(notes, fmt.Sprintf("could not carry the agent's index back: %v", err))
 		}
 	}
-	if g.branch != "" && g.linked() {
-		head := filepath.Join(g.gitDir, "HEAD")
-		want := "ref: " + g.branch + "\n"
-		if data, err := os.ReadFile(head); err != nil || string(data) != want {
-			if err := atomicfile.WriteFile(head, []byte(want), 0o644); err != nil {
-				notes = append(notes, fmt.Sprintf("could not put HEAD back on %s: %v", g.branch, err))
-			} else {
-				notes = append(notes, fmt.Sprintf("the agent moved HEAD (%q); put back on %s", strings.TrimSpace(string(data)), g.branch))
-			}
-		}
-	}
 	before, after := g.agentRefs()
-	var hostNow map[string]string
-	if g.shadow != nil {
-		// A ref the agent's git rewrote with the host's current value (a
-		// git pack-refs reads the real refs through their links) is not
-		// the agent's move.
-		hostNow = readRefs(g.commonDir)
-	}
-	notes = append(notes, otherRefs(before, after, hostNow, g.branch)...)
+	notes = append(notes, otherRefs(before, after, g.hostRefs(), g.branch, "agent")...)
 	if g.shadow != nil {
 		notes = append(notes, g.shadow.fileNotes(seen)...)
 		// Before the branch moves: its commits' objects must be there.
@@ -267,6 +243,62 @@ func (g *gitLayout) carryBack(ctx context.Context, seen *placeAccess) []string {
 		return append(notes, fmt.Sprintf("refused the agent's %s: %v", g.branch, err))
 	}
 	return notes
+}
+
+// checkBack runs once a gate check is gone: it puts the workspace's HEAD
+// back if the check moved it and says what else the check wrote in its
+// copy of the git directory. Nothing is carried back, not even the
+// branch's own commits: a check verifies the agent's work, it does not
+// add to it.
+func (g *gitLayout) checkBack(_ context.Context, seen *placeAccess) []string {
+	notes := g.headBack("check")
+	before, after := g.agentRefs()
+	if v, ok := after[g.branch]; g.branch != "" && (!ok || v != g.before) {
+		notes = append(notes, fmt.Sprintf("refused the check's move of %s, the branch under verification: not carried back", g.branch))
+	}
+	notes = append(notes, otherRefs(before, after, g.hostRefs(), g.branch, "check")...)
+	if g.shadow != nil {
+		notes = append(notes, g.shadow.fileNotes(seen)...)
+	}
+	return notes
+}
+
+// headBack puts a linked worktree's HEAD back on its branch if who (the
+// agent, a check) moved it, and says so; in the main worktree, whose HEAD
+// is in the private copy, it says that the real one stayed.
+func (g *gitLayout) headBack(who string) []string {
+	if g.branch == "" {
+		return nil
+	}
+	want := "ref: " + g.branch + "\n"
+	if !g.linked() {
+		if g.shadow == nil {
+			return nil
+		}
+		if data, err := os.ReadFile(filepath.Join(g.shadow.dir, "HEAD")); err != nil || string(data) != want {
+			return []string{fmt.Sprintf("the %s moved HEAD (%q) in its copy; HEAD stays on %s", who, strings.TrimSpace(string(data)), g.branch)}
+		}
+		return nil
+	}
+	head := filepath.Join(g.gitDir, "HEAD")
+	data, err := os.ReadFile(head)
+	if err == nil && string(data) == want {
+		return nil
+	}
+	if err := atomicfile.WriteFile(head, []byte(want), 0o644); err != nil {
+		return []string{fmt.Sprintf("could not put HEAD back on %s: %v", g.branch, err)}
+	}
+	return []string{fmt.Sprintf("the %s moved HEAD (%q); put back on %s", who, strings.TrimSpace(string(data)), g.branch)}
+}
+
+// hostRefs are the real repository's refs now, when the agent had a copy:
+// a ref its git rewrote with the host's current value (a git pack-refs
+// reads the real refs through their links) is not its move.
+func (g *gitLayout) hostRefs() map[string]string {
+	if g.shadow == nil {
+		return nil
+	}
+	return readRefs(g.commonDir)
 }
 
 func truncate(s string, n int) string {

@@ -22,7 +22,8 @@ func (d *Driver) homeRoot() string {
 }
 
 // RemoveHome removes the home the sandbox keeps for workspace's agents
-// (under Sandbox.HomeDir or <LeaseDir>/homes), for a host that is done
+// (under Sandbox.HomeDir or <LeaseDir>/homes) and its gate checks' (see
+// Contain), for a host that is done
 // with the workspace for good: the CLI's sessions and whatever the agents
 // left in their home (a transcript, a saved flood of output) go with it,
 // where otherwise every workspace's home would stay. Call it before the
@@ -46,19 +47,29 @@ func (d *Driver) RemoveHome(ctx context.Context, workspace string) error {
 	if err != nil {
 		return err
 	}
-	home := filepath.Join(root, key)
-	if err := os.RemoveAll(home); err != nil {
-		// What an agent left read-only (Go's module cache is): writable
-		// first, then again.
-		_ = filepath.WalkDir(home, func(p string, e fs.DirEntry, err error) error {
-			if err == nil && e.IsDir() {
-				_ = os.Chmod(p, 0o700)
-			}
-			return nil
-		})
-		if err := os.RemoveAll(home); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	// The agents' home, and the gate checks' beside it (gatebox.go).
+	for _, home := range []string{filepath.Join(root, key), filepath.Join(root, key+gateHomeSuffix)} {
+		if err := removeHomeDir(home); err != nil {
 			return fmt.Errorf("agentcmd: removing the agent home of %s: %w", workspace, err)
 		}
+	}
+	return nil
+}
+
+// removeHomeDir removes home, and what an agent or a check left read-only
+// there (Go's module cache is): writable first, then again.
+func removeHomeDir(home string) error {
+	if err := os.RemoveAll(home); err == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(home, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && e.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	if err := os.RemoveAll(home); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,8 +21,8 @@ import (
 
 // runCheck runs one check. A check that fails, times out or cannot start is
 // a result; only the end of ctx is an error.
-func (v *Verifier) runCheck(ctx context.Context, dir string, level phases.Level, check phases.GateCheck) (phases.CheckResult, error) {
-	res := phases.CheckResult{Name: check.Name, Level: level, Argv: check.Argv, ExitCode: -1}
+func (v *Verifier) runCheck(ctx context.Context, dir string, level phases.Level, check phases.GateCheck) (res phases.CheckResult, _ error) {
+	res = phases.CheckResult{Name: check.Name, Level: level, Argv: check.Argv, ExitCode: -1}
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("gates: %s check %q: %w", level, check.Name, err)
 	}
@@ -38,10 +39,29 @@ func (v *Verifier) runCheck(ctx context.Context, dir string, level phases.Level,
 	})
 	defer timer.Stop()
 
+	run := CheckCommand{Dir: dir, Argv: check.Argv, Env: append(slices.Clone(v.env), check.Env...)}
+	env := append(gitexec.WithoutOwner(os.Environ()), run.Env...)
+	if v.sandbox != nil {
+		contained, err := v.sandbox.Contain(checkCtx, run)
+		if err != nil {
+			return res, fmt.Errorf("gates: %s check %q: %w: %w", level, check.Name, ErrNotContained, err)
+		}
+		if len(contained.Argv) == 0 {
+			return res, fmt.Errorf("gates: %s check %q: %w: the sandbox returned no command", level, check.Name, ErrNotContained)
+		}
+		if contained.Done != nil {
+			defer func() {
+				// Even when ctx ended: what the sandbox made goes.
+				res.Refused = contained.Done(context.WithoutCancel(ctx))
+			}()
+		}
+		run, env = contained.CheckCommand, contained.Env
+	}
+
 	out := newHeadTail(v.outputLimit)
-	cmd := exec.CommandContext(checkCtx, check.Argv[0], check.Argv[1:]...)
-	cmd.Dir = dir
-	cmd.Env = append(append(gitexec.WithoutOwner(os.Environ()), v.env...), check.Env...)
+	cmd := exec.CommandContext(checkCtx, run.Argv[0], run.Argv[1:]...)
+	cmd.Dir = run.Dir
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = out, out
 	// Its own process group, so that killing it on timeout also kills
 	// whatever it started (go test's test binaries, a dev server, ...).

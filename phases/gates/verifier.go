@@ -56,6 +56,11 @@ type VerifierConfig struct {
 	// Logger receives a debug record per check. Default: none (nil discards
 	// them).
 	Logger *slog.Logger
+	// Sandbox contains each check's processes: the check runs what its
+	// Contain returns, in the environment it builds, and what it refused
+	// of the check's is the result's Refused. Default: none (nil: checks
+	// run on the host, with the host's whole environment and its rights).
+	Sandbox Sandbox
 }
 
 // Verifier is the command-running phases.Verifier.
@@ -68,6 +73,7 @@ type Verifier struct {
 	waitDelay      time.Duration
 	clock          clock.Clock
 	log            *slog.Logger
+	sandbox        Sandbox
 }
 
 var _ phases.Verifier = (*Verifier)(nil)
@@ -83,6 +89,7 @@ func NewVerifier(cfg VerifierConfig) *Verifier {
 		waitDelay:      orDefault(cfg.WaitDelay, DefaultWaitDelay),
 		clock:          clock.OrReal(cfg.Clock),
 		log:            cfg.Logger,
+		sandbox:        cfg.Sandbox,
 	}
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
@@ -115,6 +122,11 @@ var ErrEmptyPlan = errors.New("gates: gate plan has no checks, so it would pass 
 // ErrNoWorkspace is returned when the snapshot has no WorkspacePath to run
 // checks in.
 var ErrNoWorkspace = errors.New("gates: snapshot has no workspace path")
+
+// ErrNotContained is matched by Verify's error when a check could not be
+// put in its sandbox (VerifierConfig.Sandbox's Contain failed): the check
+// did not run.
+var ErrNotContained = errors.New("gates: the check could not be contained")
 
 // PlanError reports a gate plan the Verifier cannot run. Nothing has run
 // when it is returned.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/phases/agentcmd"
+	"github.com/agentforeman/foreman/phases/gates"
 	"github.com/agentforeman/foreman/pipeline"
 )
 
@@ -48,4 +49,16 @@ func (t *Team) agentDrivers() []*agentcmd.Driver {
 	}
 	add(t.cfg.Reviewer)
 	return out
+}
+
+// defaultVerifier is the Verifier of a team whose Config names none: the
+// gates run the story's code, so they run in the sandbox of the team's
+// first agentcmd driver (its hidden places, decoys and binds; see
+// agentcmd.Driver.Contain), or on the host where the team has none.
+func (t *Team) defaultVerifier() *gates.Verifier {
+	cfg := gates.VerifierConfig{Clock: t.cfg.Clock, Logger: t.log}
+	if ds := t.agentDrivers(); len(ds) > 0 {
+		cfg.Sandbox = ds[0]
+	}
+	return gates.NewVerifier(cfg)
 }

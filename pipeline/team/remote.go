@@ -67,7 +67,7 @@ func NewStageAgent(ctx context.Context, cfg Config) (phases.AgentDriver, error) 
 		t.snap = gitsnap.New(gitsnap.Config{Git: mc.Git, Env: mc.GitEnv, Clock: cfg.Clock})
 	}
 	if t.verifier == nil {
-		t.verifier = gates.NewVerifier(gates.VerifierConfig{Clock: cfg.Clock, Logger: log})
+		t.verifier = t.defaultVerifier()
 	}
 	if t.feedback == nil {
 		t.feedback = gates.NewFeedbackGenerator(gates.FeedbackConfig{})

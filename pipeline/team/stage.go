@@ -399,6 +399,17 @@ type gateEvents struct {
 
 func (g gateEvents) Verify(ctx context.Context, snap phases.Snapshot, plan phases.GatePlan, opts phases.VerifyOptions) (phases.VerificationReport, error) {
 	rep, err := g.t.verifier.Verify(ctx, snap, plan, opts)
+	// What a check's sandbox refused is the code under verification
+	// reaching beyond its worktree: the agent's code, counted as the
+	// agent's own attempts are (even when Verify failed after it).
+	for _, l := range rep.Levels {
+		for _, c := range l.Checks {
+			for _, note := range c.Refused {
+				g.t.refuse(ctx, refusal{Item: g.a.Item, Stage: g.a.Stage, Worker: g.a.Worker, Assignment: g.a.Assignment,
+					Detail: fmt.Sprintf("gate check %q (sandboxed, running the story's code): %s", c.Name, note), driver: true})
+			}
+		}
+	}
 	if err != nil {
 		return rep, err
 	}

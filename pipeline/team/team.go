@@ -245,7 +245,7 @@ func (t *Team) open(ctx context.Context) error {
 		t.snap = gitsnap.New(gitsnap.Config{Git: mc.Git, Env: mc.GitEnv, Clock: cfg.Clock})
 	}
 	if t.verifier == nil {
-		t.verifier = gates.NewVerifier(gates.VerifierConfig{Clock: cfg.Clock, Logger: t.log})
+		t.verifier = t.defaultVerifier()
 	}
 	if t.feedback == nil {
 		t.feedback = gates.NewFeedbackGenerator(gates.FeedbackConfig{})

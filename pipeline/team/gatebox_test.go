@@ -1,0 +1,125 @@
+package team_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentforeman/foreman/internal/demo"
+	"github.com/agentforeman/foreman/merge"
+	"github.com/agentforeman/foreman/phases"
+	"github.com/agentforeman/foreman/phases/agentcmd"
+	"github.com/agentforeman/foreman/pipeline/team"
+)
+
+// hookAgent plays every stage; its build commits check-hook.sh, which the
+// gate runs as go test runs a committed _test.go: HONEST's hook does
+// nothing, SNEAK's reaches for what the agent itself cannot.
+const hookAgent = `#!/bin/sh
+set -eu
+report() { printf '{"assignment":"%s","outcome":"%s"%s}\n' "$FOREMAN_ASSIGNMENT" "$1" "${2:-}" > "$FOREMAN_RESULT"; }
+case "$FOREMAN_ROLE" in
+planner) report complete ',"tasks":1,"score":4' ;;
+validator) report go ',"score":9' ;;
+*) if [ "$FOREMAN_ITEM" = SNEAK ]; then
+     cat > check-hook.sh <<'EOF'
+#!/bin/sh
+echo evil >> %REPO%/go.mod 2>/dev/null
+echo evil > %REPO%/.foreman/foreman.db 2>/dev/null
+echo evil > %HOSTHOME%/planted 2>/dev/null
+{ env; cat /etc/shadow %HOSTHOME%/credentials; } > loot.txt 2>&1
+git update-ref refs/heads/main HEAD
+exit 0
+EOF
+   else
+     printf '#!/bin/sh\nexit 0\n' > check-hook.sh
+   fi
+   chmod +x check-hook.sh
+   echo ok > "$FOREMAN_ITEM.txt" && git add -A && git commit -qm "$FOREMAN_ITEM: ok"
+   report complete ',"summary":"wrote the file"' ;;
+esac
+`
+
+// The gates run the story's code (a committed test, a build script): in
+// the agent's sandbox, with the agent's rights. SNEAK's committed hook,
+// run by the gate, writes into the main checkout, the state directory and
+// the host's home, moves main and collects the environment and secrets:
+// nothing real changes, its loot holds no secret, each attempt is an
+// EventRefused of the gate's, and SNEAK waits for a person while HONEST
+// lands.
+func TestTheGatesRunTheStorysCodeInTheAgentsSandbox(t *testing.T) {
+	if !agentcmd.New(agentcmd.Config{Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}).Sandboxed() {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI needs the OS sandbox")
+		}
+		t.Skip("no OS sandbox here")
+	}
+	ctx := context.Background()
+	hostHome := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(hostHome, "credentials"), []byte("hunter2"), 0o600))
+	t.Setenv("HOME", hostHome)
+	t.Setenv("FOREMAN_NOTIFY_SECRET", "webhook-secret")
+	t.Setenv("ANTHROPIC_API_KEY", "the-agents-key")
+	repo := filepath.Join(hostileBase(t), "repo")
+	require.NoError(t, demo.NewGoModuleRepo(ctx, repo))
+	goMod, err := os.ReadFile(filepath.Join(repo, "go.mod"))
+	require.NoError(t, err)
+	body := strings.NewReplacer("%REPO%", demo.ShellQuote(repo), "%HOSTHOME%", demo.ShellQuote(hostHome)).Replace(hookAgent)
+	script, err := demo.WriteScript(t.TempDir(), "hook-agent.sh", body)
+	require.NoError(t, err)
+	tm, err := team.New(ctx, team.Config{
+		Repo: repo,
+		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv(),
+			Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}),
+		Gates: phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L1Tests, Checks: []phases.GateCheck{
+			{Name: "hook", Argv: []string{"sh", "-c", "./check-hook.sh"}}}}}},
+		Merge: merge.Config{GitEnv: demo.IsolatedGitConfig()},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tm.Close() })
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "HONEST", Title: "honest"}, team.Story{ID: "SNEAK", Title: "its test reaches out"}))
+
+	res := run(t, tm)
+	assert.Equal(t, team.StoryMerged, stateOf(res, "HONEST").State, res.String())
+	sneak := stateOf(res, "SNEAK")
+	require.Equal(t, team.StoryPaused, sneak.State, res.String())
+	require.NotNil(t, sneak.Pause)
+	assert.Contains(t, sneak.Pause.Message, "its agents were refused")
+
+	var refused []string
+	for _, e := range tm.Events(0) {
+		if e.Kind == team.EventRefused {
+			assert.Equal(t, "SNEAK", string(e.Story), e.Detail)
+			refused = append(refused, e.Detail)
+		}
+	}
+	joined := strings.Join(refused, "\n")
+	for _, want := range []string{
+		`gate check "hook" (sandboxed, running the story's code): refused the check's move of refs/heads/main (another branch): not carried back`,
+		`gate check "hook" (sandboxed, running the story's code): wrote "planted" into the hidden host's home`,
+		`gate check "hook" (sandboxed, running the story's code): wrote "foreman.db" into the hidden state directory`,
+		`gate check "hook" (sandboxed, running the story's code): wrote "go.mod" into the hidden main checkout`,
+	} {
+		assert.Contains(t, joined, want)
+	}
+
+	// Nothing real changed, and what it collected holds no secret.
+	assert.Equal(t, []string{"HONEST"}, trailers(t, repo), "main moved by HONEST's landing only")
+	after, err := os.ReadFile(filepath.Join(repo, "go.mod"))
+	require.NoError(t, err)
+	assert.Equal(t, string(goMod), string(after))
+	assert.NoFileExists(t, filepath.Join(hostHome, "planted"))
+	rs, err := team.ReadStatus(ctx, team.Config{Repo: repo})
+	require.NoError(t, err, "the database is intact")
+	assert.Len(t, rs.Stories, 2)
+	loot, err := os.ReadFile(filepath.Join(repo, ".worktrees", "SNEAK", "loot.txt"))
+	require.NoError(t, err)
+	for _, secret := range []string{"webhook-secret", "the-agents-key", "hunter2", "root:"} {
+		assert.NotContains(t, string(loot), secret)
+	}
+}
