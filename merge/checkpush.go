@@ -1,17 +1,19 @@
 package merge
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/gitexec"
+	"github.com/agentforeman/foreman/phases/gates"
 )
 
 func (m *Manager) clearLeftoverCheck(id foreman.ItemID) error {
@@ -35,26 +37,75 @@ func (m *Manager) runCheck(ctx context.Context, id foreman.ItemID, commit string
 			m.log.Error("merge: removing check worktree", "path", dir, "err", err)
 		}
 	}()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = dir
+	run := gates.CheckCommand{Dir: dir, Argv: argv, Env: []string{"FOREMAN_ITEM=" + string(id), "FOREMAN_COMMIT=" + commit}}
+	env := append(gitexec.WithoutOwner(os.Environ()), run.Env...)
+	done := func() []string { return nil }
+	if m.cfg.CheckSandbox != nil {
+		contained, err := m.cfg.CheckSandbox.Contain(ctx, run)
+		if err != nil {
+			return &CheckError{Item: id, Command: argv, ExitCode: -1, Err: fmt.Errorf("%w: %w", gates.ErrNotContained, err)}
+		}
+		if len(contained.Argv) == 0 {
+			return &CheckError{Item: id, Command: argv, ExitCode: -1, Err: fmt.Errorf("%w: the sandbox returned no command", gates.ErrNotContained)}
+		}
+		if contained.Done != nil {
+			done = func() []string { return contained.Done(context.WithoutCancel(ctx)) }
+		}
+		run, env = contained.CheckCommand, contained.Env
+	}
+	cmd := exec.CommandContext(ctx, run.Argv[0], run.Argv[1:]...)
+	cmd.Dir = run.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.Env = append(gitexec.WithoutOwner(os.Environ()), "FOREMAN_ITEM="+string(id), "FOREMAN_COMMIT="+commit)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Env = env
+	out := &tailBuffer{limit: checkOutputLimit}
+	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
-	if err == nil {
-		return nil
-	}
+	refused := done()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	code := -1
+	if err == nil && len(refused) == 0 {
+		return nil
+	}
+	code := 0
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		code = exit.ExitCode()
+	} else if err != nil {
+		code = -1
 	}
-	return &CheckError{Item: id, Command: argv, ExitCode: code, Output: out.String(), Err: err}
+	return &CheckError{Item: id, Command: argv, ExitCode: code, Output: out.String(), Refused: refused, Err: err}
+}
+
+// checkOutputLimit bounds the output of Request.Check kept for its
+// CheckError: the tail, where a failure says why.
+const checkOutputLimit = 64 << 10
+
+// tailBuffer keeps the last limit bytes written to it.
+type tailBuffer struct {
+	mu    sync.Mutex
+	limit int
+	buf   []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > 2*b.limit {
+		b.buf = append(b.buf[:0], b.buf[len(b.buf)-b.limit:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.buf) > b.limit {
+		return string(b.buf[len(b.buf)-b.limit:])
+	}
+	return string(b.buf)
 }
 
 // pushIfAsked pushes the target and confirms the remote ref holds res.Commit.

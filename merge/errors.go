@@ -184,13 +184,25 @@ type CheckError struct {
 	Item     foreman.ItemID
 	Command  []string
 	ExitCode int
-	Output   string
-	Err      error
+	// Output is the tail of the check's output (at most 64 KiB).
+	Output string
+	// Refused is what Config.CheckSandbox refused of the check's, one
+	// line each: such a check fails whatever its exit status.
+	Refused []string
+	Err     error
 }
 
 func (e *CheckError) Error() string {
+	if len(e.Refused) > 0 {
+		return fmt.Sprintf("merge: post-merge check %q for %s reached beyond its checkout (exit %d), refused by its sandbox: %s",
+			strings.Join(e.Command, " "), e.Item, e.ExitCode, strings.Join(e.Refused, "; "))
+	}
+	detail := tail(e.Output, 400)
+	if strings.TrimSpace(detail) == "" && e.Err != nil {
+		detail = e.Err.Error() // it did not run, or said nothing
+	}
 	return fmt.Sprintf("merge: post-merge check %q for %s failed (exit %d): %s",
-		strings.Join(e.Command, " "), e.Item, e.ExitCode, tail(e.Output, 400))
+		strings.Join(e.Command, " "), e.Item, e.ExitCode, detail)
 }
 
 func (e *CheckError) Unwrap() error { return e.Err }

@@ -13,6 +13,7 @@ import (
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/clock"
 	"github.com/agentforeman/foreman/internal/gitexec"
+	"github.com/agentforeman/foreman/phases/gates"
 )
 
 // Config configures a Manager. The zero value of every field but Repo means
@@ -82,6 +83,13 @@ type Config struct {
 	// each time the repository lock is found held. Default: none (nil
 	// discards them).
 	Logger *slog.Logger
+	// CheckSandbox contains Request.Check, which runs the squash's code
+	// (a test suite the work changed): the check runs what its Contain
+	// returns, and a check whose sandbox refused it anything fails
+	// (*CheckError with Refused) even when it exited 0. agentcmd.Driver
+	// is one; pipeline/team sets its agent's. Default: none (nil: the
+	// check runs on the host with the host's environment and rights).
+	CheckSandbox gates.Sandbox
 }
 
 // Identity is a git author or committer.

@@ -18,8 +18,9 @@ import (
 )
 
 // hookAgent plays every stage; its build commits check-hook.sh, which the
-// gate runs as go test runs a committed _test.go: HONEST's hook does
-// nothing, SNEAK's reaches for what the agent itself cannot.
+// gate runs as go test runs a committed _test.go: SNEAK's reaches for
+// what the agent itself cannot; HONEST commits none (two stories adding
+// the file would conflict).
 const hookAgent = `#!/bin/sh
 set -eu
 report() { printf '{"assignment":"%s","outcome":"%s"%s}\n' "$FOREMAN_ASSIGNMENT" "$1" "${2:-}" > "$FOREMAN_RESULT"; }
@@ -36,10 +37,8 @@ echo evil > %HOSTHOME%/planted 2>/dev/null
 git update-ref refs/heads/main HEAD
 exit 0
 EOF
-   else
-     printf '#!/bin/sh\nexit 0\n' > check-hook.sh
+     chmod +x check-hook.sh
    fi
-   chmod +x check-hook.sh
    echo ok > "$FOREMAN_ITEM.txt" && git add -A && git commit -qm "$FOREMAN_ITEM: ok"
    report complete ',"summary":"wrote the file"' ;;
 esac
@@ -52,37 +51,17 @@ esac
 // nothing real changes, its loot holds no secret, each attempt is an
 // EventRefused of the gate's, and SNEAK waits for a person while HONEST
 // lands.
+// hookCheck runs the story's check-hook.sh where it has one.
+const hookCheck = "if [ -e check-hook.sh ]; then ./check-hook.sh; fi"
+
 func TestTheGatesRunTheStorysCodeInTheAgentsSandbox(t *testing.T) {
-	if !agentcmd.New(agentcmd.Config{Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}).Sandboxed() {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI needs the OS sandbox")
-		}
-		t.Skip("no OS sandbox here")
-	}
 	ctx := context.Background()
-	hostHome := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(hostHome, "credentials"), []byte("hunter2"), 0o600))
-	t.Setenv("HOME", hostHome)
-	t.Setenv("FOREMAN_NOTIFY_SECRET", "webhook-secret")
-	t.Setenv("ANTHROPIC_API_KEY", "the-agents-key")
-	repo := filepath.Join(hostileBase(t), "repo")
-	require.NoError(t, demo.NewGoModuleRepo(ctx, repo))
+	tm, repo, hostHome := hookTeam(t, func(c *team.Config) {
+		c.Gates = phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L1Tests, Checks: []phases.GateCheck{
+			{Name: "hook", Argv: []string{"sh", "-c", hookCheck}}}}}}
+	})
 	goMod, err := os.ReadFile(filepath.Join(repo, "go.mod"))
 	require.NoError(t, err)
-	body := strings.NewReplacer("%REPO%", demo.ShellQuote(repo), "%HOSTHOME%", demo.ShellQuote(hostHome)).Replace(hookAgent)
-	script, err := demo.WriteScript(t.TempDir(), "hook-agent.sh", body)
-	require.NoError(t, err)
-	tm, err := team.New(ctx, team.Config{
-		Repo: repo,
-		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv(),
-			Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}),
-		Gates: phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L1Tests, Checks: []phases.GateCheck{
-			{Name: "hook", Argv: []string{"sh", "-c", "./check-hook.sh"}}}}}},
-		Merge: merge.Config{GitEnv: demo.IsolatedGitConfig()},
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = tm.Close() })
-	require.NoError(t, tm.Add(ctx, team.Story{ID: "HONEST", Title: "honest"}, team.Story{ID: "SNEAK", Title: "its test reaches out"}))
 
 	res := run(t, tm)
 	assert.Equal(t, team.StoryMerged, stateOf(res, "HONEST").State, res.String())
@@ -122,4 +101,66 @@ func TestTheGatesRunTheStorysCodeInTheAgentsSandbox(t *testing.T) {
 	for _, secret := range []string{"webhook-secret", "the-agents-key", "hunter2", "root:"} {
 		assert.NotContains(t, string(loot), secret)
 	}
+}
+
+// The post-merge check (Config.MergeCheck) runs the squash's code too: in
+// the agents' sandbox. SNEAK's hook, run by it, is refused and fails the
+// check though it exits 0: SNEAK pauses with the cause, HONEST lands,
+// nothing real changed.
+func TestTheMergeCheckRunsInTheAgentsSandbox(t *testing.T) {
+	ctx := context.Background()
+	tm, repo, hostHome := hookTeam(t, func(c *team.Config) {
+		c.LandRefused = true // the merge check's own refusal is the point
+		c.MergeCheck = []string{"sh", "-c", hookCheck}
+	})
+	res := run(t, tm)
+	assert.Equal(t, team.StoryMerged, stateOf(res, "HONEST").State, res.String())
+	sneak := stateOf(res, "SNEAK")
+	require.Equal(t, team.StoryPaused, sneak.State, res.String())
+	require.NotNil(t, sneak.Pause)
+	assert.Contains(t, sneak.Pause.Message, `post-merge check "sh -c `+hookCheck+`" for SNEAK reached beyond its checkout (exit 0), refused by its sandbox`)
+	assert.Contains(t, sneak.Pause.Message, `wrote "planted" into the hidden host's home`)
+	assert.Equal(t, []string{"HONEST"}, trailers(t, repo))
+	assert.NoFileExists(t, filepath.Join(hostHome, "planted"))
+	_, err := team.ReadStatus(ctx, team.Config{Repo: repo})
+	require.NoError(t, err, "the database is intact")
+}
+
+// hookTeam is a sandboxed team of HONEST and SNEAK (hookAgent) in a Go
+// module repository outside /tmp, the host's $HOME a temporary directory
+// with a credentials file and secrets in the environment (so its caller
+// is not parallel); mod sets the gates.
+func hookTeam(t *testing.T, mod func(*team.Config)) (tm *team.Team, repo, hostHome string) {
+	t.Helper()
+	if !agentcmd.New(agentcmd.Config{Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}).Sandboxed() {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI needs the OS sandbox")
+		}
+		t.Skip("no OS sandbox here")
+	}
+	ctx := context.Background()
+	hostHome = t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(hostHome, "credentials"), []byte("hunter2"), 0o600))
+	t.Setenv("HOME", hostHome)
+	t.Setenv("FOREMAN_NOTIFY_SECRET", "webhook-secret")
+	t.Setenv("ANTHROPIC_API_KEY", "the-agents-key")
+	repo = filepath.Join(hostileBase(t), "repo")
+	require.NoError(t, demo.NewGoModuleRepo(ctx, repo))
+	body := strings.NewReplacer("%REPO%", demo.ShellQuote(repo), "%HOSTHOME%", demo.ShellQuote(hostHome)).Replace(hookAgent)
+	script, err := demo.WriteScript(t.TempDir(), "hook-agent.sh", body)
+	require.NoError(t, err)
+	cfg := team.Config{
+		Repo: repo,
+		Agent: agentcmd.New(agentcmd.Config{Argv: []string{script, "{prompt}"}, Env: demo.GitEnv(),
+			Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}),
+		Gates: phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L1Tests, Checks: []phases.GateCheck{
+			{Name: "true", Argv: []string{"true"}}}}}},
+		Merge: merge.Config{GitEnv: demo.IsolatedGitConfig()},
+	}
+	mod(&cfg)
+	tm, err = team.New(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tm.Close() })
+	require.NoError(t, tm.Add(ctx, team.Story{ID: "HONEST", Title: "honest"}, team.Story{ID: "SNEAK", Title: "its test reaches out"}))
+	return tm, repo, hostHome
 }

@@ -207,6 +207,10 @@ func (t *Team) open(ctx context.Context) error {
 	if mc.Logger == nil {
 		mc.Logger = t.log
 	}
+	if ds := t.agentDrivers(); mc.CheckSandbox == nil && len(ds) > 0 {
+		// MergeCheck runs the squash's code: in the agents' sandbox.
+		mc.CheckSandbox = ds[0]
+	}
 	mgr, mc, err := openRepository(ctx, cfg, mc)
 	if err != nil {
 		return err
