@@ -414,14 +414,17 @@ func TestALeaderStoppedMidMergeLandsNothingOnceResumed(t *testing.T) {
 	// The merge check runs between the leader's store check and its push;
 	// coord-a's first one waits there.
 	check := filepath.Join(c.ctl, "merge-check.sh")
-	script := fmt.Sprintf("#!/bin/sh\nif [ \"$FOREMAN_TEST_PROC\" = coord-a ] && mkdir %[1]s/check.once 2>/dev/null; then\n"+
+	// It runs in the coordinator's sandbox (the control directory bound),
+	// in an environment built without the test's variables: the
+	// checkout's path names the coordinator.
+	script := fmt.Sprintf("#!/bin/sh\ncase \"$PWD\" in */coord-a/*) a=1 ;; esac\nif [ -n \"$a\" ] && mkdir %[1]s/check.once 2>/dev/null; then\n"+
 		"  echo started > %[2]s\n  read line < %[3]s\nfi\nexit 0\n", shellQuote(c.ctl), shellQuote(started), shellQuote(release))
 	require.NoError(t, os.WriteFile(check, []byte(script), 0o755))
 
 	c.start(t, "worker-1", roleWorker)
-	old := c.start(t, "coord-a", roleCoordinator, leaseArgs("-merge-check", check)...)
+	old := c.start(t, "coord-a", roleCoordinator, leaseArgs("-merge-check", check, "-bind", c.ctl)...)
 	old.waitFor(t, "coordinator: leading, term 1", time.Minute)
-	next := c.start(t, "coord-b", roleCoordinator, leaseArgs("-merge-check", check)...)
+	next := c.start(t, "coord-b", roleCoordinator, leaseArgs("-merge-check", check, "-bind", c.ctl)...)
 	next.waitFor(t, "coordinator: campaigning", time.Minute)
 
 	readFIFO(t, started, 3*time.Minute) // coord-a is inside its first merge

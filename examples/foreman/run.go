@@ -293,6 +293,13 @@ func teamConfig(o options, plan team.Plan, stderr io.Writer) (team.Config, error
 		agent = agentcmd.New(agentcmd.Config{Argv: argv, Format: o.format, Logger: log,
 			Sandbox: agentcmd.Sandbox{Mode: o.sandbox, Binds: o.binds}})
 	}
+	if agent == nil && len(check) > 0 {
+		// A coordinator runs no agent, but its -merge-check runs the
+		// squash's code: in the sandbox an agent would have (the team
+		// gives an agent's own to the merge check where it has one).
+		mc.CheckSandbox = agentcmd.New(agentcmd.Config{Argv: []string{"true"}, Logger: log,
+			Sandbox: agentcmd.Sandbox{Mode: o.sandbox, Binds: o.binds, Hide: []string{filepath.Join(repo, team.StateDirName)}}})
+	}
 	return team.Config{
 		Repo:       repo,
 		Agent:      agent,

@@ -179,9 +179,11 @@
 // cuts the agent off from every network, loopback included. Other limits:
 // the real object store is readable, so an agent can read what other
 // stories committed or staged; a team's result
-// directory is shared by its assignments; the gates the host runs on the
-// agent's change run outside the sandbox; the agent runs as the host's
-// user. A CLI installed under the host's home needs a Bind of its
+// directory is shared by its assignments; the agent runs as the host's
+// user. The gates run the agent's code (a test it wrote): Driver.Contain,
+// a gates.Sandbox, runs each check in the same sandbox with the agent's
+// rights, a home of its own and an environment built from
+// DefaultCheckPassEnv, and reports what it refused. A CLI installed under the host's home needs a Bind of its
 // directory (the agent's program, its directory and an npm install's
 // node_modules, and the PATH directories, are bound read-only
 // automatically), and a CLI logged in through its own login keeps its

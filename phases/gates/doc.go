@@ -28,6 +28,14 @@
 // pass any change. To waive the gates, say so with VerifyOptions.Skip, which
 // phases sets from TaskSpec.SkipVerification.
 //
+// A check runs the code under verification, which an untrusted agent may
+// have written: with VerifierConfig.Sandbox each check runs contained
+// (agentcmd.Driver is a Sandbox: the agent's own sandbox, an environment
+// built from an allowlist), and what the sandbox refused of it is its
+// CheckResult.Refused; a check that cannot be contained does not run
+// (ErrNotContained). Without one a check runs on the host, with the
+// host's environment and rights.
+//
 // The FeedbackGenerator writes plain text within a byte budget: what failed
 // (level, name, command, exit status, head and tail of the output), which
 // levels did not run, what the last iteration changed, and what to do next.

@@ -110,8 +110,9 @@ type Config struct {
 	// branch from and land on main).
 	Merge merge.Config
 	// MergeCheck, when set, is a command run on the squash commit before
-	// the target branch moves (merge.Request.Check). Default: none (no
-	// check).
+	// the target branch moves (merge.Request.Check), contained like the
+	// gates (Merge.CheckSandbox, when not set, is the team's first
+	// agentcmd driver). Default: none (no check).
 	MergeCheck []string
 
 	// Remote, when set, performs every stage somewhere else (another
@@ -153,7 +154,10 @@ type Config struct {
 	Snapshotter phases.Snapshotter
 	// Verifier runs the gate plans, in the run loop and in the
 	// quality-gate stage. Default: gates.NewVerifier with the team's Clock
-	// and Logger.
+	// and Logger, its Sandbox the team's first agentcmd driver (the gates
+	// run the story's code: each check in that agent's sandbox, what it
+	// refused counted as the story's refusals), none where no stage's
+	// agent is one.
 	Verifier phases.Verifier
 	// Feedback turns failed gates into the build's next prompt. Default:
 	// gates.NewFeedbackGenerator(gates.FeedbackConfig{}).

@@ -109,7 +109,8 @@ type Status struct {
 	CostUSD float64 `json:"costUSD"`
 	// Refused counts every story's refused attempts (StoryStatus.Refused).
 	Refused int64 `json:"refused,omitempty"`
-	// Containment says how the team's agents run: "bwrap" (each in an OS
+	// Containment says how the team's agents run, and with the default
+	// Verifier its gates and merge check: "bwrap" (each in an OS
 	// sandbox) or "none: " and why, for agentcmd drivers (agentcmd's
 	// Driver.Containment; distinct answers of several drivers joined by
 	// "; "); empty for other drivers. From ReadStatus it is what the
