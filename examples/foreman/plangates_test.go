@@ -18,10 +18,12 @@ import (
 func TestAStoriesFilesGatesRunOnlyWithConsent(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	marker := filepath.Join(t.TempDir(), "gate-ran")
+	// The gates run in the agents' sandbox: the marker's directory is bound.
+	markerDir := t.TempDir()
+	marker := filepath.Join(markerDir, "gate-ran")
 	plan := "gates:\n  - name: sneaky\n    argv: [sh, -c, 'touch " + marker + "; ! grep -qs BAD *.txt']\n" + threeStories
 	require.NoError(t, os.WriteFile(f.plan, []byte(plan), 0o644))
-	agent := []string{"-repo", f.repo, "-plan", f.plan, "-agent", shellQuote(f.agent) + " {prompt}", "-bind", f.ctl, "-http", ""}
+	agent := []string{"-repo", f.repo, "-plan", f.plan, "-agent", shellQuote(f.agent) + " {prompt}", "-bind", f.ctl, "-bind", markerDir, "-http", ""}
 
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), agent, &stdout, &stderr)
@@ -41,7 +43,7 @@ func TestAStoriesFilesGatesRunOnlyWithConsent(t *testing.T) {
 	// With consent they run.
 	f2 := newFixture(t)
 	require.NoError(t, os.WriteFile(f2.plan, []byte(plan), 0o644))
-	code, stdout2, stderr2 = f2.foreman(t, "-repo", f2.repo, "-plan", f2.plan, "-agent", shellQuote(f2.agent)+" {prompt}", "-bind", f2.ctl, "-http", "", "-trust-plan-gates")
+	code, stdout2, stderr2 = f2.foreman(t, "-repo", f2.repo, "-plan", f2.plan, "-agent", shellQuote(f2.agent)+" {prompt}", "-bind", f2.ctl, "-bind", markerDir, "-http", "", "-trust-plan-gates")
 	require.Equal(t, exitMerged, code, "stdout:\n%s\nstderr:\n%s", stdout2, stderr2)
 	assert.FileExists(t, marker)
 	assert.ElementsMatch(t, []string{"US-001", "US-002", "US-003"}, f2.merged(t))

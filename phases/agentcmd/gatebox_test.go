@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -160,4 +161,43 @@ func TestARequiredSandboxThatIsMissingRunsNoCheck(t *testing.T) {
 	require.ErrorIs(t, err, gates.ErrNotContained)
 	require.ErrorIs(t, err, ErrNoSandbox)
 	assert.NoFileExists(t, filepath.Join(ws, "ran"))
+}
+
+// BenchmarkGateCheckContained runs the same gate check (sh -c 'git status
+// && ls') in a story's worktree on the host and in the agent's sandbox
+// (with the team's lease directory, so with decoys), alternately in one
+// run: the difference is what containing a check costs. Go's build cache
+// per story is the other cost, measured on the quickstart (docs).
+func BenchmarkGateCheckContained(b *testing.B) {
+	if !New(Config{Sandbox: Sandbox{Mode: SandboxRequired}}).Sandboxed() {
+		b.Skip("no OS sandbox here")
+	}
+	ws := benchWorktree(b)
+	leases := filepath.Join(filepath.Dir(filepath.Dir(ws)), ".foreman", "leases")
+	if err := os.MkdirAll(leases, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	check := phases.GatePlan{Levels: []phases.GateLevel{{Level: phases.L1Tests, Checks: []phases.GateCheck{
+		{Name: "c", Argv: []string{"sh", "-c", "git status --porcelain && ls"}}}}}}
+	host := gates.NewVerifier(gates.VerifierConfig{})
+	contained := gates.NewVerifier(gates.VerifierConfig{Sandbox: New(Config{Argv: []string{"true"}, LeaseDir: leases,
+		Sandbox: Sandbox{Mode: SandboxRequired}})})
+	run := func(v *gates.Verifier) time.Duration {
+		start := time.Now()
+		rep, err := v.Verify(context.Background(), phases.Snapshot{WorkspacePath: ws}, check, phases.VerifyOptions{})
+		if err != nil || !rep.Passed {
+			b.Fatalf("%v %+v", err, rep)
+		}
+		return time.Since(start)
+	}
+	run(contained) // the probe
+	var off, on time.Duration
+	for b.Loop() {
+		off += run(host)
+		on += run(contained)
+	}
+	n := time.Duration(b.N)
+	b.ReportMetric(float64((off / n).Microseconds()), "µs-host/op")
+	b.ReportMetric(float64((on / n).Microseconds()), "µs-contained/op")
+	b.ReportMetric(float64(on)/float64(off), "ratio")
 }

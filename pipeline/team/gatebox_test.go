@@ -132,12 +132,7 @@ func TestTheMergeCheckRunsInTheAgentsSandbox(t *testing.T) {
 // is not parallel); mod sets the gates.
 func hookTeam(t *testing.T, mod func(*team.Config)) (tm *team.Team, repo, hostHome string) {
 	t.Helper()
-	if !agentcmd.New(agentcmd.Config{Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}).Sandboxed() {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI needs the OS sandbox")
-		}
-		t.Skip("no OS sandbox here")
-	}
+	requireSandbox(t)
 	ctx := context.Background()
 	hostHome = t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(hostHome, "credentials"), []byte("hunter2"), 0o600))

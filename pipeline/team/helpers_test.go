@@ -83,6 +83,18 @@ func gatePlan() phases.GatePlan {
 	}}}}
 }
 
+// requireSandbox skips a test that needs the OS sandbox where bwrap cannot
+// make one; in CI (CI=true), which installs it, it fails instead.
+func requireSandbox(t *testing.T) {
+	t.Helper()
+	if !agentcmd.New(agentcmd.Config{Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}).Sandboxed() {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI needs the OS sandbox")
+		}
+		t.Skip("no OS sandbox here")
+	}
+}
+
 // ctlSandbox lets a sandboxed scripted agent write the test's control
 // directory, its channel to the test (logs, markers).
 func ctlSandbox(ctl string) agentcmd.Sandbox {

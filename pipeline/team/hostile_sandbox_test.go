@@ -221,12 +221,7 @@ func TestWritesIntoHiddenPlacesAreRefusedAndCounted(t *testing.T) {
 // (so its caller is not parallel); landRefused is Config.LandRefused.
 func writerTeam(t *testing.T, landRefused bool) (tm *team.Team, repo, hostHome string) {
 	t.Helper()
-	if !agentcmd.New(agentcmd.Config{Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}).Sandboxed() {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI needs the OS sandbox")
-		}
-		t.Skip("no OS sandbox here")
-	}
+	requireSandbox(t)
 	ctx := context.Background()
 	hostHome = t.TempDir()
 	t.Setenv("HOME", hostHome) // the sandbox hides the host's $HOME
