@@ -39,6 +39,10 @@ func TestARefusedAgentsStoryWaitsForAPersonUnlessLandRefused(t *testing.T) {
 		_, status, _ := f.foreman(t, "-repo", f.repo, "-status")
 		assert.Contains(t, status, "its agents were refused 1 time(s)")
 		assert.Contains(t, status, `wrote "EVIL" into the hidden main checkout`)
+		assert.Regexp(t, `(?m)^  US-003: 1, of these kinds .*\n    1x \S+ to \S+: the OS sandbox: wrote "EVIL" into the hidden main checkout`, status,
+			"-status lists each kind of refusal with its count and times")
+		_, js, _ := f.foreman(t, "-repo", f.repo, "-status", "-json")
+		assert.Regexp(t, `"refusedKinds": \[\s*\{\s*"detail": "the OS sandbox: wrote \\"EVIL\\" into the hidden main checkout[^"]*",\s*"count": 1,`, js)
 		assert.NoFileExists(t, filepath.Join(f.repo, "EVIL"))
 
 		code, _, stderr = f.foreman(t, "-repo", f.repo, "-resolve", "US-003=resume")

@@ -68,7 +68,7 @@ func OldStatuses(t *Team, ctx context.Context) ([]StoryStatus, error) {
 		ss := StoryStatus{ID: s.ID, Title: s.Title, After: s.After, State: storyState(task, st, dp), Stage: st.Stage,
 			Attempts: st.Assignments, Last: lastResult(st), Feedback: st.Feedback, Commit: st.Commit,
 			Started: st.Started, Updated: st.Updated, Tokens: usage[s.ID].Tokens, CostUSD: usage[s.ID].CostUSD,
-			Refused: refused[s.ID].Count, RefusedLast: refused[s.ID].Last}
+			Refused: refused[s.ID].Count, RefusedLast: refused[s.ID].Last, RefusedKinds: refused[s.ID].kinds()}
 		if st.Status != pipeline.StatusNew {
 			ss.Role = t.role(st.Stage)
 		}

@@ -197,8 +197,17 @@ func TestWritesIntoHiddenPlacesAreRefusedAndCounted(t *testing.T) {
 	for _, s := range st.Stories {
 		if s.ID == "WRITER" {
 			assert.Equal(t, int64(4), s.Refused)
+			// Four places, four kinds of attempt: each one shown.
+			var kinds []string
+			for _, k := range s.RefusedKinds {
+				assert.Equal(t, int64(1), k.Count, k.Detail)
+				assert.False(t, k.First.IsZero() || k.Last.Before(k.First), "%+v", k)
+				kinds = append(kinds, k.Detail)
+			}
+			assert.ElementsMatch(t, refused, kinds)
 		}
 	}
+	assert.Contains(t, st.Text(), "  WRITER: 4, of these kinds")
 
 	// Nothing real changed: the files, the host's home, the team's state.
 	assert.NoFileExists(t, filepath.Join(repo, "EVIL"))
@@ -213,6 +222,9 @@ func TestWritesIntoHiddenPlacesAreRefusedAndCounted(t *testing.T) {
 	rs, err := team.ReadStatus(ctx, team.Config{Repo: repo})
 	require.NoError(t, err, "the database is intact")
 	assert.Len(t, rs.Stories, 2)
+	for i := range rs.Stories {
+		assert.Equal(t, st.Stories[i].RefusedKinds, rs.Stories[i].RefusedKinds, "ReadStatus shows the kinds too")
+	}
 }
 
 // writerTeam is a team of two sandboxed stories, HONEST and WRITER (whose

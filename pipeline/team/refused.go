@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"regexp"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/phases"
@@ -41,6 +45,98 @@ type refusedRecord struct {
 	// Seen is Count when a person last resolved the story (Retry or
 	// Resume): what the refusalGate lets land.
 	Seen int64 `json:"seen,omitempty"`
+	// Kinds are the kinds of refusal seen last (addKind), at most
+	// maxRefusalKinds, in the order first seen.
+	Kinds []refusalKindRecord `json:"kinds,omitempty"`
+}
+
+// refusalKindRecord is a RefusalKind as a story's refusals record keeps
+// it, with its kind's key: an FNV-64a hash of refusalKey of the whole
+// detail (Detail is clipped, and where a clip falls depends on the
+// lengths of what the detail names).
+type refusalKindRecord struct {
+	Key uint64 `json:"key"`
+	RefusalKind
+}
+
+// kinds is the record's kinds as the status shows them.
+func (r refusedRecord) kinds() []RefusalKind {
+	if len(r.Kinds) == 0 {
+		return nil
+	}
+	out := make([]RefusalKind, len(r.Kinds))
+	for i, k := range r.Kinds {
+		out[i] = k.RefusalKind
+	}
+	return out
+}
+
+// RefusalKind is one kind of attempt a story's agents were refused
+// (StoryStatus.RefusedKinds): the refusals whose details differ only in
+// what they named (quoted names, paths, numbers, object ids: refusalKey),
+// such as every "MCP report for assignment "…", not its own …", or every
+// write into one hidden place. Detail is the last one's (clipped to 240
+// bytes), Count how many there were, First and Last when the
+// first and the last were refused.
+type RefusalKind struct {
+	Detail string    `json:"detail"`
+	Count  int64     `json:"count"`
+	First  time.Time `json:"first"`
+	Last   time.Time `json:"last"`
+}
+
+// maxRefusalKinds bounds the kinds a story's refusals record keeps: the
+// kind seen longest ago goes first. A flood of one kind, however its
+// details vary in what they name, stays one kind and pushes out none.
+const maxRefusalKinds = 8
+
+// maxKindDetail bounds a RefusalKind's Detail: the record is read with
+// every change to the story's refusals, and the status view keeps it.
+const maxKindDetail = 240
+
+// Patterns refusalKey masks, in its order: a quoted name (Go's %q; one a
+// clip cut short runs to the end), a list of them (with its "and N more"), a path (absolute or a ref's), an object id, a number.
+var (
+	kindQuoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*(?:"|$)`)
+	kindList   = regexp.MustCompile(`"…"(?: \(removed\))?(?:, "…"(?: \(removed\))?)*(?: and (?:[0-9]+ )?more)?`)
+	kindPath   = regexp.MustCompile(`(?:[A-Za-z0-9._~-]*/[^\s,;:()"']+)+`)
+	kindHex    = regexp.MustCompile(`\b[0-9a-f]{7,64}\b`)
+	kindNumber = regexp.MustCompile(`[0-9]+`)
+)
+
+// refusalKey is the kind of a refusal's detail: the detail without what
+// it named (an agent chooses those: a flood of reports for made-up
+// assignments, of writes to made-up names, is one kind).
+func refusalKey(detail string) string {
+	k := kindQuoted.ReplaceAllLiteralString(detail, `"…"`)
+	k = kindList.ReplaceAllLiteralString(k, `"…"`)
+	k = kindPath.ReplaceAllLiteralString(k, "/…")
+	k = kindHex.ReplaceAllLiteralString(k, "#")
+	return kindNumber.ReplaceAllLiteralString(k, "0")
+}
+
+// addKind counts a refusal with detail at at in r's kinds.
+func (r *refusedRecord) addKind(detail string, at time.Time) {
+	h := fnv.New64a()
+	h.Write([]byte(refusalKey(detail)))
+	key := h.Sum64()
+	shown := oneLine(detail, maxKindDetail)
+	for i := range r.Kinds {
+		if k := &r.Kinds[i]; k.Key == key {
+			k.Detail, k.Count, k.Last = shown, k.Count+1, at
+			return
+		}
+	}
+	if len(r.Kinds) >= maxRefusalKinds {
+		oldest := 0
+		for i, k := range r.Kinds {
+			if k.Last.Before(r.Kinds[oldest].Last) {
+				oldest = i
+			}
+		}
+		r.Kinds = slices.Delete(r.Kinds, oldest, oldest+1)
+	}
+	r.Kinds = append(r.Kinds, refusalKindRecord{Key: key, RefusalKind: RefusalKind{Detail: shown, Count: 1, First: at, Last: at}})
 }
 
 // refusalGate is the pipeline's Merger unless Config.LandRefused: a story
@@ -105,7 +201,7 @@ type refusal struct {
 // maxRefusedEvents for the rest.
 func (t *Team) refuse(ctx context.Context, r refusal) {
 	t.log.Warn("team: refused: "+r.Detail, "story", r.Item, "assignment", r.Assignment)
-	if err := addRefused(context.WithoutCancel(ctx), t.db, r.Item, r.Detail); err != nil {
+	if err := addRefused(context.WithoutCancel(ctx), t.db, r.Item, r.Detail, t.clk.Now()); err != nil {
 		t.log.Warn("team: counting a refusal", "story", r.Item, "err", err)
 	}
 	detail := r.Detail
@@ -156,11 +252,12 @@ func (t *Team) watchSandbox(ctx context.Context, a pipeline.AgentAssignment, onE
 	}
 }
 
-// addRefused adds one to a story's refusals.
-func addRefused(ctx context.Context, db store.Store, item foreman.ItemID, detail string) error {
+// addRefused adds one to a story's refusals, refused at at.
+func addRefused(ctx context.Context, db store.Store, item foreman.ItemID, detail string, at time.Time) error {
 	return updateRefused(ctx, db, item, "counting the refusals of", func(r *refusedRecord, _ bool) bool {
 		r.Count++
 		r.Last = oneLine(detail, maxDetail)
+		r.addKind(detail, at)
 		return true
 	})
 }
@@ -205,15 +302,38 @@ func refusedByStory(ctx context.Context, db store.Store) (map[foreman.ItemID]ref
 }
 
 // writeRefused adds the stories whose agents were refused to a status
-// text.
+// text: each kind of attempt with its count and when it was first and
+// last refused.
 func writeRefused(b *strings.Builder, s Status) {
 	if s.Refused == 0 {
 		return
 	}
 	fmt.Fprintf(b, "\nRefused: %d attempt(s) of agents beyond their own assignment, none applied\n", s.Refused)
 	for _, st := range s.Stories {
-		if st.Refused > 0 {
+		if st.Refused == 0 {
+			continue
+		}
+		if len(st.RefusedKinds) == 0 {
 			fmt.Fprintf(b, "  %s: %d, the last: %s\n", st.ID, st.Refused, clip(st.RefusedLast, 120))
+			continue
+		}
+		fmt.Fprintf(b, "  %s: %d, of these kinds (count, first and last refused, the last one's detail):\n", st.ID, st.Refused)
+		listed := int64(0)
+		for _, k := range st.RefusedKinds {
+			listed += k.Count
+			fmt.Fprintf(b, "    %dx %s to %s: %s\n", k.Count, when(k.First, s.At), when(k.Last, s.At), k.Detail)
+		}
+		if n := st.Refused - listed; n > 0 {
+			fmt.Fprintf(b, "    and %d earlier of kinds no longer listed\n", n)
 		}
 	}
+}
+
+// when is t as a status text at now shows it: the time of day on now's
+// day, else the date too.
+func when(t, now time.Time) string {
+	if y, m, d := t.Date(); now.Year() == y && now.Month() == m && now.Day() == d {
+		return t.Format(time.TimeOnly)
+	}
+	return t.Format(time.DateTime)
 }

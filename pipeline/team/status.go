@@ -83,8 +83,15 @@ type StoryStatus struct {
 	// assignments and the team refused (EventRefused: a report for
 	// another assignment, a token used after its stage, a forged printed
 	// line, ...), over every run; RefusedLast says what the last was.
-	Refused     int64  `json:"refused,omitempty"`
-	RefusedLast string `json:"refusedLast,omitempty"`
+	// RefusedKinds are what they were: the last 8 kinds of attempt seen
+	// (a kind's details differ only in the names, paths and numbers they
+	// hold), in the order first seen, each with its count and when it was
+	// first and last refused; a flood of one kind pushes out no other.
+	// The kinds' counts add up to Refused unless older kinds were pushed
+	// out by later ones (or were counted before kinds were kept).
+	Refused      int64         `json:"refused,omitempty"`
+	RefusedLast  string        `json:"refusedLast,omitempty"`
+	RefusedKinds []RefusalKind `json:"refusedKinds,omitempty"`
 }
 
 // Status is the team as a person watching it sees it.

@@ -53,14 +53,16 @@ type viewSummary struct {
 
 // storyInputs is what a story's status is derived from.
 type storyInputs struct {
-	Story   Story
-	Task    taskgraph.Status
-	State   viewState
-	Dec     *decision
-	Cause   string
-	Triage  *triageRecord
-	Usage   usageRecord
-	Refused refusedRecord
+	Story  Story
+	Task   taskgraph.Status
+	State  viewState
+	Dec    *decision
+	Cause  string
+	Triage *triageRecord
+	Usage  usageRecord
+	// Refused is nil for a story with no refusals record: a view entry
+	// stays in its size class.
+	Refused *refusedRecord
 }
 
 // viewState is what a story's status takes from its pipeline record
@@ -145,7 +147,10 @@ func (t *Team) derive(in storyInputs) StoryStatus {
 		State: storyState(taskgraph.Task{Status: in.Task}, pipeline.State{Status: st.Status}, in.Dec),
 		Stage: st.Stage, Attempts: st.Assignments, Last: st.Last, Feedback: st.Feedback, Commit: st.Commit,
 		Started: st.Started, Updated: st.Updated, Tokens: in.Usage.Tokens, CostUSD: in.Usage.CostUSD,
-		Refused: in.Refused.Count, RefusedLast: in.Refused.Last}
+	}
+	if r := in.Refused; r != nil {
+		ss.Refused, ss.RefusedLast, ss.RefusedKinds = r.Count, r.Last, r.kinds()
+	}
 	if st.Status != pipeline.StatusNew {
 		ss.Role = t.role(st.Stage)
 	}
@@ -309,13 +314,14 @@ func (tx *viewTx) input(op store.Op) (bool, error) {
 		if e = tx.entry(foreman.ItemID(op.ID)); e == nil {
 			return false, nil
 		}
-		var r refusedRecord
+		e.in.Refused = nil
 		if !op.Delete {
+			var r refusedRecord
 			if err := json.Unmarshal(op.Data, &r); err != nil {
 				return false, fmt.Errorf("team: the refusals of %s for the view: %w", op.ID, err)
 			}
+			e.in.Refused = &r
 		}
-		e.in.Refused = r
 	default:
 		return false, nil
 	}

@@ -80,7 +80,8 @@ func (t *Team) readInputs(ctx context.Context) ([]storyInputs, error) {
 		return nil, err
 	}
 	if err := each(kindRefused, func(in *storyInputs, data []byte) error {
-		return json.Unmarshal(data, &in.Refused)
+		in.Refused = &refusedRecord{}
+		return json.Unmarshal(data, in.Refused)
 	}); err != nil {
 		return nil, err
 	}
