@@ -131,7 +131,10 @@
 //     info/alternates; once the agent is gone the driver carries back each
 //     loose object whose content is the object its name says, and each
 //     pack git index-pack --strict accepts: a forged one is refused and
-//     reported, and no agent can delete the real store) and, in a linked
+//     reported, and no agent can delete the real store; what else it
+//     leaves there that git does not write, its alternates changed, a
+//     commit-graph or multi-pack-index the host's git does not verify,
+//     is reported too) and, in a linked
 //     worktree, the worktree's own admin directory (.git/worktrees/<name>; its commondir and gitdir files, and
 //     the worktree's .git file, stay read-only: the host's gits read them
 //     after the agent). The rest of the repository's git directory is a

@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -48,14 +50,20 @@ func (g *gitShadow) makeObjects() error {
 	if err := os.MkdirAll(info, 0o755); err != nil {
 		return err
 	}
-	borrowed := filepath.Join(g.real, hostView, objectsDir) + "\n"
-	return os.WriteFile(filepath.Join(info, "alternates"), []byte(borrowed), 0o644)
+	return os.WriteFile(filepath.Join(info, "alternates"), []byte(g.borrowed()), 0o644)
+}
+
+// borrowed is the shadow's objects/info/alternates as makeObjects writes
+// it: the real object directory as the agent sees it.
+func (g *gitShadow) borrowed() string {
+	return filepath.Join(g.real, hostView, objectsDir) + "\n"
 }
 
 // migrateObjects moves the objects the agent wrote into the real object
 // store: the loose ones whose content is the object their name says, each
 // pack the host's git accepts. It returns a note per object or pack it
-// refused (at most maxObjectNotes, then a count).
+// refused (at most maxObjectNotes, then a count), after what
+// objectInfoNotes says of the rest of its object directory.
 func (g *gitShadow) migrateObjects(ctx context.Context) []string {
 	root := filepath.Join(g.dir, objectsDir)
 	newHash := sha1.New
@@ -66,6 +74,7 @@ func (g *gitShadow) migrateObjects(ctx context.Context) []string {
 	refuse := func(format string, args ...any) {
 		refused = append(refused, fmt.Sprintf(format, args...))
 	}
+	notes := g.objectInfoNotes(ctx)
 	fans, _ := os.ReadDir(root)
 	for _, fan := range fans {
 		if !fan.IsDir() || len(fan.Name()) != 2 {
@@ -99,17 +108,51 @@ func (g *gitShadow) migrateObjects(ctx context.Context) []string {
 			}
 		}
 	}
-	packs, _ := filepath.Glob(filepath.Join(root, "pack", "pack-*.pack"))
+	// (git maintenance's loose-objects task names its packs loose-<id>.)
+	packs, _ := filepath.Glob(filepath.Join(root, "pack", "*.pack"))
+	var pending []string
 	for _, p := range packs {
-		if err := g.indexPack(ctx, p); err != nil {
-			refuse("refused the agent's pack %s: %v", filepath.Base(p), err)
+		if !packDirName.MatchString(filepath.Base(p)) {
+			continue // named in objectInfoNotes'
 		}
+		if info, err := os.Lstat(p); err != nil || !info.Mode().IsRegular() {
+			// (A link to a pipe would hold the driver's open.)
+			refuse("refused the agent's pack %s: not a file", filepath.Base(p))
+			continue
+		}
+		pending = append(pending, p)
+	}
+	// A pack may need objects of another (git index-pack --strict checks
+	// that every object it names is there): those refused are tried again
+	// while others got in.
+	failed := map[string]error{}
+	for round := 0; len(pending) > 0 && round < maxPackRounds; round++ {
+		var again []string
+		for _, p := range pending {
+			if err := g.indexPack(ctx, p); err != nil {
+				failed[p] = err
+				again = append(again, p)
+			} else {
+				delete(failed, p)
+			}
+		}
+		if len(again) == len(pending) {
+			break
+		}
+		pending = again
+	}
+	for _, p := range slices.Sorted(maps.Keys(failed)) {
+		refuse("refused the agent's pack %s: %v", filepath.Base(p), failed[p])
 	}
 	if len(refused) > maxObjectNotes {
 		refused = append(refused[:maxObjectNotes], fmt.Sprintf("and %d more of the agent's objects refused", len(refused)-maxObjectNotes))
 	}
-	return refused
+	return append(notes, refused...)
 }
+
+// maxPackRounds bounds the rounds of migrateObjects' tries of the
+// agent's packs.
+const maxPackRounds = 8
 
 // maxLooseObject is the largest loose object the driver carries back
 // (compressed): git packs what is larger, and a pack is checked by git.

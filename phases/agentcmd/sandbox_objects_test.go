@@ -37,11 +37,11 @@ printf 'no object' > "$o/$(echo $evil | cut -c1-2)/$(echo $real | cut -c3-)"
 		notes        []string
 	}{
 		{"deletes every object it sees", `find "$(git rev-parse --git-common-dir)/objects" "$(git rev-parse --git-common-dir)/.foreman-host/objects" -type f -delete 2>/dev/null; true`,
-			false, nil},
+			false, []string{alternatesRemoved}},
 		{"commits, then deletes its own objects", `set -e
 echo work > work.txt && git add work.txt && git commit -qm work
 find "$(git rev-parse --git-common-dir)/objects" -type f -delete`,
-			false, []string{`refused the agent's refs/heads/foreman/A: its commit %[4]s is not in the repository (the objects the agent wrote were deleted or refused)`}},
+			false, []string{alternatesRemoved, `refused the agent's refs/heads/foreman/A: its commit %[4]s is not in the repository (the objects the agent wrote were deleted or refused)`}},
 		{"forges objects", "set -e\n" + forge + "echo work > work.txt && git add work.txt && git commit -qm work", true, []string{
 			`refused the agent's object %[1]s: its content is object %[2]s, not the one its name says`,
 			`refused the agent's object %[3]s: not a compressed object: zlib: invalid header`}},
@@ -68,7 +68,10 @@ echo staged > staged.txt && git add staged.txt`, true, nil},
 			require.Len(t, got, len(tt.notes), "%q", got)
 			for i, n := range tt.notes {
 				// %[4]s: the agent's own commit, whose name the test does not know.
-				want := regexp.QuoteMeta("agentcmd: sandbox: " + fmt.Sprintf(n, realID, evilID, evilID[:2]+realID[2:], "COMMIT"))
+				if strings.Contains(n, "%") {
+					n = fmt.Sprintf(n, realID, evilID, evilID[:2]+realID[2:], "COMMIT")
+				}
+				want := regexp.QuoteMeta("agentcmd: sandbox: " + n)
 				assert.Regexp(t, "^"+strings.ReplaceAll(want, "COMMIT", "[0-9a-f]{40}")+"$", got[i])
 			}
 
@@ -96,6 +99,10 @@ echo staged > staged.txt && git add staged.txt`, true, nil},
 		})
 	}
 }
+
+// alternatesRemoved is the note about an agent that removed its object
+// directory's info/alternates (with every other file there).
+const alternatesRemoved = "the agent removed its object directory's alternates, which git never does: its own copy's, nothing real changed"
 
 // hashBlob is the name of a blob holding content.
 func hashBlob(t *testing.T, repo, content string) string {
