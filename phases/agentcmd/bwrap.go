@@ -33,8 +33,20 @@ type mount struct {
 	writable bool
 }
 
-// sandboxRun is one execution's sandbox: bwrap's options, the agent's home,
-// and what the driver does once the agent is gone.
+// sandboxHome is where every sandboxed agent finds its home (its HOME),
+// whatever the home's path on the host (under Sandbox.HomeDir, by default
+// <LeaseDir>/homes: a path that would tell the agent where the team's
+// state directory is). It is under /run, which the sandbox hides (a decoy
+// with a LeaseDir, else an empty directory), so that bwrap can make the
+// mount point (it cannot on the read-only root); not under /tmp, the
+// agent's own, which Codex's own sandbox replaces for the commands it
+// runs. The same path for every execution: a CLI finds its sessions again
+// (Claude Code's --resume).
+const sandboxHome = "/run/agent/home"
+
+// sandboxRun is one execution's sandbox: bwrap's options, the agent's home
+// (sandboxHome, as the agent sees it), and what the driver does once the
+// agent is gone.
 type sandboxRun struct {
 	bwrap  string
 	mounts []mount
@@ -79,7 +91,7 @@ func (d *Driver) prepareSandbox(ctx context.Context, bwrap string, req phases.Ag
 	if real, err := filepath.EvalSymlinks(ws); err == nil {
 		ws = real
 	}
-	s := &sandboxRun{bwrap: bwrap, chdir: ws, net: cfg.UnshareNet, home: home}
+	s := &sandboxRun{bwrap: bwrap, chdir: ws, net: cfg.UnshareNet, home: sandboxHome}
 	fail := func(err error) (*sandboxRun, error) {
 		s.cleanup()
 		var se *SandboxError
@@ -172,8 +184,9 @@ func (d *Driver) prepareSandbox(ctx context.Context, bwrap string, req phases.Ag
 		}
 	}
 
-	// Its home, and what the driver wrote for it to read.
-	s.mounts = append(s.mounts, mount{kind: mountRW, src: home, dst: home})
+	// Its home (at sandboxHome, whatever its path on the host), and what
+	// the driver wrote for it to read.
+	s.mounts = append(s.mounts, mount{kind: mountRW, src: home, dst: sandboxHome})
 	for _, p := range readOnly {
 		s.mounts = append(s.mounts, mount{kind: mountRO, src: p, dst: p})
 	}

@@ -34,8 +34,9 @@ func TestDecoysReportWhatTheAgentWroteAndAreRemoved(t *testing.T) {
 		{"a directory, named once", `mkdir -p "$REPO/.foreman/dir/sub" && touch "$REPO/.foreman/dir/sub/f"`,
 			[]string{`wrote "dir/" into the hidden state directory (%[2]s): a decoy, nothing real changed`}},
 		{"beside the mount points", `echo x > "$REPO/.foreman/results/planted"; echo y > "$REPO/.worktrees/C";
-echo z > "$REPO/.foreman/leases/homes/planted"; echo own > "$REPO/.foreman/results/A-a1/own"`,
-			[]string{`wrote "homes/planted" into the hidden lease directory (%[2]s/leases): a decoy, nothing real changed`,
+echo z > "$REPO/.foreman/leases/planted"; echo own > "$REPO/.foreman/results/A-a1/own"; echo w > /run/agent/planted`,
+			[]string{`wrote "agent/planted" into the hidden runtime directory (/run): a decoy, nothing real changed`,
+				`wrote "planted" into the hidden lease directory (%[2]s/leases): a decoy, nothing real changed`,
 				`wrote "results/planted" into the hidden state directory (%[2]s): a decoy, nothing real changed`,
 				`wrote "C" into the hidden worktree root (%[1]s/.worktrees): a decoy, nothing real changed`}},
 		{"made and removed before it exited", `echo x > "$REPO/tmp" && rm "$REPO/tmp" && mkdir -p "$REPO/.foreman/d/e" && rm -r "$REPO/.foreman/d"`,

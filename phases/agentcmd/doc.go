@@ -123,7 +123,9 @@
 //     <LeaseDir>/homes/<hash of the workspace>, kept so that a CLI resumes
 //     its sessions, until Driver.RemoveHome, which pipeline/team calls as
 //     it removes a story's worktree; without LeaseDir a fresh directory
-//     per execution); the
+//     per execution), which the agent sees at /run/agent/home, its HOME,
+//     whatever its path on the host (that path would name the team's
+//     state directory); the
 //     request's AgentRequest.Writable paths (a team's result directory);
 //     and Sandbox.Binds marked Writable;
 //   - in a git worktree it writes what a commit needs: an object directory

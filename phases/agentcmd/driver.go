@@ -94,7 +94,7 @@ func (d *Driver) Execute(ctx context.Context, req phases.AgentRequest, onEvent p
 			defer func() { _ = os.RemoveAll(home) }()
 		}
 	}
-	inv, err := d.invocation(req, home)
+	inv, err := d.invocation(req, agentHOME(home))
 	if err != nil {
 		return phases.AgentResult{}, err
 	}

@@ -107,8 +107,7 @@ func TestTheSandboxSetsHomeAndIsSandbox(t *testing.T) {
 	on := envOf(t, Config{Sandbox: Sandbox{Mode: SandboxRequired}}, phases.AgentRequest{})
 	assert.Equal(t, "1", on["IS_SANDBOX"])
 	assert.Equal(t, "/tmp", on["TMPDIR"])
-	assert.NotEqual(t, off["HOME"], on["HOME"])
-	assert.Contains(t, on["HOME"], "foreman-agent-home-", "a home of its own, for this execution")
+	assert.Equal(t, sandboxHome, on["HOME"], "a home of its own, at a path that names nothing of the host's")
 }
 
 func TestLeasesKeepNoSecrets(t *testing.T) {

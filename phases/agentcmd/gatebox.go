@@ -67,7 +67,7 @@ func (d *Driver) Contain(ctx context.Context, cmd gates.CheckCommand) (gates.Con
 	if err != nil {
 		return gates.Contained{}, &SandboxError{Stage: "prepare", Err: err}
 	}
-	env := d.checkEnviron(cmd.Env, home)
+	env := d.checkEnviron(cmd.Env, agentHOME(home)) // (bound at sandboxHome)
 	// The program as the host would find it, so that its directory is
 	// bound where hidden; one the host cannot find is left to the
 	// sandbox's own lookup, which fails with bwrap's message.

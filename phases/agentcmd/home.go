@@ -21,6 +21,15 @@ func (d *Driver) homeRoot() string {
 	return ""
 }
 
+// agentHOME is the HOME of an agent whose home is hostHome on the host:
+// sandboxHome for a sandboxed agent, "" for one that is not (hostHome "").
+func agentHOME(hostHome string) string {
+	if hostHome == "" {
+		return ""
+	}
+	return sandboxHome
+}
+
 // RemoveHome removes the home the sandbox keeps for workspace's agents
 // (under Sandbox.HomeDir or <LeaseDir>/homes) and its gate checks' (see
 // Contain), for a host that is done

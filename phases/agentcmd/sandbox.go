@@ -67,7 +67,8 @@ type Bind struct {
 	// Source is the host path. Required.
 	Source string
 	// Target is where the agent sees it: "" means Source; a path starting
-	// with "~/" is under the agent's home (the sandbox's HOME).
+	// with "~/" is under the agent's home (the sandbox's HOME,
+	// /run/agent/home).
 	Target string
 	// Writable lets the agent write it; default read-only.
 	Writable bool
@@ -88,6 +89,8 @@ type Sandbox struct {
 	// Code's --resume reads ~/.claude). Empty means <LeaseDir>/homes when
 	// Config.LeaseDir is set, else a fresh temporary directory per
 	// execution, removed after it (a CLI then cannot resume a session).
+	// Whichever it is, the agent sees its home at /run/agent/home (its
+	// HOME): a path that names nothing of the host's.
 	HomeDir string
 	// Binds are further host paths the agent may read (or write): a
 	// shared module cache, a CLI installed under the host's home, the
