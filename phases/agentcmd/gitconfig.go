@@ -36,3 +36,15 @@ func redactConfig(data []byte) []byte {
 	}
 	return []byte(strings.Join(lines, ""))
 }
+
+// sandboxGitConfig ends the copy's config. git gc (and git maintenance's
+// gc task) expires every worktree's reflogs, which locks each other
+// worktree's HEAD in its admin directory, read-only in the sandbox: it
+// failed ("cannot lock ref 'worktrees/B/HEAD': ... Read-only file
+// system", "fatal: failed to run reflog"); and it prunes the worktrees
+// whose directory is gone, which in the sandbox are those it hides. Both
+// set to never, git gc skips those steps and does the rest in the agent's
+// copy (its objects packed in its own object directory, its refs packed in
+// its copy); the host's gc of the real repository is the host's.
+const sandboxGitConfig = "\n# (agentcmd: the sandbox's git gc leaves the other worktrees alone)\n[gc]\n" +
+	"\treflogExpire = never\n\treflogExpireUnreachable = never\n\tworktreePruneExpire = never\n"

@@ -309,7 +309,7 @@ func (g *gitShadow) copyTree(src, dst, rel string) error {
 				return err
 			}
 			if name == "config" {
-				data = redactConfig(data)
+				data = append(redactConfig(data), sandboxGitConfig...)
 			}
 			if err := os.WriteFile(target, data, info.Mode().Perm()); err != nil {
 				return err
