@@ -68,7 +68,10 @@ func TestTheGatesRunTheStorysCodeInTheAgentsSandbox(t *testing.T) {
 	sneak := stateOf(res, "SNEAK")
 	require.Equal(t, team.StoryPaused, sneak.State, res.String())
 	require.NotNil(t, sneak.Pause)
-	assert.Contains(t, sneak.Pause.Message, "its agents were refused")
+	// The build's gates and the quality gate (its loot changed the
+	// worktree, so the change was verified again) each ran the hook.
+	assert.Contains(t, sneak.Pause.Message, "its agents were refused 8 time(s) since a person last looked (the last: gate check")
+	assert.Contains(t, sneak.Pause.Message, "; 4 kinds of attempt in all, each in the story's status (RefusedKinds)")
 
 	var refused []string
 	for _, e := range tm.Events(0) {

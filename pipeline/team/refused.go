@@ -156,9 +156,13 @@ func (g refusalGate) Merge(ctx context.Context, r pipeline.MergeRequest) (pipeli
 		return pipeline.MergeOutcome{}, err
 	}
 	if n := rec.Count - rec.Seen; found && n > 0 {
-		return pipeline.MergeOutcome{Refused: fmt.Sprintf("its agents were refused %d time(s) since a person last looked (the last: %s): "+
+		kinds := ""
+		if len(rec.Kinds) > 1 {
+			kinds = fmt.Sprintf("; %d kinds of attempt in all, each in the story's status (RefusedKinds)", len(rec.Kinds))
+		}
+		return pipeline.MergeOutcome{Refused: fmt.Sprintf("its agents were refused %d time(s) since a person last looked (the last: %s%s): "+
 			"look at its branch's change and the refusals in the events, then resolve it: Resume lands it as it is "+
-			"(a host that lands such stories without asking sets Config.LandRefused: the foreman binary's -land-refused)", n, rec.Last)}, nil
+			"(a host that lands such stories without asking sets Config.LandRefused: the foreman binary's -land-refused)", n, rec.Last, kinds)}, nil
 	}
 	return g.next.Merge(ctx, r)
 }
