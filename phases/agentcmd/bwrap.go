@@ -146,6 +146,11 @@ func (d *Driver) prepareSandbox(ctx context.Context, bwrap string, req phases.Ag
 		}
 		s.mounts = append(s.mounts, mount{kind: mountTmpfs, dst: a, writable: a == "/tmp"})
 	}
+	// The system's directories of private keys, which an agent run as
+	// root could read (a trial's gate read a TLS key): empty.
+	for _, dir := range existingSecretDirs() {
+		s.mounts = append(s.mounts, mount{kind: mountTmpfs, dst: dir})
+	}
 	// The host's secret files outside the hidden directories, which an
 	// agent run as root could read: empty in the sandbox.
 	// (An empty file of the execution: a device bound there would not

@@ -77,6 +77,9 @@ func (d *Driver) Contain(ctx context.Context, cmd gates.CheckCommand) (gates.Con
 		program = p
 		argv = append([]string{p}, argv[1:]...)
 	}
+	// git works as for an agent: a go generate or a test that commits in
+	// its copy needs an identity (nothing it commits is carried back).
+	env = d.withGitIdentity(ctx, cmd.Dir, env)
 	sb, err := d.prepareSandbox(ctx, bwrap, phases.AgentRequest{WorkspacePath: cmd.Dir}, program, env, home, nil)
 	if err != nil {
 		removeHome()

@@ -119,6 +119,7 @@ func TestACooperativeGateCheckIsRefusedNothing(t *testing.T) {
 git status --porcelain
 git log -1 --format=%s
 git diff --check HEAD
+git var GIT_COMMITTER_IDENT
 mkdir -p "$HOME/.cache/tool" && echo cached > "$HOME/.cache/tool/entry"
 echo out > build.out
 cat README

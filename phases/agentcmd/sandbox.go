@@ -267,6 +267,22 @@ func (s Sandbox) check() error {
 var hostSecretFilePatterns = []string{"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
 	"/etc/security/opasswd", "/etc/ssh/ssh_host_*_key"}
 
+// hostSecretDirs are the system's directories of private keys (TLS
+// servers', Let's Encrypt's): empty in the sandbox where they exist.
+var hostSecretDirs = []string{"/etc/ssl/private", "/etc/pki/tls/private", "/etc/letsencrypt"}
+
+// existingSecretDirs are the directories of hostSecretDirs here (a
+// directory bwrap mounts over must exist: the root is read-only).
+func existingSecretDirs() []string {
+	var dirs []string
+	for _, d := range hostSecretDirs {
+		if info, err := os.Lstat(d); err == nil && info.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
 // hostSecretFiles are the regular files of hostSecretFilePatterns here:
 // the sandbox binds an empty file over each.
 func hostSecretFiles() []string {

@@ -111,6 +111,25 @@ func TestTheSystemsSecretFilesAreEmptyInTheSandbox(t *testing.T) {
 	}
 }
 
+// The system's directories of private keys (/etc/ssl/private: a TLS
+// server's key) are empty to a sandboxed agent, or check, run as root.
+func TestTheSystemsPrivateKeyDirectoriesAreEmptyInTheSandbox(t *testing.T) {
+	requireSandbox(t)
+	dirs := existingSecretDirs()
+	if len(dirs) == 0 {
+		t.Skip("no private key directory here")
+	}
+	agent := writeScript(t, t.TempDir(), "agent", "for d in "+strings.Join(dirs, " ")+"; do printf '%s %s\n' \"$d\" \"$(ls -A \"$d\" | wc -l)\"; done\n")
+	rec := &recorder{}
+	res, err := New(Config{Argv: []string{agent}, Sandbox: Sandbox{Mode: SandboxRequired}}).
+		Execute(context.Background(), phases.AgentRequest{WorkspacePath: visibleTempDir(t)}, rec.callback)
+	require.NoError(t, err)
+	require.True(t, res.Success, res.Stderr)
+	for _, d := range dirs {
+		assert.Contains(t, rec.lines(phases.StreamText), d+" 0")
+	}
+}
+
 // The credentials a host keeps in the repository's config (a remote URL's
 // password, a CI's http extraheader) are not in the agent's copy of it,
 // nor in the read-only view of the real git directory; the real config
