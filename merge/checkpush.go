@@ -62,6 +62,13 @@ func (m *Manager) runCheck(ctx context.Context, id foreman.ItemID, commit string
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
 	refused := done()
+	if r, ok := m.cfg.CheckSandbox.(homeRemover); ok {
+		// The checkout is temporary: so is the home its sandbox kept for
+		// it (a Go build cache: tens of MB a story).
+		if err := r.RemoveHome(context.WithoutCancel(ctx), dir); err != nil {
+			m.log.Warn("merge: removing the check's home", "path", dir, "err", err)
+		}
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -76,6 +83,12 @@ func (m *Manager) runCheck(ctx context.Context, id foreman.ItemID, commit string
 		code = -1
 	}
 	return &CheckError{Item: id, Command: argv, ExitCode: code, Output: out.String(), Refused: refused, Err: err}
+}
+
+// homeRemover is a CheckSandbox that keeps a home per workspace
+// (agentcmd.Driver): the check's is removed with its checkout.
+type homeRemover interface {
+	RemoveHome(ctx context.Context, workspace string) error
 }
 
 // checkOutputLimit bounds the output of Request.Check kept for its

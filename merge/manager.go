@@ -87,7 +87,10 @@ type Config struct {
 	// (a test suite the work changed): the check runs what its Contain
 	// returns, and a check whose sandbox refused it anything fails
 	// (*CheckError with Refused) even when it exited 0. agentcmd.Driver
-	// is one; pipeline/team sets its agent's. Default: none (nil: the
+	// is one; pipeline/team sets its agent's. A CheckSandbox with a
+	// RemoveHome(ctx, workspace) error method (agentcmd.Driver has one)
+	// has the home it kept for the temporary checkout removed after the
+	// check. Default: none (nil: the
 	// check runs on the host with the host's environment and rights).
 	CheckSandbox gates.Sandbox
 }

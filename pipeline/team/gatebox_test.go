@@ -125,7 +125,13 @@ func TestTheMergeCheckRunsInTheAgentsSandbox(t *testing.T) {
 	assert.Contains(t, sneak.Pause.Message, `wrote "planted" into the hidden host's home`)
 	assert.Equal(t, []string{"HONEST"}, trailers(t, repo))
 	assert.NoFileExists(t, filepath.Join(hostHome, "planted"))
-	_, err := team.ReadStatus(ctx, team.Config{Repo: repo})
+	// The checks' homes: SNEAK's worktree's (its gates; it is paused) is
+	// kept, HONEST's went with its worktree, the merge checkouts' with
+	// them.
+	homes, err := filepath.Glob(filepath.Join(repo, team.StateDirName, "leases", "homes", "*.gates"))
+	require.NoError(t, err)
+	assert.Len(t, homes, 1, "%v", homes)
+	_, err = team.ReadStatus(ctx, team.Config{Repo: repo})
 	require.NoError(t, err, "the database is intact")
 }
 
