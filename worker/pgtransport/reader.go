@@ -160,15 +160,14 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 	var doneRead []int64
 	b.Queue(c.sql.readDone, c.cfg.Queue, messagePage, c.doneKnown()).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
-			var seq int64
-			var doneSeq *int64
+			var seq, doneSeq *int64
 			var id, host *string
 			var body []byte
 			if err := rows.Scan(&seq, &doneSeq, &id, &body, &host); err != nil {
 				return err
 			}
-			if len(doneRead) == 0 || doneRead[len(doneRead)-1] != seq {
-				doneRead = append(doneRead, seq)
+			if seq != nil {
+				doneRead = append(doneRead, *seq)
 				nDone++
 			}
 			if doneSeq != nil && id != nil {
