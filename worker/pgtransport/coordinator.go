@@ -140,6 +140,7 @@ type Coordinator struct {
 	err      error  // fenced: permanent
 	closed   bool
 	progress chan struct{} // closed and replaced whenever written grows
+	again    bool          // the last write failed (writer goroutine only)
 
 	writeKick chan struct{}
 	inbox     worker.Inbox
@@ -379,7 +380,8 @@ func (c *Coordinator) writeOnce() bool {
 	}
 	acks, dones := c.takeAcks(false), c.takeDone()
 	promise := c.watch(cmds)
-	err := c.sendWrite(c.ctx, c.writeBatch(cmds, acks, dones, promise))
+	err := c.sendWrite(c.ctx, c.writeBatch(cmds, acks, dones, promise, c.again))
+	c.again = err != nil
 	if promise {
 		c.promised()
 	}
@@ -424,8 +426,9 @@ func (c *Coordinator) writeOnce() bool {
 // writeBatch is one fenced transaction: the commands, and the deletion of
 // finished rows delivered since the last write (acks) and of the wt_done
 // rows read (dones), which so costs no commit of its own. With promise,
-// it promises to poll (pollPromise).
-func (c *Coordinator) writeBatch(cmds []worker.Command, acks []string, dones []int64, promise bool) *pgx.Batch {
+// it promises to poll (pollPromise); with again (the last write failed,
+// and may have landed) its inserts skip the assignments already there.
+func (c *Coordinator) writeBatch(cmds []worker.Command, acks []string, dones []int64, promise, again bool) *pgx.Batch {
 	cfg := c.cfg
 	b := &pgx.Batch{}
 	b.Queue(c.sql.fence, cfg.Lease, cfg.Term)
@@ -439,7 +442,11 @@ func (c *Coordinator) writeBatch(cmds []worker.Command, acks []string, dones []i
 	assigned := false
 	flushAssigns := func() {
 		if len(ids) > 0 {
-			b.Queue(c.sql.insert, cfg.Queue, cfg.Lease, cfg.Term, ids, slots, bodies)
+			insert := c.sql.insert
+			if again {
+				insert = c.sql.insertAgain
+			}
+			b.Queue(insert, cfg.Queue, cfg.Lease, cfg.Term, ids, slots, bodies)
 			ids, slots, bodies, assigned = nil, nil, nil, true
 		}
 	}
