@@ -113,7 +113,7 @@ func BenchmarkHandoffs(b *testing.B) {
 	// are out over how long a hand-off's cycle takes (claim, run, DONE
 	// written, read, the next assignment written), not by the CPU: with
 	// 2 hosts of 128 and 1,024 out (foreman-best-1024, the earlier
-	// rounds' setting) the benchmark's process used about a tenth of a
+	// rounds' setting) the benchmark's process used about a third of a
 	// core. Since transport schema 7 the coordinator's promise to poll
 	// holds however many are out, so more out costs no notifications.
 	b.Run("foreman-best", func(b *testing.B) {
