@@ -19,8 +19,9 @@
 // (foreman-processes-nolinger), the same with a 5 ms linger, and 4 hosts in
 // this process (foreman), with up to 256 assignments handed out; river one
 // client's 64 workers. At full tilt: Foreman at its best here
-// (foreman-best: 2 hosts of 128 in this process, 1,024 handed out, 5 ms
-// linger) against river's 2,000 workers.
+// (foreman-best: 4 hosts of 256 in this process, 4,096 handed out, 5 ms
+// linger; foreman-best-1024, the earlier rounds' setting: 2 hosts of 128,
+// 1,024 handed out) against river's 2,000 workers.
 //
 // River runs configured as river's own benchmark configures itself
 // (cmd/river/riverbench/river_bench.go: FetchCooldown 2 ms,

@@ -140,6 +140,7 @@ type Coordinator struct {
 	err      error  // fenced: permanent
 	closed   bool
 	progress chan struct{} // closed and replaced whenever written grows
+	again    bool          // the last write failed (writer goroutine only)
 
 	writeKick chan struct{}
 	inbox     worker.Inbox
@@ -158,23 +159,22 @@ type Coordinator struct {
 	finMu  sync.Mutex
 	finIDs []string
 	finAll bool
-	// outstanding are the assignments written and not known to be over
-	// (id to slot, and slot to id); fastUntil is when the coordinator's
-	// last promise to poll (pollPromise) ends by its own clock, margin
-	// included: until then it reads every ReadCooldown, and looks up the
-	// outstanding assignments' finished rows by id.
-	outstanding map[string]string
-	slots       map[string]string
-	fastUntil   time.Time
-	owed        bool          // a read is owed to a promise
-	perRead     float64       // hosts whose finished rows a read delivered, recently
-	pollKick    chan struct{} // a promise began
+	// fastUntil is when the coordinator's last promise to poll
+	// (pollPromise) ends by its own clock, margin included: until then it
+	// reads every ReadCooldown (and what rounds within the promise
+	// finished, from wt_done: doneLog).
+	fastUntil time.Time
+	owed      bool          // a read is owed to a promise
+	pollKick  chan struct{} // a promise began
 
 	// unacked are the finished rows delivered and not known to be
 	// deleted before the last read began (under mu): reads skip them.
 	// ackEpoch counts the deletions done.
 	unacked  map[string]ackState
 	ackEpoch uint64
+	// dones are the wt_done rows read and not known to be deleted (under
+	// mu): true while a deletion is under way.
+	dones map[int64]bool
 
 	// seen is the heartbeat count last delivered per assignment (reader
 	// goroutine only).
@@ -202,8 +202,7 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 		cfg: cfg, sql: newStatements(cfg.Store.Schema()), clock: clock.OrReal(cfg.Clock), log: cfg.Logger,
 		progress: make(chan struct{}), writeKick: make(chan struct{}, 1),
 		seen: map[foreman.AssignmentID]int64{}, unacked: map[string]ackState{},
-		outstanding: map[string]string{}, slots: map[string]string{}, pollKick: make(chan struct{}, 1),
-		perRead: 1, // until reads tell: a promise for up to probesPerRound out
+		dones: map[int64]bool{}, pollKick: make(chan struct{}, 1),
 	}
 	b := &pgx.Batch{}
 	b.Queue(c.sql.fence, cfg.Lease, cfg.Term)
@@ -341,15 +340,16 @@ func (c *Coordinator) Close(ctx context.Context) error {
 	}
 	c.cancel()
 	c.wg.Wait()
-	if acks := c.takeAcks(true); len(acks) > 0 {
+	if acks, dones := c.takeAcks(true), c.takeDone(); len(acks)+len(dones) > 0 {
 		// What was delivered and not deleted yet; left behind, it would
 		// reach the next term's coordinator again. Fenced: a coordinator
 		// whose term ended leaves them to its successor.
 		b := &pgx.Batch{}
 		b.Queue(c.sql.fence, c.cfg.Lease, c.cfg.Term)
-		b.Queue(c.sql.ackFinished, acks)
+		b.Queue(c.sql.ackFinished, acks, c.cfg.Queue, dones)
 		if aerr := c.cfg.Pool.SendBatch(ctx, b).Close(); aerr == nil {
 			c.ackedFinished(acks, nil)
+			c.ackedDone(dones, nil)
 		}
 	}
 	return err
@@ -378,16 +378,19 @@ func (c *Coordinator) writeOnce() bool {
 	if n == 0 {
 		return false
 	}
-	acks := c.takeAcks(false)
+	acks, dones := c.takeAcks(false), c.takeDone()
 	promise := c.watch(cmds)
-	err := c.sendWrite(c.ctx, c.writeBatch(cmds, acks, promise))
+	err := c.sendWrite(c.ctx, c.writeBatch(cmds, acks, dones, promise, c.again))
+	c.again = err != nil
 	if promise {
 		c.promised()
 	}
 	if err == nil {
 		c.ackedFinished(acks, nil)
+		c.ackedDone(dones, nil)
 	} else {
 		c.ackedFinished(nil, acks)
+		c.ackedDone(nil, dones)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -421,14 +424,16 @@ func (c *Coordinator) writeOnce() bool {
 }
 
 // writeBatch is one fenced transaction: the commands, and the deletion of
-// finished rows delivered since the last write (acks), which so costs no
-// commit of its own. With promise, it promises to poll (pollPromise).
-func (c *Coordinator) writeBatch(cmds []worker.Command, acks []string, promise bool) *pgx.Batch {
+// finished rows delivered since the last write (acks) and of the wt_done
+// rows read (dones), which so costs no commit of its own. With promise,
+// it promises to poll (pollPromise); with again (the last write failed,
+// and may have landed) its inserts skip the assignments already there.
+func (c *Coordinator) writeBatch(cmds []worker.Command, acks []string, dones []int64, promise, again bool) *pgx.Batch {
 	cfg := c.cfg
 	b := &pgx.Batch{}
 	b.Queue(c.sql.fence, cfg.Lease, cfg.Term)
-	if len(acks) > 0 {
-		b.Queue(c.sql.ackFinished, acks)
+	if len(acks)+len(dones) > 0 {
+		b.Queue(c.sql.ackFinished, acks, cfg.Queue, dones)
 	}
 	if promise {
 		b.Queue(c.sql.promise, cfg.Queue, (promiseCooldowns * cfg.ReadCooldown).Microseconds())
@@ -437,7 +442,11 @@ func (c *Coordinator) writeBatch(cmds []worker.Command, acks []string, promise b
 	assigned := false
 	flushAssigns := func() {
 		if len(ids) > 0 {
-			b.Queue(c.sql.insert, cfg.Queue, cfg.Lease, cfg.Term, ids, slots, bodies)
+			insert := c.sql.insert
+			if again {
+				insert = c.sql.insertAgain
+			}
+			b.Queue(insert, cfg.Queue, cfg.Lease, cfg.Term, ids, slots, bodies)
 			ids, slots, bodies, assigned = nil, nil, nil, true
 		}
 	}

@@ -51,10 +51,12 @@
 // flushed, and signals every listening backend of the database), so they
 // go only where polling would not do as well: a coordinator that hands
 // out work promises, in each write, to poll its hosts' finished rows
-// every ReadCooldown for a while (looking up its outstanding assignments
-// by id, while there are few enough of them for what finishes), and a
-// host's round that finishes rows under that promise does not notify
-// (HostStats.Notifies counts the notifications); a host whose runs'
+// every ReadCooldown for a while, and a host's round that finishes rows
+// under that promise does not notify (HostStats.Notifies counts the
+// notifications) but records their ids in one wt_done row, in the same
+// statement, which the coordinator's polls read with one index range scan
+// (a poll costs what finished since the last one, not what is out, so the
+// promise holds however many assignments are out); a host whose runs'
 // messages start its rounds close together stops listening (UNLISTEN)
 // until it goes quiet for four cooldowns, taking new work and commands
 // in those rounds (HostStats.Unlistens). HostConfig.Linger lets a host gather

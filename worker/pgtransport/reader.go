@@ -106,23 +106,23 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 	ids, all := c.takeFinished()
 	all = all || beats
 	var acks []string
+	var dones []int64
 	if all {
 		// Before reading every finished row, delete those delivered, so
 		// that they do not fill the page.
-		acks = c.takeAcks(true)
+		acks, dones = c.takeAcks(true), c.takeDone()
 	}
-	if len(delivered.seqs)+len(acks) > 0 {
+	if len(delivered.seqs)+len(acks)+len(dones) > 0 {
 		// A deletion is a write: fenced, as every write is, so that a
 		// coordinator whose term ended deletes nothing its successor has
 		// yet to be given (the batch is one transaction).
 		b.Queue(c.sql.fence, c.cfg.Lease, c.cfg.Term)
-		b.Queue(c.sql.deleteMessages, delivered.seqs, acks)
+		b.Queue(c.sql.deleteMessages, delivered.seqs, acks, c.cfg.Queue, dones)
 	}
 	c.mu.Lock()
 	epoch := c.ackEpoch // deletions done before this read began
 	c.mu.Unlock()
 	var got []wireMessage
-	var hosts []string // of the finished rows read: about one per host round
 	scan := func(inRow bool, n *int) func(rows pgx.Rows) error {
 		return func(rows pgx.Rows) error {
 			for rows.Next() {
@@ -131,9 +131,7 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 				var err error
 				if inRow {
 					var host *string
-					if err = rows.Scan(&w.seq, &assignment, &w.body, &host); err == nil && host != nil && !slices.Contains(hosts, *host) {
-						hosts = append(hosts, *host)
-					}
+					err = rows.Scan(&w.seq, &assignment, &w.body, &host)
 				} else {
 					err = rows.Scan(&w.seq, &assignment, &w.body)
 				}
@@ -147,18 +145,37 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 			return rows.Err()
 		}
 	}
-	var nMessages, nFinished, nAll int
+	var nMessages, nFinished, nAll, nDone int
 	b.Queue(c.sql.readMessages, c.cfg.Queue, messagePage).Query(scan(false, &nMessages))
-	probe := ids
-	if !all {
-		probe, _ = c.polling(slices.Clip(ids))
-	}
-	if len(probe) > 0 && !all {
-		b.Queue(c.sql.readFinished, probe, c.cfg.Queue).Query(scan(true, &nFinished))
+	c.polling()
+	if len(ids) > 0 && !all {
+		b.Queue(c.sql.readFinished, ids, c.cfg.Queue).Query(scan(true, &nFinished))
 	}
 	if all {
 		b.Queue(c.sql.readAllFinished, c.cfg.Queue, messagePage).Query(scan(true, &nAll))
 	}
+	// What rounds within a promise to poll finished (doneLog): read at
+	// every read, an index range scan that finds nothing when none did
+	// (the wt_done rows read before and not yet deleted are passed over).
+	var doneRead []int64
+	b.Queue(c.sql.readDone, c.cfg.Queue, messagePage, c.doneKnown()).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var seq, doneSeq *int64
+			var id, host *string
+			var body []byte
+			if err := rows.Scan(&seq, &doneSeq, &id, &body, &host); err != nil {
+				return err
+			}
+			if seq != nil {
+				doneRead = append(doneRead, *seq)
+				nDone++
+			}
+			if doneSeq != nil && id != nil {
+				got = append(got, wireMessage{seq: *doneSeq, assignment: foreman.AssignmentID(*id), body: body, inRow: true})
+			}
+		}
+		return rows.Err()
+	})
 	var hb []wireBeat
 	var now *time.Time
 	if beats {
@@ -186,12 +203,15 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 	if err := c.cfg.Pool.SendBatch(ctx, b).Close(); err != nil {
 		c.putBackFinished(ids, all)
 		c.ackedFinished(nil, acks)
+		c.ackedDone(nil, dones)
 		if fe := fencedError(err, c.cfg.Lease, c.cfg.Term); fe != nil {
 			return false, fe
 		}
 		return false, err
 	}
 	c.ackedFinished(acks, nil)
+	c.ackedDone(dones, nil)
+	c.readDone(doneRead)
 	// In the order written: messages and final messages share a sequence.
 	slices.SortFunc(got, func(a, b wireMessage) int { return cmp.Compare(a.seq, b.seq) })
 	got = slices.CompactFunc(got, func(a, b wireMessage) bool { return a.seq == b.seq && a.inRow == b.inRow })
@@ -246,7 +266,6 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 				"seq", w.seq, "written for", w.assignment, "names", m.Assignment)
 		} else {
 			if final(m.Kind) {
-				c.over(string(m.Assignment))
 				delete(c.seen, m.Assignment)
 			}
 			c.deliver(ctx, m)
@@ -259,14 +278,14 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 			delivered.seqs = append(delivered.seqs, w.seq)
 		}
 	}
-	c.delivered(len(hosts))
 	// A full page means more are waiting; otherwise the next wake-up or
 	// poll deletes the messages delivered, along with its own read, and
-	// the next write (or read of every finished row) the finished rows.
-	if nAll == messagePage {
+	// the next write (or read of every finished row) the finished rows
+	// and wt_done rows.
+	if nAll == messagePage || nDone == messagePage {
 		c.putBackFinished(nil, true)
 	}
-	return nMessages == messagePage || nAll == messagePage, nil
+	return nMessages == messagePage || nAll == messagePage || nDone == messagePage, nil
 }
 
 // wireMessage is a message read: from wt_messages, or a final message

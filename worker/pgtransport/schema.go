@@ -18,7 +18,7 @@ import (
 // SchemaVersion is the version of the transport's tables this build writes
 // and reads (kept in the table transport_schema, apart from the store's
 // own version).
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // The transport's tables, in the store's PostgreSQL schema ("@." stands for
 // it). An assignment row lives from the coordinator's ASSIGN until the
@@ -86,6 +86,7 @@ func migrations(fenceLock, fenceTerm, schema string) []string {
 		finalInRow(schema),
 		leanRound(schema),
 		pollPromise(schema),
+		doneLog(schema),
 	}
 }
 

@@ -22,14 +22,16 @@ import "strings"
 // statement that is the round. Messages that are not final (a probe's
 // answer, a gate's result) take version 4's path, every check first.
 func leanRound(schema string) string {
-	return roundFunction(schema, false)
+	return roundFunction(schema, 5)
 }
 
-// roundFunction is wt_host_round as version 5 has it or, with watched,
-// as version 6 has it (pollPromise): the same but for the notification
-// of the finished rows, sent only when no coordinator's promise to poll
-// their queue holds.
-func roundFunction(schema string, watched bool) string {
+// roundFunction is wt_host_round as version 5 has it, as version 6 has
+// it (pollPromise: the same but for the notification of the finished
+// rows, sent only when no coordinator's promise to poll their queue
+// holds) or as version 7 has it (doneLog: the ids of the rows a round
+// finishes within a promise go into one wt_done row).
+func roundFunction(schema string, version int) string {
+	watched := version >= 6
 	prefix := "'" + strings.ReplaceAll(schema+"/", "'", "''") + "'"
 	// Version 5 notifies the coordinator of every finished row; version 6
 	// only when no coordinator's promise to poll their queue holds (its
@@ -53,6 +55,20 @@ func roundFunction(schema string, watched bool) string {
 				`
 		splitEnd = `
 				END IF;`
+	}
+	// The finished rows per queue (q), and in version 7 their ids in one
+	// wt_done row per queue whose promise holds (doneLog), in the
+	// statement that finishes them.
+	finished := `q AS (SELECT up.queue, count(*) AS n, json_agg(up.id)::text AS ids,
+						min(up.id) FILTER (WHERE up.named_other) AS bad FROM up GROUP BY up.queue)`
+	if version >= 7 {
+		finished = `g AS (SELECT up.queue, count(*) AS n, array_agg(up.id) AS ids,
+						min(up.id) FILTER (WHERE up.named_other) AS bad,
+						EXISTS (SELECT FROM @.wt_polls p WHERE p.queue = up.queue AND p.until > clock_timestamp()) AS watched
+						FROM up GROUP BY up.queue),
+					d AS (INSERT INTO @.wt_done (queue, ids) SELECT g.queue, g.ids FROM g WHERE g.watched),
+					q AS (SELECT g.queue, g.n, g.bad, g.watched, CASE WHEN g.watched THEN '' ELSE array_to_json(g.ids)::text END AS ids FROM g)`
+		notify, end = "CASE WHEN NOT q.watched THEN ", " END"
 	}
 	const noScans = `SET search_path = pg_catalog, pg_temp SET enable_seqscan = off`
 	return `CREATE OR REPLACE FUNCTION @.wt_host_round(p_host text, p_queue text, p_ids text[], p_bodies text[], p_finals bool[],
@@ -105,8 +121,7 @@ func roundFunction(schema string, watched bool) string {
 							done_body = f_bodies[array_position(f_ids, a.id)]::jsonb, body = 'null'::jsonb
 						WHERE a.id = ANY(f_ids) AND a.host = p_host AND a.owner = session_user AND a.state::int = 1
 						RETURNING a.queue, a.id, (a.done_body ->> 'Assignment') IS DISTINCT FROM a.id AS named_other),
-					q AS (SELECT up.queue, count(*) AS n, json_agg(up.id)::text AS ids,
-						min(up.id) FILTER (WHERE up.named_other) AS bad FROM up GROUP BY up.queue)
+					` + finished + `
 					SELECT coalesce(sum(q.n), 0), n_notified + count(` + notify + `pg_notify('fm_m_' || left(encode(sha256(convert_to(` + prefix + ` || q.queue, 'UTF8')), 'hex'), 20),
 						CASE WHEN octet_length(q.ids) < 7900 THEN q.ids ELSE '' END)::text` + end + `), min(q.bad)
 					INTO n_finished, n_notified, bad FROM q;

@@ -26,5 +26,5 @@ func pollPromise(schema string) string {
 			queue text COLLATE "C" PRIMARY KEY,
 			until timestamptz NOT NULL
 		);
-		` + roundFunction(schema, true)
+		` + roundFunction(schema, 6)
 }
