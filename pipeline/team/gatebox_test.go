@@ -70,8 +70,9 @@ func TestTheGatesRunTheStorysCodeInTheAgentsSandbox(t *testing.T) {
 	require.NotNil(t, sneak.Pause)
 	// The build's gates and the quality gate (its loot changed the
 	// worktree, so the change was verified again) each ran the hook.
-	assert.Contains(t, sneak.Pause.Message, "its agents were refused 8 time(s) since a person last looked (the last: gate check")
-	assert.Contains(t, sneak.Pause.Message, "; 4 kinds of attempt in all, each in the story's status (RefusedKinds)")
+	// and the first left its loot in the worktree: counted too.
+	assert.Contains(t, sneak.Pause.Message, "its agents were refused 9 time(s) since a person last looked (the last: gate check")
+	assert.Contains(t, sneak.Pause.Message, "; 5 kinds of attempt in all, each in the story's status (RefusedKinds)")
 
 	var refused []string
 	for _, e := range tm.Events(0) {
@@ -86,6 +87,7 @@ func TestTheGatesRunTheStorysCodeInTheAgentsSandbox(t *testing.T) {
 		`gate check "hook" (sandboxed, running the story's code): wrote "planted" into the hidden host's home`,
 		`gate check "hook" (sandboxed, running the story's code): wrote "foreman.db" into the hidden state directory`,
 		`gate check "hook" (sandboxed, running the story's code): wrote "go.mod" into the hidden main checkout`,
+		`the gates changed "loot.txt" in the worktree they verified: the change that lands is not the one they checked`,
 	} {
 		assert.Contains(t, joined, want)
 	}

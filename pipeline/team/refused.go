@@ -28,7 +28,10 @@ import (
 // checkout, which its sandbox's decoy took; another story's branch moved
 // in its private copy of the refs, its HEAD moved off its branch; an
 // output flood its driver stopped: "the agent's driver: output: stopped
-// the agent: it printed more than ..."). Story, Stage, Worker and
+// the agent: it printed more than ..."), what a gate check's sandbox
+// refused of the story's code it ran ("gate check "x" (sandboxed, running
+// the story's code): ..."), and files the gates wrote or changed in the
+// worktree they verified (they would land unverified). Story, Stage, Worker and
 // Assignment are the agent's own; Detail
 // says what it tried. Nothing of it was applied. The story's status
 // counts them all (StoryStatus.Refused); the events of an assignment's
@@ -161,7 +164,7 @@ func (g refusalGate) Merge(ctx context.Context, r pipeline.MergeRequest) (pipeli
 			kinds = fmt.Sprintf("; %d kinds of attempt in all, each in the story's status (RefusedKinds)", len(rec.Kinds))
 		}
 		return pipeline.MergeOutcome{Refused: fmt.Sprintf("its agents were refused %d time(s) since a person last looked (the last: %s%s): "+
-			"look at its branch's change and the refusals in the events, then resolve it: Resume lands it as it is "+
+			"look at its change (its branch, and what its worktree holds uncommitted: that lands too) and the refusals in the events, then resolve it: Resume lands it as it is "+
 			"(a host that lands such stories without asking sets Config.LandRefused: the foreman binary's -land-refused)", n, rec.Last, kinds)}, nil
 	}
 	return g.next.Merge(ctx, r)

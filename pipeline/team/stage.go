@@ -398,7 +398,22 @@ type gateEvents struct {
 }
 
 func (g gateEvents) Verify(ctx context.Context, snap phases.Snapshot, plan phases.GatePlan, opts phases.VerifyOptions) (phases.VerificationReport, error) {
+	var before *worktreeState
+	git := &gitexec.Runner{Git: g.t.cfg.Merge.Git, Env: g.t.cfg.Merge.GitEnv}
+	if snap.WorkspacePath != "" && !opts.Skip {
+		if st, err := readWorktreeState(ctx, git, snap.WorkspacePath); err == nil {
+			before = &st
+		}
+	}
 	rep, err := g.t.verifier.Verify(ctx, snap, plan, opts)
+	if before != nil {
+		if after, aerr := readWorktreeState(context.WithoutCancel(ctx), git, snap.WorkspacePath); aerr == nil {
+			if note := changedBy(*before, after); note != "" {
+				g.t.refuse(ctx, refusal{Item: g.a.Item, Stage: g.a.Stage, Worker: g.a.Worker, Assignment: g.a.Assignment,
+					Detail: note, driver: true})
+			}
+		}
+	}
 	// What a check's sandbox refused is the code under verification
 	// reaching beyond its worktree: the agent's code, counted as the
 	// agent's own attempts are (even when Verify failed after it).
