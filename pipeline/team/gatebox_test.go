@@ -125,6 +125,18 @@ func TestTheMergeCheckRunsInTheAgentsSandbox(t *testing.T) {
 	require.NotNil(t, sneak.Pause)
 	assert.Contains(t, sneak.Pause.Message, `post-merge check "sh -c `+hookCheck+`" for SNEAK reached beyond its checkout (exit 0), refused by its sandbox`)
 	assert.Contains(t, sneak.Pause.Message, `wrote "planted" into the hidden host's home`)
+	st, err := tm.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), st.Refused, "each note of the check's sandbox counted as SNEAK's")
+	var events int
+	for _, e := range tm.Events(0) {
+		if e.Kind == team.EventRefused {
+			assert.Equal(t, "SNEAK", string(e.Story))
+			assert.Contains(t, e.Detail, "the post-merge check (sandboxed, running the squash's code): ")
+			events++
+		}
+	}
+	assert.Equal(t, 4, events)
 	assert.Equal(t, []string{"HONEST"}, trailers(t, repo))
 	assert.NoFileExists(t, filepath.Join(hostHome, "planted"))
 	// The checks' homes: SNEAK's worktree's (its gates; it is paused) is

@@ -2,6 +2,7 @@ package team
 
 import (
 	"context"
+	"strings"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/phases/agentcmd"
@@ -61,4 +62,43 @@ func (t *Team) defaultVerifier() *gates.Verifier {
 		cfg.Sandbox = ds[0]
 	}
 	return gates.NewVerifier(cfg)
+}
+
+// mergeCheckSandbox contains the post-merge check (Config.MergeCheck) in
+// the sandbox of the team's first agentcmd driver, and counts what it
+// refused as refusals of the story the check verifies (its FOREMAN_ITEM):
+// the merge fails with them too (merge.CheckError.Refused).
+type mergeCheckSandbox struct {
+	driver *agentcmd.Driver
+	t      *Team
+}
+
+func (s mergeCheckSandbox) Contain(ctx context.Context, cmd gates.CheckCommand) (gates.Contained, error) {
+	c, err := s.driver.Contain(ctx, cmd)
+	if err != nil || c.Done == nil {
+		return c, err
+	}
+	var item foreman.ItemID
+	for _, kv := range cmd.Env {
+		if v, ok := strings.CutPrefix(kv, "FOREMAN_ITEM="); ok {
+			item = foreman.ItemID(v)
+		}
+	}
+	done := c.Done
+	c.Done = func(ctx context.Context) []string {
+		notes := done(ctx)
+		for _, note := range notes {
+			if item != "" {
+				s.t.refuse(ctx, refusal{Item: item, Detail: "the post-merge check (sandboxed, running the squash's code): " + note, driver: true})
+			}
+		}
+		return notes
+	}
+	return c, nil
+}
+
+// RemoveHome removes the home the driver kept for a check's temporary
+// checkout (merge calls it after the check).
+func (s mergeCheckSandbox) RemoveHome(ctx context.Context, workspace string) error {
+	return s.driver.RemoveHome(ctx, workspace)
 }

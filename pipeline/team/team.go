@@ -208,8 +208,9 @@ func (t *Team) open(ctx context.Context) error {
 		mc.Logger = t.log
 	}
 	if ds := t.agentDrivers(); mc.CheckSandbox == nil && len(ds) > 0 {
-		// MergeCheck runs the squash's code: in the agents' sandbox.
-		mc.CheckSandbox = ds[0]
+		// MergeCheck runs the squash's code: in the agents' sandbox, what
+		// it refused counted as the story's refusals.
+		mc.CheckSandbox = mergeCheckSandbox{driver: ds[0], t: t}
 	}
 	mgr, mc, err := openRepository(ctx, cfg, mc)
 	if err != nil {
