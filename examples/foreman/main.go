@@ -87,6 +87,8 @@ type options struct {
 	// sandbox and binds configure the agents' OS sandbox.
 	sandbox agentcmd.SandboxMode
 	binds   []agentcmd.Bind
+	// gatesOffline cuts the contained gates off the network.
+	gatesOffline bool
 }
 
 func main() {
@@ -175,7 +177,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 		return fmt.Errorf("want auto, required or off")
 	})
-	fs.Func("bind", "a directory the sandboxed agents may also read and write, e.g. a shared cache (repeatable;\nPATH:ro for read-only)", func(s string) error {
+	fs.BoolVar(&o.gatesOffline, "gates-offline", false, "run the gates and -merge-check (which run the story's code, in the agents' sandbox) without a network:\na test the agent wrote cannot send what it reads anywhere; what they build from must be in a bound cache")
+	fs.Func("bind", "a directory the sandboxed agents (and the gates, which run in the same sandbox) may also read and\nwrite, e.g. a shared cache (repeatable; PATH:ro for read-only)", func(s string) error {
 		b := agentcmd.Bind{Source: s, Writable: true}
 		if p, ok := strings.CutSuffix(s, ":ro"); ok {
 			b = agentcmd.Bind{Source: p}

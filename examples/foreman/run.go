@@ -291,14 +291,14 @@ func teamConfig(o options, plan team.Plan, stderr io.Writer) (team.Config, error
 	var agent phases.AgentDriver
 	if len(argv) > 0 || o.format != "" {
 		agent = agentcmd.New(agentcmd.Config{Argv: argv, Format: o.format, Logger: log,
-			Sandbox: agentcmd.Sandbox{Mode: o.sandbox, Binds: o.binds}})
+			Sandbox: agentcmd.Sandbox{Mode: o.sandbox, Binds: o.binds, ChecksOffline: o.gatesOffline}})
 	}
 	if agent == nil && len(check) > 0 {
 		// A coordinator runs no agent, but its -merge-check runs the
 		// squash's code: in the sandbox an agent would have (the team
 		// gives an agent's own to the merge check where it has one).
 		mc.CheckSandbox = agentcmd.New(agentcmd.Config{Argv: []string{"true"}, Logger: log,
-			Sandbox: agentcmd.Sandbox{Mode: o.sandbox, Binds: o.binds, Hide: []string{filepath.Join(repo, team.StateDirName)}}})
+			Sandbox: agentcmd.Sandbox{Mode: o.sandbox, Binds: o.binds, ChecksOffline: o.gatesOffline, Hide: []string{filepath.Join(repo, team.StateDirName)}}})
 	}
 	return team.Config{
 		Repo:       repo,

@@ -86,6 +86,7 @@ func (d *Driver) Contain(ctx context.Context, cmd gates.CheckCommand) (gates.Con
 		return gates.Contained{}, err
 	}
 	sb.newSession = true
+	sb.net = sb.net || d.cfg.Sandbox.ChecksOffline
 	out := gates.Contained{CheckCommand: gates.CheckCommand{Dir: cmd.Dir, Argv: sb.argv(argv, -1), Env: env}}
 	out.Done = func(ctx context.Context) []string {
 		defer removeHome()

@@ -132,6 +132,24 @@ cat README
 	assert.Empty(t, res.Refused)
 }
 
+// With Sandbox.ChecksOffline a check has only a loopback interface, while
+// the driver's agents keep the host's network.
+func TestAnOfflineCheckHasOnlyALoopback(t *testing.T) {
+	requireSandbox(t)
+	l := newTeamLayout(t)
+	interfaces := []string{"sh", "-c", "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort | tr '\\n' ' '"}
+	for _, offline := range []bool{false, true} {
+		d := New(Config{Argv: []string{"true"}, LeaseDir: l.leases, Sandbox: Sandbox{Mode: SandboxRequired, ChecksOffline: offline}})
+		res := verifyOne(t, d, l.wtA, phases.GateCheck{Name: "net", Argv: interfaces})
+		require.True(t, res.Passed, res.Output)
+		if offline {
+			assert.Equal(t, "lo ", res.Output)
+		} else {
+			assert.NotEqual(t, "lo ", res.Output, "the host's interfaces: %s", res.Output)
+		}
+	}
+}
+
 // Where the driver runs its agents unsandboxed, a check runs on the host,
 // but in an environment built as the sandbox's is: no secret, no agent's
 // API key.

@@ -127,6 +127,14 @@ type Sandbox struct {
 	// host's 127.0.0.1 (a team's MCP server, a local model API). Default
 	// false: the agent shares the host's network.
 	UnshareNet bool
+	// ChecksOffline gives each gate check the driver contains (Contain) a
+	// network namespace of its own with only a loopback interface, as
+	// UnshareNet does for the agents (which imply it for the checks): a
+	// test the agent wrote cannot send what it reads anywhere, and a
+	// module a check needs must be in a cache it can read (a Bind, and
+	// GOFLAGS=-mod=mod with GOPROXY=off or GOMODCACHE in the check's Env).
+	// Default false: checks share the agents' network.
+	ChecksOffline bool
 }
 
 // sandboxProbe remembers, per Driver (and the Drivers derived from it with
