@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/gitexec"
@@ -37,11 +39,21 @@ func (m *Manager) runCheck(ctx context.Context, id foreman.ItemID, commit string
 			m.log.Error("merge: removing check worktree", "path", dir, "err", err)
 		}
 	}()
+	// Its own end: a check that never ends would hold the merge, and the
+	// repository's lock, for good.
+	checkCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var timedOut atomic.Bool
+	timer := m.clk.AfterFunc(m.cfg.CheckTimeout, func() {
+		timedOut.Store(true)
+		cancel()
+	})
+	defer timer.Stop()
 	run := gates.CheckCommand{Dir: dir, Argv: argv, Env: []string{"FOREMAN_ITEM=" + string(id), "FOREMAN_COMMIT=" + commit}}
 	env := append(gitexec.WithoutOwner(os.Environ()), run.Env...)
 	done := func() []string { return nil }
 	if m.cfg.CheckSandbox != nil {
-		contained, err := m.cfg.CheckSandbox.Contain(ctx, run)
+		contained, err := m.cfg.CheckSandbox.Contain(checkCtx, run)
 		if err != nil {
 			return &CheckError{Item: id, Command: argv, ExitCode: -1, Err: fmt.Errorf("%w: %w", gates.ErrNotContained, err)}
 		}
@@ -53,11 +65,14 @@ func (m *Manager) runCheck(ctx context.Context, id foreman.ItemID, commit string
 		}
 		run, env = contained.CheckCommand, contained.Env
 	}
-	cmd := exec.CommandContext(ctx, run.Argv[0], run.Argv[1:]...)
+	cmd := exec.CommandContext(checkCtx, run.Argv[0], run.Argv[1:]...)
 	cmd.Dir = run.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.Env = env
+	// A process that left the group and holds the output open is not
+	// waited for past this (nor is a killed check's).
+	cmd.WaitDelay = checkWaitDelay
 	out := &tailBuffer{limit: checkOutputLimit}
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
@@ -71,6 +86,10 @@ func (m *Manager) runCheck(ctx context.Context, id foreman.ItemID, commit string
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if timedOut.Load() {
+		return &CheckError{Item: id, Command: argv, ExitCode: -1, Output: out.String(), Refused: refused, TimedOut: true,
+			Err: fmt.Errorf("timed out after %s; its process group was killed", m.cfg.CheckTimeout)}
 	}
 	if err == nil && len(refused) == 0 {
 		return nil
@@ -90,6 +109,10 @@ func (m *Manager) runCheck(ctx context.Context, id foreman.ItemID, commit string
 type homeRemover interface {
 	RemoveHome(ctx context.Context, workspace string) error
 }
+
+// checkWaitDelay bounds how long a check's output may stay open after it
+// ended or was killed.
+const checkWaitDelay = 5 * time.Second
 
 // checkOutputLimit bounds the output of Request.Check kept for its
 // CheckError: the tail, where a failure says why.

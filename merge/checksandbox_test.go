@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/golang/mock/gomock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentforeman/foreman/internal/clock"
 	"github.com/agentforeman/foreman/phases/gates"
 	"github.com/agentforeman/foreman/phases/gates/gatesmock"
 )
@@ -83,4 +85,30 @@ func TestMergeCheckRunsInItsSandbox(t *testing.T) {
 			assert.NoDirExists(t, filepath.Join(m.Root(), checkPrefix+"c"))
 		})
 	}
+}
+
+// A post-merge check that does not end is killed at Config.CheckTimeout
+// (on the configured clock), with what it started, and fails: the target
+// does not move.
+func TestMergeCheckTimesOut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fake := clock.NewFake(time.Unix(0, 0))
+	repo := newRepo(t, nil)
+	m := newManager(t, repo, func(c *Config) { c.Clock = fake; c.CheckTimeout = time.Minute })
+	wt := create(t, m, "c")
+	commitFile(t, wt.Path, "c.txt", "c\n", "c")
+	old := revParse(t, repo, "main")
+	go func() {
+		if fake.BlockUntil(t.Context(), 1) == nil {
+			fake.Advance(time.Minute)
+		}
+	}()
+	_, err := m.Merge(ctx, "c", Request{Title: "C", Check: []string{"sh", "-c", "echo started; sleep 600 & wait"}})
+	var cerr *CheckError
+	require.ErrorAs(t, err, &cerr)
+	assert.True(t, cerr.TimedOut)
+	assert.Contains(t, cerr.Error(), "timed out after 1m0s; its process group was killed")
+	assert.Equal(t, old, revParse(t, repo, "main"))
+	assert.NoDirExists(t, filepath.Join(m.Root(), checkPrefix+"c"))
 }

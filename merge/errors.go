@@ -189,13 +189,18 @@ type CheckError struct {
 	// Refused is what Config.CheckSandbox refused of the check's, one
 	// line each: such a check fails whatever its exit status.
 	Refused []string
-	Err     error
+	// TimedOut: the check ran past Config.CheckTimeout and was killed.
+	TimedOut bool
+	Err      error
 }
 
 func (e *CheckError) Error() string {
 	if len(e.Refused) > 0 {
 		return fmt.Sprintf("merge: post-merge check %q for %s reached beyond its checkout (exit %d), refused by its sandbox: %s",
 			strings.Join(e.Command, " "), e.Item, e.ExitCode, strings.Join(e.Refused, "; "))
+	}
+	if e.TimedOut {
+		return fmt.Sprintf("merge: post-merge check %q for %s %v: %s", strings.Join(e.Command, " "), e.Item, e.Err, tail(e.Output, 400))
 	}
 	detail := tail(e.Output, 400)
 	if strings.TrimSpace(detail) == "" && e.Err != nil {

@@ -93,7 +93,15 @@ type Config struct {
 	// check. Default: none (nil: the
 	// check runs on the host with the host's environment and rights).
 	CheckSandbox gates.Sandbox
+	// CheckTimeout bounds Request.Check: a check still running then is
+	// killed with its process group and fails (*CheckError with TimedOut;
+	// the target does not move). Measured on Clock. Default: 30 min
+	// (DefaultCheckTimeout).
+	CheckTimeout time.Duration
 }
+
+// DefaultCheckTimeout is Config.CheckTimeout's default.
+const DefaultCheckTimeout = 30 * time.Minute
 
 // Identity is a git author or committer.
 type Identity struct {
@@ -162,6 +170,9 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	}
 	if m.cfg.StaleLockAge <= 0 {
 		m.cfg.StaleLockAge = 2 * time.Minute
+	}
+	if m.cfg.CheckTimeout <= 0 {
+		m.cfg.CheckTimeout = DefaultCheckTimeout
 	}
 	repo, err := filepath.Abs(cfg.Repo)
 	if err != nil {
