@@ -112,7 +112,8 @@ type Config struct {
 	// MergeCheck, when set, is a command run on the squash commit before
 	// the target branch moves (merge.Request.Check), contained like the
 	// gates (Merge.CheckSandbox, when not set, is the team's first
-	// agentcmd driver). Default: none (no check).
+	// agentcmd driver) and bounded by Merge.CheckTimeout (default 30 min).
+	// Default: none (no check).
 	MergeCheck []string
 
 	// Remote, when set, performs every stage somewhere else (another
