@@ -95,7 +95,7 @@ func (d *Driver) Contain(ctx context.Context, cmd gates.CheckCommand) (gates.Con
 		sb.watch = nil
 		var notes []string
 		if sb.git != nil {
-			notes = sb.git.checkBack(ctx, acc.place(shadowPlace))
+			notes = sb.git.checkBack(ctx)
 		}
 		notes = append(notes, sb.decoyNotes(acc)...)
 		for _, note := range notes {

@@ -250,7 +250,13 @@ func (g *gitLayout) carryBack(ctx context.Context, seen *placeAccess) []string {
 // copy of the git directory. Nothing is carried back, not even the
 // branch's own commits: a check verifies the agent's work, it does not
 // add to it.
-func (g *gitLayout) checkBack(_ context.Context, seen *placeAccess) []string {
+//
+// Only what the check left in the copy is named, not what the watch saw
+// written and found as it was (an agent's "put back"): nothing of a
+// check's copy is carried back, so a write it undid changed nothing, and
+// a fresh-clone CI once saw its copy's config written and put back while
+// a cooperative go vet ran (by what, not found).
+func (g *gitLayout) checkBack(_ context.Context) []string {
 	notes := g.headBack("check")
 	before, after := g.agentRefs()
 	if v, ok := after[g.branch]; g.branch != "" && (!ok || v != g.before) {
@@ -258,7 +264,7 @@ func (g *gitLayout) checkBack(_ context.Context, seen *placeAccess) []string {
 	}
 	notes = append(notes, otherRefs(before, after, g.hostRefs(), g.branch, "check")...)
 	if g.shadow != nil {
-		notes = append(notes, g.shadow.fileNotes(seen)...)
+		notes = append(notes, g.shadow.fileNotes(&placeAccess{})...)
 	}
 	return notes
 }
