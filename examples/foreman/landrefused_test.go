@@ -7,20 +7,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/agentforeman/foreman/phases/agentcmd"
 )
 
 // A story whose sandboxed agent wrote outside its worktree waits for a
 // person before it lands (exit 3, -status says why); -resolve ID=resume
 // lands it. With -land-refused it lands like the others.
 func TestARefusedAgentsStoryWaitsForAPersonUnlessLandRefused(t *testing.T) {
-	if !agentcmd.New(agentcmd.Config{Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}).Sandboxed() {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI needs the OS sandbox")
-		}
-		t.Skip("no OS sandbox here")
-	}
+	requireSandbox(t)
 	t.Parallel()
 	for _, landRefused := range []bool{false, true} {
 		f := newFixture(t)

@@ -40,9 +40,7 @@ esac
 // there for either story is not; both stories land.
 func TestAnAgentsWriteToItsAlternatesIsCountedGitGCIsNot(t *testing.T) {
 	t.Parallel()
-	if !agentcmd.New(agentcmd.Config{Sandbox: agentcmd.Sandbox{Mode: agentcmd.SandboxRequired}}).Sandboxed() {
-		t.Skip("no OS sandbox here (CI's run fails on a skip)")
-	}
+	requireSandbox(t)
 	ctx := context.Background()
 	repo := filepath.Join(hostileBase(t), "repo")
 	require.NoError(t, demo.NewGoModuleRepo(ctx, repo))
