@@ -46,7 +46,9 @@
 //     with `commit-tree`, touching no working tree, so a conflict changes
 //     nothing anywhere and is returned as *ConflictError with the files;
 //   - optional Request.Check: a command run in a temporary checkout of the
-//     squash commit; on failure (*CheckError) the target never moved;
+//     squash commit (contained by Config.CheckSandbox when set, bounded by
+//     Config.CheckTimeout); on failure, a timeout or anything its sandbox
+//     refused (*CheckError) the target never moved;
 //   - the target moves by compare-and-swap update-ref when it is not checked
 //     out, or by `merge --ff-only` inside the worktree that has it checked out
 //     (main or linked), so that checkout follows; git refuses, and Merge
