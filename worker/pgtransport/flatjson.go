@@ -239,6 +239,11 @@ func scanInt(b []byte, i int) (int64, int, bool) {
 		return 0, 0, false
 	}
 	if neg {
+		if n == 0 {
+			// "-0": encoding/json takes it for a signed field and refuses
+			// it for an unsigned one; it decides (a fuzzed input).
+			return 0, 0, false
+		}
 		n = -n
 	}
 	return n, i, true
