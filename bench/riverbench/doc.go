@@ -14,11 +14,16 @@
 // subscription, whose completion events river sends after its completer's
 // write, as river's own benchmark counts).
 //
-// At 64 in flight: Foreman's default hosts, 4 worker hosts of 16 as 4
-// processes (the test binary run again) with no linger
-// (foreman-processes-nolinger), the same with a 5 ms linger, and 4 hosts in
-// this process (foreman), with up to 256 assignments handed out; river one
-// client's 64 workers. At full tilt: Foreman at its best here
+// At 64 in flight, in two shapes, each run by both. River's benchmark's
+// shape, one worker process of 64: Foreman's one host of 64 with the
+// default settings as a process of its own (foreman-1x64; the test binary
+// run again) against one river client's 64 workers (river-tuned-64). Four
+// worker processes of 16: Foreman's default hosts, 4 hosts of 16 as 4
+// processes with no linger (foreman-processes-nolinger), against 4 river
+// clients of 16 workers as 4 processes, the jobs inserted by an
+// insert-only client in this process (river-tuned-4x16). Also: the 4 hosts
+// with a 5 ms linger, and in this process (foreman); Foreman's Dispatcher
+// hands out up to 256 assignments. At full tilt: Foreman at its best here
 // (foreman-best: 4 hosts of 256 in this process, 4,096 handed out, 5 ms
 // linger; foreman-best-1024, the earlier rounds' setting: 2 hosts of 128,
 // 1,024 handed out) against river's 2,000 workers.

@@ -96,6 +96,9 @@ func BenchmarkHandoffs(b *testing.B) {
 	b.Run("foreman", func(b *testing.B) { benchForeman(b, setup{linger: linger}) })
 	b.Run("foreman-processes", func(b *testing.B) { benchForeman(b, setup{processes: true, linger: linger}) })
 	b.Run("foreman-processes-nolinger", func(b *testing.B) { benchForeman(b, setup{processes: true}) })
+	// River's shape: one worker process of 64, as river's benchmark runs
+	// one client of its workers (default host settings: no linger).
+	b.Run("foreman-1x64", func(b *testing.B) { benchForeman(b, setup{processes: true, hosts: 1, capacity: inFlight}) })
 	// The same default hosts with 1,024 assignments handed out, not 256:
 	// with 256 the hosts wait for the coordinator's next write part of
 	// the time (its reads come every ReadCooldown) and their rounds carry
@@ -127,6 +130,9 @@ func BenchmarkHandoffs(b *testing.B) {
 	b.Run("river-tuned-64-insert", func(b *testing.B) { benchRiver(b, riverTuned, inFlight, false) })
 	b.Run("river-tuned-64", func(b *testing.B) { benchRiver(b, riverTuned, inFlight, true) })
 	b.Run("river-tuned-2000", func(b *testing.B) { benchRiver(b, riverTuned, 2000, true) })
+	// Foreman's default shape for river: 4 worker processes of 16, the
+	// jobs inserted by this process.
+	b.Run("river-tuned-4x16", func(b *testing.B) { benchRiverProcesses(b, riverTuned, hosts, inFlight/hosts) })
 }
 
 // riverSettings are a river client's fetch settings.
@@ -305,6 +311,9 @@ func TestMain(m *testing.M) {
 	}
 	if schema := os.Getenv(beatProcessEnv); schema != "" {
 		os.Exit(runBeatProcess(schema))
+	}
+	if schema := os.Getenv(riverProcessEnv); schema != "" {
+		os.Exit(runRiverProcess(schema))
 	}
 	os.Exit(m.Run())
 }

@@ -1,0 +1,178 @@
+package riverbench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+// River spread over processes, the shape of Foreman's default hosts (4
+// worker processes of 16): this process inserts (an insert-only client,
+// as a river deployment whose web tier enqueues and whose workers run
+// elsewhere), and each worker process (this test binary run again) runs a
+// client with its share of the workers, configured as river's benchmark
+// configures its one client. A worker process counts its completed jobs
+// from its own subscription (sent after the completer's write, as in
+// benchRiver) and prints the count on its standard output as jobs
+// complete.
+const riverProcessEnv = "RIVERBENCH_RIVER_SCHEMA"
+
+func benchRiverProcesses(b *testing.B, set riverSettings, procs, workersEach int) {
+	ctx := context.Background()
+	pool := database(b)
+	schema := freshSchema(b, pool, "riverbench_riverp_")
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		b.Fatal(err)
+	}
+	driver := riverpgxv5.New(pool)
+	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		b.Fatal(err)
+	}
+	inserter, err := river.NewClient(driver, &river.Config{Schema: schema, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pctx, stopProcs := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stopProcs(); wg.Wait() }()
+	completed := make(chan int, procs)
+	var pids []int
+	for p := range procs {
+		cmd := exec.CommandContext(pctx, os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), riverProcessEnv+"="+schema, fmt.Sprintf("RIVERBENCH_RIVER_WORKERS=%d", workersEach),
+			"RIVERBENCH_RIVER_COOLDOWN="+set.fetchCooldown.String(), "RIVERBENCH_RIVER_POLL="+set.fetchPollInterval.String())
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd.WaitDelay = time.Minute
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		lines := bufio.NewScanner(out)
+		if !lines.Scan() || lines.Text() != "ready" { // the clock starts with every client started
+			b.Fatalf("river process %d did not start", p)
+		}
+		pids = append(pids, cmd.Process.Pid)
+		wg.Add(2)
+		go func() { defer wg.Done(); _ = cmd.Wait() }()
+		go func() {
+			defer wg.Done()
+			for lines.Scan() {
+				if n, err := strconv.Atoi(lines.Text()); err == nil {
+					completed <- n
+				}
+			}
+		}()
+	}
+	b.ResetTimer()
+	resetStatements(b, pool)
+	cpu := startCPU(pool, pids)
+	wal := startWAL(b, pool)
+	start := time.Now()
+	const chunk = 500
+	for i := 0; i < b.N; i += chunk {
+		params := make([]river.InsertManyParams, min(chunk, b.N-i))
+		for j := range params {
+			params[j] = river.InsertManyParams{Args: noopArgs{}}
+		}
+		if _, err := inserter.InsertMany(ctx, params); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for n := 0; n < b.N; {
+		select {
+		case c := <-completed:
+			n += c
+		case <-time.After(2 * time.Minute):
+			b.Fatalf("only %d of %d jobs completed after 2 minutes without progress", n, b.N)
+		}
+	}
+	report(b, start)
+	reportCPU(b, cpu)
+	wal.report(b)
+	dumpStatements(b, pool)
+	b.StopTimer()
+}
+
+// runRiverProcess runs one river client with RIVERBENCH_RIVER_WORKERS
+// workers until SIGTERM, printing how many jobs completed as they do.
+func runRiverProcess(schema string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, "river process:", err); return 2 }
+	workersEach, err := strconv.Atoi(os.Getenv("RIVERBENCH_RIVER_WORKERS"))
+	if err != nil {
+		return fail(err)
+	}
+	var set riverSettings
+	if set.fetchCooldown, err = time.ParseDuration(os.Getenv("RIVERBENCH_RIVER_COOLDOWN")); err != nil {
+		return fail(err)
+	}
+	if set.fetchPollInterval, err = time.ParseDuration(os.Getenv("RIVERBENCH_RIVER_POLL")); err != nil {
+		return fail(err)
+	}
+	pool, err := pgxpool.New(ctx, os.Getenv("FOREMAN_TEST_POSTGRES"))
+	if err != nil {
+		return fail(err)
+	}
+	defer pool.Close()
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &noopWorker{})
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		FetchCooldown: set.fetchCooldown, FetchPollInterval: set.fetchPollInterval,
+		Schema: schema, Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workersEach}},
+		Workers: workers, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		return fail(err)
+	}
+	done, cancelSub := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: 100_000, Kinds: []river.EventKind{river.EventKindJobCompleted}})
+	defer cancelSub()
+	if err := client.Start(ctx); err != nil {
+		return fail(err)
+	}
+	out := bufio.NewWriter(os.Stdout)
+	fmt.Fprintln(out, "ready")
+	_ = out.Flush()
+	for {
+		select {
+		case <-ctx.Done():
+			_ = client.Stop(context.Background())
+			return 0
+		case <-done:
+			n := 1
+			for more := true; more; { // everything the completer's last write sent, in one line
+				select {
+				case <-done:
+					n++
+				default:
+					more = false
+				}
+			}
+			fmt.Fprintln(out, n)
+			_ = out.Flush()
+		}
+	}
+}
