@@ -30,6 +30,9 @@ func ViewCounts(t *Team) (map[StoryState]int, int, int64, float64) {
 	return s.ByState, s.Stories, s.Tokens, s.CostUSD
 }
 
+// ViewRefused is the view's count of refused attempts.
+func ViewRefused(t *Team) int64 { return t.view.summary().Refused }
+
 // PersistedView is every story's status as the view records in the store
 // have it (what ReadStatus reads).
 func PersistedView(t *Team, ctx context.Context) ([]StoryStatus, error) {

@@ -255,6 +255,8 @@ type Summary struct {
 	// Tokens and CostUSD are what every story's agents have spent.
 	Tokens  int64   `json:"tokens"`
 	CostUSD float64 `json:"costUSD"`
+	// Refused counts every story's refused attempts (Status.Refused).
+	Refused int64 `json:"refused,omitempty"`
 }
 
 // Summary reports the team's status in counts (see Summary).
@@ -268,7 +270,7 @@ func (t *Team) Summary(ctx context.Context) (Summary, error) {
 	}
 	v := t.view.summary()
 	return Summary{At: now, Running: running, Workers: t.cfg.Workers, Stories: v.Stories, ByState: v.ByState,
-		Tokens: v.Tokens, CostUSD: v.CostUSD}, nil
+		Tokens: v.Tokens, CostUSD: v.CostUSD, Refused: v.Refused}, nil
 }
 
 // result reads how the plan stands.

@@ -44,6 +44,7 @@ type viewSummary struct {
 	ByState map[StoryState]int `json:"byState"`
 	Tokens  int64              `json:"tokens"`
 	CostUSD float64            `json:"costUSD"`
+	Refused int64              `json:"refused,omitempty"`
 }
 
 // storyInputs is what a story's status is derived from.
@@ -58,6 +59,14 @@ type storyInputs struct {
 	// Refused is nil for a story with no refusals record: a view entry
 	// stays in its size class.
 	Refused *refusedRecord
+}
+
+// refused is how many of the story's attempts were refused.
+func (in *storyInputs) refused() int64 {
+	if in.Refused == nil {
+		return 0
+	}
+	return in.Refused.Count
 }
 
 // viewState is what a story's status takes from its pipeline record

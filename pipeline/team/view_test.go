@@ -51,16 +51,19 @@ func (c *viewChecker) check(tm *team.Team, when string) {
 		c.bad = append(c.bad, fmt.Sprintf("%s: the view records differ from the view:\nview:   %s\nstored: %s", when, v, p))
 	}
 	byState, n, tokens, cost := team.ViewCounts(tm)
+	refused := team.ViewRefused(tm)
 	want := map[team.StoryState]int{}
-	var wantTokens int64
+	var wantTokens, wantRefused int64
 	var wantCost float64
 	for _, s := range old {
 		want[s.State]++
 		wantTokens += s.Tokens
 		wantCost += s.CostUSD
+		wantRefused += s.Refused
 	}
-	if fmt.Sprint(byState) != fmt.Sprint(want) || n != len(old) || tokens != wantTokens || cost != wantCost {
-		c.bad = append(c.bad, fmt.Sprintf("%s: counts %v %d %d %v, want %v %d %d %v", when, byState, n, tokens, cost, want, len(old), wantTokens, wantCost))
+	if fmt.Sprint(byState) != fmt.Sprint(want) || n != len(old) || tokens != wantTokens || cost != wantCost || refused != wantRefused {
+		c.bad = append(c.bad, fmt.Sprintf("%s: counts %v %d %d %v %d, want %v %d %d %v %d", when, byState, n, tokens, cost, refused,
+			want, len(old), wantTokens, wantCost, wantRefused))
 	}
 }
 
@@ -78,16 +81,18 @@ func jsonOf(t *testing.T, v any) string {
 }
 
 // The status view equals the full read of the store after every write of
-// a run with pauses, a blocked chain, a failed gate and its rework,
-// decisions (retry, skip, abandon), merges, and a restart of the host
-// (the view rebuilt from the store on open), and ReadStatus returns it.
+// a run with pauses, a blocked chain, a failed gate and its rework, a
+// refused report, decisions (retry, skip, abandon), merges, and a restart
+// of the host (the view rebuilt from the store on open), and ReadStatus
+// returns it.
 func TestStatusViewEqualsTheFullReadThroughARun(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.touch(t, "A.fail-stage-1") // pauses; B and C wait behind it
 	f.touch(t, "E.fail-stage-2") // pauses; F waits, then both are skipped/abandoned
 	f.touch(t, "G.bad")          // fails the gate once, then passes with the feedback
-	f.touch(t, "H.nochange")     // pauses: a build with nothing in it
+	f.touch(t, "H.nochange")     // would pause: a build with nothing in it
+	f.touch(t, "H.forged")       // pauses first: its plan's result file names another assignment (refused, counted)
 	f.cfg.Workers = 3
 	ctx := context.Background()
 	c := &viewChecker{t: t}

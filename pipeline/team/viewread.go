@@ -178,6 +178,7 @@ func (v *statusView) rebuildLocked(ctx context.Context) error {
 			sum.ByState[e.ss.State]++
 			sum.Tokens += in.Usage.Tokens
 			sum.CostUSD += in.Usage.CostUSD
+			sum.Refused += in.refused()
 			data, err := json.Marshal(viewRecord{Order: i, Status: e.ss})
 			if err != nil {
 				return err

@@ -274,7 +274,7 @@ func (tx *viewTx) ops(written []foreman.ItemID) ([]store.Op, viewSummary, error)
 		tx.changed[id].order = len(v.order) + k
 	}
 	sum := viewSummary{Stories: v.sum.Stories + len(tx.added), ByState: make(map[StoryState]int, len(v.sum.ByState)),
-		Tokens: v.sum.Tokens, CostUSD: v.sum.CostUSD}
+		Tokens: v.sum.Tokens, CostUSD: v.sum.CostUSD, Refused: v.sum.Refused}
 	for s, n := range v.sum.ByState {
 		sum.ByState[s] = n
 	}
@@ -283,10 +283,12 @@ func (tx *viewTx) ops(written []foreman.ItemID) ([]store.Op, viewSummary, error)
 			sum.ByState[old.ss.State]--
 			sum.Tokens -= old.in.Usage.Tokens
 			sum.CostUSD -= old.in.Usage.CostUSD
+			sum.Refused -= old.in.refused()
 		}
 		sum.ByState[e.ss.State]++
 		sum.Tokens += e.in.Usage.Tokens
 		sum.CostUSD += e.in.Usage.CostUSD
+		sum.Refused += e.in.refused()
 	}
 	sumVer := v.sumVer
 	v.mu.Unlock()

@@ -57,11 +57,15 @@
 // foreman_worker_stalls_total and foreman_worker_escalations_total{kind}.
 //
 // Read at scrape time from the watched team (Watch): foreman_team_stories
-// {state}, foreman_team_running, foreman_team_spent_tokens and
-// foreman_team_spent_cost_usd (the status's totals, over every run), and,
-// while a Run is in progress, foreman_worker_workers{state}. A scrape
-// reads the team's status (a store read per story: about 0.1 s for 1,000
-// stories).
+// {state}, foreman_team_running, foreman_team_spent_tokens,
+// foreman_team_spent_cost_usd and foreman_team_refused_attempts (the
+// status's totals, over every run: the last counts every attempt of the
+// stories' agents and gate checks beyond their assignments that the team
+// refused, where foreman_team_events_total{kind="refused"} leaves out an
+// assignment's own requests past its tenth), and, while a Run is in
+// progress, foreman_worker_workers{state}. A scrape reads the team's
+// Summary: counts the team keeps as its stories change, so it costs the
+// same whatever the size of the plan.
 //
 // Counters start at zero with the process, as Prometheus expects; the
 // team's own totals (Status.Tokens, the event log) are durable.

@@ -277,7 +277,7 @@ type statusCollector struct {
 	team    atomic.Pointer[team.Team]
 	timeout time.Duration
 
-	stories, running, workers, spentTokens, spentCost *prometheus.Desc
+	stories, running, workers, spentTokens, spentCost, refused *prometheus.Desc
 }
 
 func newStatusCollector(ns string, timeout time.Duration) *statusCollector {
@@ -289,11 +289,13 @@ func newStatusCollector(ns string, timeout time.Duration) *statusCollector {
 		workers:     prometheus.NewDesc(name("worker", "workers"), "Workers of the running team's worker pool, by state.", []string{"state"}, nil),
 		spentTokens: prometheus.NewDesc(name("team", "spent_tokens"), "Tokens every story's agents have spent, over every run of the team (from its status).", nil, nil),
 		spentCost:   prometheus.NewDesc(name("team", "spent_cost_usd"), "Money (US dollars) every story's agents have spent, over every run of the team (from its status).", nil, nil),
+		refused: prometheus.NewDesc(name("team", "refused_attempts"), "Attempts of the stories' agents and gate checks beyond their own assignments "+
+			"that the team refused, over every run of the team (from its status: every one, where the refused events leave out an assignment's own requests past ten).", nil, nil),
 	}
 }
 
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.stories, c.running, c.workers, c.spentTokens, c.spentCost} {
+	for _, d := range []*prometheus.Desc{c.stories, c.running, c.workers, c.spentTokens, c.spentCost, c.refused} {
 		ch <- d
 	}
 }
@@ -327,6 +329,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.spentTokens, prometheus.GaugeValue, float64(st.Tokens))
 		ch <- prometheus.MustNewConstMetric(c.spentCost, prometheus.GaugeValue, st.CostUSD)
+		ch <- prometheus.MustNewConstMetric(c.refused, prometheus.GaugeValue, float64(st.Refused))
 		running := 0.0
 		if st.Running {
 			running = 1

@@ -5,6 +5,14 @@
 // last result and merge commit, and the escalations waiting for a person,
 // each with the decisions Resolve offers (retry, resume, skip, abandon).
 //
+// What the team refused of its agents (and of their gate checks), beyond
+// their own assignments (team.StoryStatus.Refused), shows at a glance: the
+// team's total in the header, a badge with the count in each such story's
+// row and on its node of the graph. The badge opens the story's refusals
+// under its row (each kind of attempt with its count, when it was first
+// and last refused and the last one's detail, then the last refusal), and
+// a paused story's escalation card lists them too.
+//
 //	h, err := teamweb.New(t, teamweb.Config{Token: token, Addr: ln.Addr().String()})
 //	http.Handle("/team/", http.StripPrefix("/team", h))
 //	// a person opens http://127.0.0.1:8080/team/#token=<token>
@@ -15,7 +23,9 @@
 //     binary: nothing is fetched from anywhere else, and its
 //     Content-Security-Policy says so);
 //   - GET api/status: the team's status as JSON (StatusResponse), with
-//     the sequence number of the last event it reflects;
+//     the sequence number of the last event it reflects; a story's
+//     refused, refusedLast and refusedKinds and the team's refused are
+//     left out when there are none;
 //   - GET api/events?after=N&limit=L: the events after N as JSON
 //     (EventsResponse), at most L of them (1 to 10,000, the default);
 //     EventsResponse.Last says where the log ends, so a client pages on
@@ -62,6 +72,14 @@
 // decision about a pause that was already decided otherwise (409). A
 // replay from a sequence number past the last event (a page that outlived
 // its host) is a 400, and the page starts over from the status.
+//
+// The page shows what agents wrote (titles, results, feedback,
+// escalations, refusals and events) as text, never as markup: it builds
+// every element itself and puts their words in text nodes and attributes,
+// and its Content-Security-Policy runs no inline script besides. A
+// refusal's detail is what its agent chose to name (files, commands,
+// tools, URLs): the team bounds it (240 bytes a kind, 600 the last) and
+// the page shows at most 300 characters of it.
 //
 // Serve it on 127.0.0.1 (the reference binary's default): over plain HTTP
 // the token travels in clear, so a handler reached from other machines

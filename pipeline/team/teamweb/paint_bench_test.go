@@ -2,13 +2,17 @@ package teamweb_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -34,7 +38,9 @@ import (
 // first-contentful-paint (the page's frame, before the status arrives);
 // status-ms is when the status's last byte arrived (resource timing),
 // rendered-ms when the page's script had built the page from it (its
-// render sets body[data-seq] last).
+// render sets body[data-seq] last). FOREMAN_PAINT_REFUSED=N gives every
+// N-th story's status refusals (3, of 2 kinds, 200-byte details: a badge
+// in its row, a mark on its node), added to what the handler serves.
 // Without Chromium it skips.
 //
 //	go test -run '^$' -bench PageFirstPaint -benchtime 5x ./pipeline/team/teamweb/
@@ -68,7 +74,13 @@ func BenchmarkPageFirstPaint(b *testing.B) {
 	require.NoError(b, tm.Add(context.Background(), stories...))
 	h, err := teamweb.New(tm, teamweb.Config{Token: testToken})
 	require.NoError(b, err)
-	srv := httptest.NewServer(h)
+	var served http.Handler = h
+	if v := os.Getenv("FOREMAN_PAINT_REFUSED"); v != "" {
+		every, err := strconv.Atoi(v)
+		require.NoError(b, err, "FOREMAN_PAINT_REFUSED")
+		served = withRefusals(h, every)
+	}
+	srv := httptest.NewServer(served)
 	b.Cleanup(srv.Close)
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
@@ -139,6 +151,39 @@ func BenchmarkPageFirstPaint(b *testing.B) {
 	b.ReportMetric(fcp/float64(b.N), "fcp-ms")
 	b.ReportMetric(status/float64(b.N), "status-ms")
 	b.ReportMetric(rendered/float64(b.N), "rendered-ms")
+}
+
+// withRefusals serves h with every every-th story's status given refusals
+// (3, of 2 kinds, with details as long as the team keeps): what the page
+// draws for a plan whose agents were refused (no idle plan has any).
+func withRefusals(h http.Handler, every int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/status" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		var st teamweb.StatusResponse
+		if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		detail := "the OS sandbox: wrote \"" + strings.Repeat("x", 200) + "\" into the hidden main checkout"
+		at := time.Date(2026, 11, 28, 3, 0, 0, 0, time.UTC)
+		for i := range st.Stories {
+			if i%every == 0 {
+				s := &st.Stories[i]
+				s.Refused, s.RefusedLast = 3, detail
+				s.RefusedKinds = []team.RefusalKind{{Detail: detail, Count: 2, First: at, Last: at.Add(time.Minute)}, {Detail: detail[:100], Count: 1, First: at, Last: at}}
+				st.Refused += 3
+			}
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		_ = json.NewEncoder(w).Encode(st)
+	})
 }
 
 // chromiumPath finds a Chromium or Chrome binary, or skips.

@@ -15,7 +15,12 @@
   // drawn FIRST_ROWS rows at once and the rest ROWS_PER_STEP a frame, so
   // that the page paints at once however long the plan.
   const GRAPH_MAX = 200, FIRST_ROWS = 300, ROWS_PER_STEP = 1500;
+  // What a story's agents tried and were refused is theirs to word (file
+  // names, commands, URLs): it is shown as text only, never as markup, and
+  // each detail at most MAX_REFUSAL characters (the server bounds it too).
+  const MAX_REFUSAL = 300;
   let renderGen = 0;      // a newer render stops an older one's rows
+  const openRefusals = new Set(); // stories whose refusals a person opened
 
   const $ = (sel) => document.querySelector(sel);
   let status = null;      // the last status read
@@ -121,6 +126,9 @@
     $("#counts").replaceChildren(...STATES.filter((s) => counts[s]).map((s) => el("span", {}, stateBadge(s), " " + counts[s])));
     $("#spent").textContent = status.tokens || status.costUSD ?
       `spent ${tokens(status.tokens)} tokens, ${dollars(status.costUSD) || "$0.00"}` : "";
+    const refused = $("#refused");
+    refused.hidden = !status.refused;
+    refused.textContent = status.refused ? `${tokens(status.refused)} refused` : "";
     renderGraph(stories);
     renderEscalations(status.escalations || [], stories, status.actions || []);
     renderWorkers(stories);
@@ -171,8 +179,14 @@
     for (const s of stories) {
       const p = pos.get(s.id);
       const node = svg("g", { class: "node state-" + s.state, transform: `translate(${p.x},${p.y})`, "data-story": s.id, "data-state": s.state, "data-stage": s.stage });
-      node.append(svg("title", {}, `${s.id}: ${s.title}\n${s.state}${s.last ? "\nlast: " + s.last : ""}`));
+      node.append(svg("title", {}, `${s.id}: ${s.title}\n${s.state}${s.last ? "\nlast: " + s.last : ""}` +
+        (s.refused ? `\nrefused ${s.refused}, the last: ${clipText(s.refusedLast || "", MAX_REFUSAL)}` : "")));
       node.append(svg("rect", { width: NODE_W, height: NODE_H }));
+      if (s.refused) {
+        const mark = svg("g", { class: "refused-mark", transform: `translate(${NODE_W - 34},4)`, "data-refused": s.refused });
+        mark.append(svg("rect", { width: 30, height: 15 }), svg("text", { x: 15, y: 11.5 }, s.refused > 999 ? "999+" : String(s.refused)));
+        node.append(mark);
+      }
       node.append(svg("text", { class: "id", x: 9, y: 17 }, s.id));
       node.append(svg("text", { class: "sub", x: 9 + Math.min(80, s.id.length * 8 + 8), y: 17 }, clip(s.title, 22 - Math.min(10, s.id.length))));
       let line2 = s.state;
@@ -199,6 +213,73 @@
     g.replaceChildren(defs, ...parts);
   }
   const clip = (s, n) => (s.length > n ? s.slice(0, n - 1) + "…" : s);
+  // clipText clips by characters, not UTF-16 units (no half a character).
+  function clipText(s, n) {
+    if (s.length <= n) return s;
+    const chars = Array.from(s.slice(0, 2 * n));
+    return chars.length > n ? chars.slice(0, n - 1).join("") + "…" : chars.join("");
+  }
+
+  // ---- refusals ----------------------------------------------------------
+
+  // refusedBadge is a story's count of refused attempts, a button that
+  // opens what they were under the story's row.
+  function refusedBadge(s) {
+    return el("button", { type: "button", class: "refused", "data-story": s.id, "aria-expanded": String(openRefusals.has(s.id)),
+      title: "attempts of its agents (and gate checks) beyond their own assignments, refused: none was applied; click for what they were" },
+      `${tokens(s.refused)} refused`);
+  }
+
+  // when is a time as the page shows it: the time of day today, else the
+  // date too.
+  function when(t) {
+    const d = new Date(t);
+    if (isNaN(d)) return "";
+    return d.toDateString() === new Date().toDateString() ? d.toLocaleTimeString() : d.toLocaleString();
+  }
+
+  // refusalDetail is what a story's agents were refused: each kind with its
+  // count, when it was first and last refused and the last one's detail,
+  // then the last refusal. All of it text.
+  function refusalDetail(s) {
+    const box = el("div", { class: "refusal-detail", "data-story": s.id },
+      el("p", {}, `${tokens(s.refused)} attempt${s.refused === 1 ? "" : "s"} beyond its own assignments refused, none applied.`));
+    const kinds = s.refusedKinds || [];
+    if (kinds.length) {
+      let listed = 0;
+      const items = kinds.map((k) => {
+        listed += k.count || 0;
+        return el("li", { "data-count": k.count }, el("span", { class: "n" }, `${tokens(k.count)}×`), " ",
+          el("span", { class: "mono detail" }, clipText(k.detail || "", MAX_REFUSAL)),
+          el("span", { class: "when" }, k.first === k.last ? ` (at ${when(k.last)})` : ` (first ${when(k.first)}, last ${when(k.last)})`));
+      });
+      if (s.refused > listed) items.push(el("li", { class: "when" }, `and ${tokens(s.refused - listed)} earlier, of kinds no longer listed`));
+      box.append(el("ul", { class: "kinds" }, ...items));
+    }
+    if (s.refusedLast) box.append(el("p", { class: "last-refused" }, "the last: ", el("span", { class: "mono detail" }, clipText(s.refusedLast, MAX_REFUSAL))));
+    return box;
+  }
+
+  const refusalRow = (s) => el("tr", { class: "refusals", "data-story": s.id }, el("td", { colspan: 10 }, refusalDetail(s)));
+
+  // A click on a story's badge opens or closes its refusals under its row
+  // (one listener for the whole table; kept open across redraws).
+  function toggleRefusals(ev) {
+    const b = ev.target.closest("button.refused");
+    if (!b || !status) return;
+    const id = b.dataset.story, row = b.closest("tr");
+    const s = (status.stories || []).find((x) => x.id === id);
+    const next = row.nextElementSibling;
+    if (next && next.classList.contains("refusals")) next.remove();
+    if (openRefusals.has(id) || !s) {
+      openRefusals.delete(id);
+      b.setAttribute("aria-expanded", "false");
+      return;
+    }
+    openRefusals.add(id);
+    b.setAttribute("aria-expanded", "true");
+    row.after(refusalRow(s));
+  }
 
   function renderEscalations(escs, stories, actions) {
     $("#esc-count").textContent = escs.length ? `(${escs.length})` : "";
@@ -219,6 +300,7 @@
     if (e.suggestedAction) card.append(el("p", { class: "what" }, "what to do: " + e.suggestedAction));
     if (story && story.workerCause) card.append(el("p", { class: "what" }, "cause: " + story.workerCause));
     if (e.files && e.files.length) card.append(el("p", { class: "what mono" }, "files: " + e.files.join(", ")));
+    if (story && story.refused) card.append(refusalDetail(story));
     card.append(el("div", { class: "actions" }, note, ...buttons));
     for (const b of buttons) {
       b.addEventListener("click", () => resolve(e, b.dataset.action, note.value, buttons));
@@ -255,20 +337,32 @@
   }
 
   function storyRow(s) {
+    const state = el("td", {}, stateBadge(s.state));
+    if (s.refused) state.append(" ", refusedBadge(s));
     return el("tr", { "data-story": s.id, "data-state": s.state },
-      el("td", { class: "mono" }, s.id), el("td", {}, s.title), el("td", {}, stateBadge(s.state)),
+      el("td", { class: "mono" }, s.id), el("td", {}, s.title), state,
       el("td", {}, stageText(s)), el("td", {}, (s.after || []).join(", ")), el("td", {}, s.attempts),
       el("td", { class: "num", "data-tokens": s.tokens || 0 }, tokens(s.tokens)), el("td", { class: "num" }, dollars(s.costUSD)),
       el("td", { class: "last", title: s.last || "" }, s.last || ""), el("td", { class: "mono" }, short(s.commit)));
   }
 
+  // rows are the stories' rows, each followed by its refusals if opened.
+  function rows(stories) {
+    const out = [];
+    for (const s of stories) {
+      out.push(storyRow(s));
+      if (s.refused && openRefusals.has(s.id)) out.push(refusalRow(s));
+    }
+    return out;
+  }
+
   function renderStories(stories) {
     const gen = ++renderGen;
     const body = $("#stories tbody");
-    body.replaceChildren(...stories.slice(0, FIRST_ROWS).map(storyRow));
+    body.replaceChildren(...rows(stories.slice(0, FIRST_ROWS)));
     const more = (from) => {
       if (gen !== renderGen || from >= stories.length) return;
-      body.append(...stories.slice(from, from + ROWS_PER_STEP).map(storyRow));
+      body.append(...rows(stories.slice(from, from + ROWS_PER_STEP)));
       requestAnimationFrame(() => more(from + ROWS_PER_STEP));
     };
     if (stories.length > FIRST_ROWS) requestAnimationFrame(() => more(FIRST_ROWS));
@@ -352,6 +446,7 @@
   window.foremanLoadedAt = Date.now(); // a test checks the page never reloads
   initToken();
   legend();
+  $("#stories tbody").addEventListener("click", toggleRefusals);
   refresh();
   setInterval(tickElapsed, 1000);
   // A safety net: what changes without an event (a worker's attempts after
