@@ -207,11 +207,15 @@ type refusal struct {
 // saw, while the assignment's requests have had fewer than
 // maxRefusedEvents for the rest.
 func (t *Team) refuse(ctx context.Context, r refusal) {
-	t.log.Warn("team: refused: "+r.Detail, "story", r.Item, "assignment", r.Assignment)
 	if err := addRefused(context.WithoutCancel(ctx), t.db, r.Item, r.Detail, t.clk.Now()); err != nil {
 		t.log.Warn("team: counting a refusal", "story", r.Item, "err", err)
 	}
-	detail := r.Detail
+	// The detail holds what the agent chose (a path, a tool's name, a
+	// request): the log line and the event carry it in one bounded line,
+	// as the story's record does, so a long one cannot swell the event
+	// log, its stream and the page.
+	detail := oneLine(r.Detail, maxDetail)
+	t.log.Warn("team: refused: "+detail, "story", r.Item, "assignment", r.Assignment)
 	if !r.driver {
 		t.refusedMu.Lock()
 		if t.refusedEvents == nil {

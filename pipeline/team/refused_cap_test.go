@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,4 +43,22 @@ func TestRefusalEventsCapTheAgentsRequestsNotItsDriversNotes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(17), r.Count)
 	assert.Equal(t, "the OS sandbox: opened .env", r.Last)
+}
+
+// A refusal's detail is the agent's choice (a name, a request): the event
+// and the log carry it in one bounded line, however long it was.
+func TestARefusalsDetailIsBoundedInTheEventAndTheLog(t *testing.T) {
+	db := store.NewMemory(store.MemoryOptions{})
+	var logged strings.Builder
+	tm := &Team{db: db, events: windowLog(t, db, 1000), clk: clock.Real(), log: slog.New(slog.NewTextHandler(&logged, nil))}
+	huge := "the OS sandbox: wrote " + strings.Repeat("<b>x</b>\n", 10_000)
+	tm.refuse(context.Background(), refusal{Item: "S", Assignment: "S-a1", Detail: huge, driver: true})
+
+	evs, _ := tm.events.since(0)
+	require.Len(t, evs, 1)
+	d := evs[0].Detail
+	assert.LessOrEqual(t, len(d), maxDetail+8, "the event's detail is bounded")
+	assert.True(t, strings.HasPrefix(d, "the OS sandbox: wrote <b>x</b>"), "the detail's start is kept")
+	assert.False(t, strings.Contains(d, "\n"), "one line")
+	assert.Less(t, logged.Len(), 2*maxDetail, "the log line is bounded")
 }
