@@ -135,6 +135,9 @@ func (w *world) watch(t *testing.T, l *ghland.Lander, r *reports, max int, done 
 		}
 		w.clk.Advance(10 * time.Second)
 	}
+	// The look the last Advance started ends before Watch is stopped, so
+	// a test counts whole looks, not part of one cut short.
+	require.NoError(t, w.clk.BlockUntil(ctx, 1))
 	stop()
 	require.ErrorIs(t, <-ended, context.Canceled)
 	return int(tick.Load())
