@@ -104,6 +104,14 @@ func (d *Driver) Execute(ctx context.Context, req phases.AgentRequest, onEvent p
 	if inv.cleanup != nil {
 		defer inv.cleanup()
 	}
+	// No proxy's credentials reach the agent: a local proxy adds them
+	// (proxycreds.go), until the agent is gone.
+	env, stopProxies, err := d.proxyEnv(ctx, inv.env, bwrap != "" && d.cfg.Sandbox.UnshareNet)
+	if err != nil {
+		return phases.AgentResult{}, err
+	}
+	defer stopProxies()
+	inv.env = env
 	newParser := d.cfg.NewParser
 	if newParser == nil {
 		ad, _ := adapterFor(d.cfg.Format) // invocation has validated the format

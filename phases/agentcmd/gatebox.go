@@ -60,14 +60,26 @@ func (d *Driver) Contain(ctx context.Context, cmd gates.CheckCommand) (gates.Con
 		return gates.Contained{}, err
 	}
 	if bwrap == "" {
-		cmd.Env = d.checkEnviron(cmd.Env, "")
-		return gates.Contained{CheckCommand: cmd}, nil
+		env, stopProxies, err := d.proxyEnv(ctx, d.checkEnviron(cmd.Env, ""), false)
+		if err != nil {
+			return gates.Contained{}, err
+		}
+		cmd.Env = env
+		return gates.Contained{CheckCommand: cmd, Done: func(context.Context) []string { stopProxies(); return nil }}, nil
 	}
 	home, removeHome, err := d.gateHome(cmd.Dir)
 	if err != nil {
 		return gates.Contained{}, &SandboxError{Stage: "prepare", Err: err}
 	}
-	env := d.checkEnviron(cmd.Env, agentHOME(home)) // (bound at sandboxHome)
+	// No proxy's credentials reach the check: a local proxy adds them
+	// (proxycreds.go) until Done, or the end of ctx; offline, there is
+	// nothing to reach and none starts.
+	env, stopProxies, err := d.proxyEnv(ctx, d.checkEnviron(cmd.Env, agentHOME(home)), // (bound at sandboxHome)
+		d.cfg.Sandbox.UnshareNet || d.cfg.Sandbox.ChecksOffline)
+	if err != nil {
+		removeHome()
+		return gates.Contained{}, err
+	}
 	// The program as the host would find it, so that its directory is
 	// bound where hidden; one the host cannot find is left to the
 	// sandbox's own lookup, which fails with bwrap's message.
@@ -82,6 +94,7 @@ func (d *Driver) Contain(ctx context.Context, cmd gates.CheckCommand) (gates.Con
 	env = d.withGitIdentity(ctx, cmd.Dir, env)
 	sb, err := d.prepareSandbox(ctx, bwrap, phases.AgentRequest{WorkspacePath: cmd.Dir}, program, env, home, nil)
 	if err != nil {
+		stopProxies()
 		removeHome()
 		return gates.Contained{}, err
 	}
@@ -91,6 +104,7 @@ func (d *Driver) Contain(ctx context.Context, cmd gates.CheckCommand) (gates.Con
 	out.Done = func(ctx context.Context) []string {
 		defer removeHome()
 		defer sb.cleanup()
+		defer stopProxies()
 		acc := sb.watch.collect(sb.notAgents)
 		sb.watch = nil
 		var notes []string
