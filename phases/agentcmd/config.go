@@ -115,8 +115,10 @@ type Config struct {
 	Env []string
 	// PassEnv names further variables of the host's environment the agent
 	// gets, beside DefaultPassEnv(Format): exact names, or prefixes ending
-	// in "*" ("AWS_*"). A host naming a secret here hands it to the agent.
-	// Default: none (DefaultPassEnv(Format) only).
+	// in "*" ("AWS_*"). A host naming a secret here hands it to the agent
+	// (but not a proxy URL's credentials, in Env either: the agent gets a
+	// local proxy that adds them; see the package doc). Default: none
+	// (DefaultPassEnv(Format) only).
 	PassEnv []string
 	// SecretEnv names further variables (or "*" prefixes) of the host's
 	// environment no agent gets, beside DefaultSecretEnv(), whatever

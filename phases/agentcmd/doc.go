@@ -55,6 +55,27 @@
 // or sets one in Env, hands it to the agent; an API key the CLI needs is
 // such a secret, handed over on purpose.
 //
+// A proxy's credentials are not handed over. When a proxy variable of the
+// built environment (HTTP_PROXY, HTTPS_PROXY or ALL_PROXY, in any case,
+// wherever it came from) has userinfo (http://user:secret@proxy:3128), the
+// driver serves, for that one Execute (or contained check, until its Done),
+// a forwarding proxy on the host's 127.0.0.1 and gives the agent
+// http://127.0.0.1:PORT instead: it passes CONNECT tunnels and plain-HTTP
+// proxy requests to the real proxy with a Proxy-Authorization built from
+// the userinfo, and drops any Proxy-Authorization of the agent's. It
+// serves loopback clients only, bounds headers (64 KiB) and idle time (10
+// minutes), and closes every connection when the run ends. Without
+// userinfo a proxy variable passes unchanged, as NO_PROXY always does.
+// Where the sandbox has no network (Sandbox.UnshareNet; ChecksOffline for
+// checks) no proxy starts and the variable passes without its userinfo.
+// The real proxy must be http:// or https://: credentials for another kind
+// (socks5://user:pass@...), or a value the driver cannot read, fail
+// Execute and Contain with a *ProxyURLError before anything starts. Any
+// process on the host's loopback can use the local proxy while it runs
+// (as it can use the host's network), but none can read the credentials
+// from it. GOPROXY is left as it is: its URLs are module proxies, and one
+// with a password hands it to the agent.
+//
 // A sandboxed agent's git reads no ~/.gitconfig (the host's home is
 // hidden), so the driver gives it a git identity: each of
 // GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL, GIT_COMMITTER_NAME and

@@ -70,7 +70,8 @@ func (d *Driver) derive(cfg Config) *Driver {
 // An agent that fails, exits non-zero, times out or reports an error is a
 // result with Success false, not an error. The error is for system faults:
 // the agent could not be started (*StartError), the configuration is
-// unusable (ErrNoCommand, ErrUnknownFormat), the lease could not be taken
+// unusable (ErrNoCommand, ErrUnknownFormat, a proxy variable it cannot
+// read: *ProxyURLError), the lease could not be taken
 // or kept (ErrLeaseHeld, *OrphanError, file system errors), or ctx ended;
 // in the last case the partial result is returned with it.
 func (d *Driver) Execute(ctx context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (phases.AgentResult, error) {

@@ -17,7 +17,8 @@ import (
 //     (unsandboxed only), LANG, LANGUAGE and LC_*;
 //   - reaching an API through a proxy: HTTP_PROXY, HTTPS_PROXY, NO_PROXY,
 //     ALL_PROXY (and lower case), SSL_CERT_FILE, SSL_CERT_DIR,
-//     NODE_EXTRA_CA_CERTS;
+//     NODE_EXTRA_CA_CERTS (a proxy URL's credentials never pass: the agent
+//     gets a local proxy that adds them, see the package doc);
 //   - git's identity and isolation: GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL,
 //     GIT_COMMITTER_NAME, GIT_COMMITTER_EMAIL, GIT_CONFIG_GLOBAL,
 //     GIT_CONFIG_NOSYSTEM (a sandboxed agent gets the identity variables

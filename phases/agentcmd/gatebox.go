@@ -41,7 +41,10 @@ func DefaultCheckPassEnv() []string { return basePassEnv() }
 // leave configuration there that a check would obey. Its environment is
 // built: DefaultCheckPassEnv and Config.PassEnv of the host's variables
 // (never DefaultSecretEnv's or Config.SecretEnv's), HOME, TMPDIR=/tmp, then
-// cmd.Env; not Config.Env, which is the agent's.
+// cmd.Env; not Config.Env, which is the agent's. A proxy variable with
+// credentials names a local proxy that adds them, served until Done (or
+// the end of ctx), as for an agent (see the package doc); one the driver
+// cannot read fails Contain with a *ProxyURLError.
 //
 // Where the driver runs agents unsandboxed (SandboxOff, or SandboxAuto
 // without bubblewrap) the check runs on the host as before, but in the
