@@ -159,6 +159,9 @@ type credProxy struct {
 	tr       *http.Transport
 	rp       *httputil.ReverseProxy
 	idle     time.Duration
+	// cancel ends every request's context: a plain request in flight, an
+	// upgraded connection httputil holds (its own hijack, not tunnels').
+	cancel context.CancelFunc
 
 	mu      sync.Mutex
 	closed  bool
@@ -206,8 +209,11 @@ func startCredProxy(u *url.URL, idle time.Duration, logger *slog.Logger) (*credP
 			http.Error(w, "agentcmd proxy: upstream: "+err.Error(), http.StatusBadGateway)
 		},
 	}
+	base, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
 	p.srv = &http.Server{
 		Handler:           p,
+		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: proxyHandshakeTimeout,
 		MaxHeaderBytes:    proxyMaxHeaderBytes,
 		IdleTimeout:       proxyIdleTimeout,
@@ -223,6 +229,7 @@ func (p *credProxy) addr() string { return p.ln.Addr().String() }
 // close stops the proxy: the listener, every connection and tunnel. It
 // waits for the tunnels' copies to end.
 func (p *credProxy) close() {
+	p.cancel()
 	p.mu.Lock()
 	p.closed = true
 	for c := range p.tunnels {

@@ -211,6 +211,22 @@ func TestTheLocalProxyEndsItsTunnels(t *testing.T) {
 		_, err = net.Dial("tcp", addr)
 		assert.Error(t, err, "nothing listens any more")
 	})
+	t.Run("a plain request in flight", func(t *testing.T) {
+		addr, stop := startLocalProxy(t, up.url())
+		client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: addr})}}
+		errc := make(chan error, 1)
+		go func() {
+			resp, err := client.Get("http://plain.example/hang")
+			if err == nil {
+				_, err = io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+			}
+			errc <- err
+		}()
+		<-up.hung
+		stop()
+		assert.Error(t, <-errc, "cut when the run ends")
+	})
 	t.Run("its context ended", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		env, stop, err := New(Config{}).proxyEnv(ctx, []string{"HTTPS_PROXY=" + up.url()}, false)

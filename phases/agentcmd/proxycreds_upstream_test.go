@@ -48,13 +48,16 @@ type upstreamProxy struct {
 	mu     sync.Mutex
 	auths  []string // the Proxy-Authorization of every request, in order
 	conns  []net.Conn
+	// hung gets a value for each plain request for /hang, which is never
+	// answered.
+	hung chan struct{}
 }
 
 func newUpstreamProxy(t *testing.T, target string) *upstreamProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	u := &upstreamProxy{addr: ln.Addr().String(), target: target}
+	u := &upstreamProxy{addr: ln.Addr().String(), target: target, hung: make(chan struct{}, 8)}
 	var wg sync.WaitGroup
 	t.Cleanup(func() {
 		_ = ln.Close()
@@ -129,6 +132,11 @@ func (u *upstreamProxy) serve(c net.Conn) {
 			return
 		}
 		_, _ = io.Copy(io.Discard, req.Body)
+		if req.URL.Path == "/hang" {
+			u.hung <- struct{}{}
+			_, _ = io.Copy(io.Discard, br) // until the connection ends
+			return
+		}
 		body := "plain via upstream: " + req.URL.String() + "\n"
 		_, _ = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	}
