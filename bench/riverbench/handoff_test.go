@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -21,9 +20,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/phases"
@@ -378,91 +374,4 @@ func newHost(ctx context.Context, pool *pgxpool.Pool, schema, name string, capac
 		Pool: pool, Schema: schema, Name: name, Capacity: capacity, Linger: linger, Cooldown: cooldown,
 		Runtime: worker.RuntimeConfig{Agent: agent, Commits: worker.NoCommits},
 	})
-}
-
-type noopArgs struct{}
-
-func (noopArgs) Kind() string { return "noop" }
-
-type noopWorker struct {
-	river.WorkerDefaults[noopArgs]
-}
-
-func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil }
-
-func benchRiver(b *testing.B, set riverSettings, maxWorkers int, many bool) {
-	ctx := context.Background()
-	pool := database(b)
-	schema := freshSchema(b, pool, "riverbench_river_")
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		b.Fatal(err)
-	}
-	driver := riverpgxv5.New(pool)
-	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		b.Fatal(err)
-	}
-	workers := river.NewWorkers()
-	river.AddWorker(workers, &noopWorker{})
-	client, err := river.NewClient(driver, &river.Config{
-		FetchCooldown: set.fetchCooldown, FetchPollInterval: set.fetchPollInterval,
-		Schema: schema, Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: maxWorkers}},
-		Workers: workers, Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	// Completed means marked completed in the database: river's completer
-	// writes in batches and sends the subscription's events after the
-	// write (river's own benchmark counts the same way), the counterpart
-	// of a DONE delivered to the Dispatcher after it was written.
-	done, cancelSub := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: b.N + 1000, Kinds: []river.EventKind{river.EventKindJobCompleted}})
-	defer cancelSub()
-	if err := client.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = client.Stop(ctx) }()
-	b.ResetTimer()
-	resetStatements(b, pool)
-	cpu := startCPU(pool, nil)
-	wal := startWAL(b, pool)
-	start := time.Now()
-	if many {
-		const chunk = 500
-		for i := 0; i < b.N; i += chunk {
-			params := make([]river.InsertManyParams, min(chunk, b.N-i))
-			for j := range params {
-				params[j] = river.InsertManyParams{Args: noopArgs{}}
-			}
-			if _, err := client.InsertMany(ctx, params); err != nil {
-				b.Fatal(err)
-			}
-		}
-	} else {
-		var wg sync.WaitGroup
-		for g := range insertRoutines {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := g; i < b.N; i += insertRoutines {
-					if _, err := client.Insert(ctx, noopArgs{}, nil); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-	}
-	for range b.N {
-		<-done
-	}
-	report(b, start)
-	reportCPU(b, cpu)
-	wal.report(b)
-	dumpStatements(b, pool)
-	b.StopTimer()
 }

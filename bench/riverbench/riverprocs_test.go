@@ -14,11 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
 )
 
 // River spread over processes, the shape of Foreman's default hosts (4
@@ -35,18 +33,7 @@ const riverProcessEnv = "RIVERBENCH_RIVER_SCHEMA"
 func benchRiverProcesses(b *testing.B, set riverSettings, procs, workersEach int) {
 	ctx := context.Background()
 	pool := database(b)
-	schema := freshSchema(b, pool, "riverbench_riverp_")
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		b.Fatal(err)
-	}
-	driver := riverpgxv5.New(pool)
-	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		b.Fatal(err)
-	}
+	schema, driver := riverSchema(b, pool, "riverbench_riverp_")
 	inserter, err := river.NewClient(driver, &river.Config{Schema: schema, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
@@ -91,16 +78,7 @@ func benchRiverProcesses(b *testing.B, set riverSettings, procs, workersEach int
 	cpu := startCPU(pool, pids)
 	wal := startWAL(b, pool)
 	start := time.Now()
-	const chunk = 500
-	for i := 0; i < b.N; i += chunk {
-		params := make([]river.InsertManyParams, min(chunk, b.N-i))
-		for j := range params {
-			params[j] = river.InsertManyParams{Args: noopArgs{}}
-		}
-		if _, err := inserter.InsertMany(ctx, params); err != nil {
-			b.Fatal(err)
-		}
-	}
+	insertJobs(b, inserter, b.N)
 	for n := 0; n < b.N; {
 		select {
 		case c := <-completed:
@@ -138,13 +116,7 @@ func runRiverProcess(schema string) int {
 		return fail(err)
 	}
 	defer pool.Close()
-	workers := river.NewWorkers()
-	river.AddWorker(workers, &noopWorker{})
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		FetchCooldown: set.fetchCooldown, FetchPollInterval: set.fetchPollInterval,
-		Schema: schema, Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workersEach}},
-		Workers: workers, Logger: slog.New(slog.DiscardHandler),
-	})
+	client, err := newRiverClient(riverpgxv5.New(pool), schema, set, workersEach)
 	if err != nil {
 		return fail(err)
 	}
