@@ -68,7 +68,9 @@
 // userinfo a proxy variable passes unchanged, as NO_PROXY always does.
 // Where the sandbox has no network (Sandbox.UnshareNet; ChecksOffline for
 // checks) no proxy starts and the variable passes without its userinfo.
-// The real proxy must be http:// or https://: credentials for another kind
+// A value without a scheme (user:secret@proxy:3128) is read as http://, as
+// Go's and curl's clients read it. The real proxy with credentials must be
+// http:// or https://: credentials for another kind
 // (socks5://user:pass@...), or a value the driver cannot read, fail
 // Execute and Contain with a *ProxyURLError before anything starts. Any
 // process on the host's loopback can use the local proxy while it runs

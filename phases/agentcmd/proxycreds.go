@@ -76,8 +76,18 @@ func parseProxyURL(name, v string) (*url.URL, error) {
 		u, err = url.Parse("http://" + v)
 	}
 	if err != nil {
-		// The parser's own message quotes the value.
-		return nil, &ProxyURLError{Name: name, Reason: "not a URL the driver can read"}
+		// The parser's message quotes the value; its cause does not,
+		// except a bad escape's, which quotes three of its bytes.
+		reason := "not a URL the driver can read"
+		var ue *url.Error
+		var esc url.EscapeError
+		switch {
+		case errors.As(err, &esc):
+			reason += ": a bad percent-escape"
+		case errors.As(err, &ue):
+			reason += ": " + ue.Err.Error()
+		}
+		return nil, &ProxyURLError{Name: name, Reason: reason}
 	}
 	if u.Hostname() == "" {
 		return nil, &ProxyURLError{Name: name, Reason: "names no host"}
@@ -205,8 +215,8 @@ func startCredProxy(u *url.URL, idle time.Duration, logger *slog.Logger) (*credP
 		Transport:     p.tr,
 		FlushInterval: -1, // a stream (SSE) passes as it comes
 		ErrorLog:      errLog,
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			http.Error(w, "agentcmd proxy: upstream: "+err.Error(), http.StatusBadGateway)
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			upstreamFailed(w, r, "agentcmd proxy: upstream: "+err.Error())
 		},
 	}
 	base, cancel := context.WithCancel(context.Background())
@@ -283,6 +293,17 @@ func (p *credProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.rp.ServeHTTP(w, r)
 }
 
+// upstreamFailed answers a request the upstream failed with a 502 naming
+// the cause, unless the request was cut (the run ended and the proxy
+// stopped, or the client went away): then the connection is dropped
+// with nothing written, so the agent sees its request cut, not an answer.
+func upstreamFailed(w http.ResponseWriter, r *http.Request, msg string) {
+	if r.Context().Err() != nil {
+		panic(http.ErrAbortHandler)
+	}
+	http.Error(w, msg, http.StatusBadGateway)
+}
+
 // dialUpstream connects to the upstream proxy (TLS for an https:// one).
 func (p *credProxy) dialUpstream(ctx context.Context) (net.Conn, error) {
 	port := p.upstream.Port()
@@ -311,7 +332,7 @@ func (p *credProxy) tunnel(w http.ResponseWriter, r *http.Request) {
 	}
 	up, err := p.dialUpstream(r.Context())
 	if err != nil {
-		http.Error(w, "agentcmd proxy: upstream: "+err.Error(), http.StatusBadGateway)
+		upstreamFailed(w, r, "agentcmd proxy: upstream: "+err.Error())
 		return
 	}
 	// Real time: a connection's deadline is the OS's clock, not an
@@ -323,14 +344,14 @@ func (p *credProxy) tunnel(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, err := io.WriteString(up, head+"\r\n"); err != nil {
 		_ = up.Close()
-		http.Error(w, "agentcmd proxy: upstream: "+err.Error(), http.StatusBadGateway)
+		upstreamFailed(w, r, "agentcmd proxy: upstream: "+err.Error())
 		return
 	}
 	upr := bufio.NewReader(&io.LimitedReader{R: up, N: proxyMaxHeaderBytes})
 	resp, err := http.ReadResponse(upr, &http.Request{Method: http.MethodConnect})
 	if err != nil {
 		_ = up.Close()
-		http.Error(w, "agentcmd proxy: upstream's answer to CONNECT: "+err.Error(), http.StatusBadGateway)
+		upstreamFailed(w, r, "agentcmd proxy: upstream's answer to CONNECT: "+err.Error())
 		return
 	}
 	if resp.StatusCode != http.StatusOK {

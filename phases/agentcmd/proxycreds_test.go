@@ -80,12 +80,12 @@ func TestProxyVariablesWithCredentialsNameALocalProxy(t *testing.T) {
 // A proxy variable the driver cannot read is a typed error that quotes
 // nothing of its value.
 func TestAProxyURLTheDriverCannotReadIsATypedError(t *testing.T) {
-	for _, value := range []string{
-		"http://" + proxyUser + ":" + proxyPassword + "%zz@proxy.corp:3128", // a bad escape
-		"http://" + proxyUser + ":" + proxyPassInURL + "@",                  // no host
-		"http://" + proxyUser + ":" + proxyPassInURL + "@proxy.corp:port",   // not a port
-		"socks5://" + proxyUser + ":" + proxyPassInURL + "@proxy.corp:1080", // credentials of a SOCKS proxy
-		"http://[::1" + proxyPassInURL,
+	for value, reason := range map[string]string{
+		"http://" + proxyUser + ":" + proxyPassword + "%zz@proxy.corp:3128": "a bad percent-escape",
+		"http://" + proxyUser + ":" + proxyPassInURL + "@":                  "names no host",
+		"http://" + proxyUser + ":" + proxyPassInURL + "@proxy.corp:port":   `invalid port ":port" after host`,
+		"socks5://" + proxyUser + ":" + proxyPassInURL + "@proxy.corp:1080": `credentials for a "socks5" proxy`,
+		"http://[::1" + proxyPassInURL:                                      "missing ']' in host",
 	} {
 		t.Run(value, func(t *testing.T) {
 			_, stop, err := New(Config{}).proxyEnv(context.Background(), []string{"PATH=/bin", "https_proxy=" + value}, false)
@@ -96,6 +96,7 @@ func TestAProxyURLTheDriverCannotReadIsATypedError(t *testing.T) {
 			assert.Contains(t, err.Error(), "https_proxy")
 			requireNoSecret(t, "the error", err.Error())
 			assert.NotContains(t, err.Error(), "proxy.corp")
+			assert.Contains(t, pe.Reason, reason, "the cause is named")
 		})
 	}
 }
