@@ -70,7 +70,11 @@ type FencedError struct {
 }
 
 func (e *FencedError) Error() string {
-	return fmt.Sprintf("pgstore: write fenced: lease %q is at term %d, this writer holds term %d", e.Lease, e.Current, e.Term)
+	msg := fmt.Sprintf("pgstore: write fenced: lease %q is at term %d, this writer holds term %d", e.Lease, e.Current, e.Term)
+	if e.Current == 0 {
+		msg += " (no one holds the lease: take it with Store.TryLead or Store.Campaign and fence writes with its Leader)"
+	}
+	return msg
 }
 
 // Is makes errors.Is(err, ErrFenced) true.

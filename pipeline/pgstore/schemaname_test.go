@@ -94,3 +94,24 @@ func dropAtEnd(t *testing.T, schema string) {
 		assert.NoError(t, err)
 	})
 }
+
+// A fenced write says why: a newer term holds the lease, or no one does
+// (the writer never took it: the error says how to).
+func TestAFencedWriteSaysWhoHoldsTheLease(t *testing.T) {
+	for _, c := range []struct {
+		err        pgstore.FencedError
+		want, hint string
+	}{
+		{pgstore.FencedError{Lease: "coordinator", Term: 1, Current: 2}, `lease "coordinator" is at term 2, this writer holds term 1`, ""},
+		{pgstore.FencedError{Lease: "coordinator", Term: 1}, `lease "coordinator" is at term 0, this writer holds term 1`, "no one holds the lease: take it with Store.TryLead or Store.Campaign"},
+	} {
+		msg := c.err.Error()
+		assert.Contains(t, msg, c.want)
+		if c.hint == "" {
+			assert.NotContains(t, msg, "no one holds")
+		} else {
+			assert.Contains(t, msg, c.hint)
+		}
+		assert.ErrorIs(t, &c.err, pgstore.ErrFenced)
+	}
+}

@@ -89,8 +89,10 @@ func (c *Config) resolve() error {
 		return fmt.Errorf("%w: Config.Pool is nil", ErrInvalidConfig)
 	case c.Store == nil:
 		return fmt.Errorf("%w: Config.Store is nil", ErrInvalidConfig)
-	case c.PollInterval < 0 || c.MaxBatch < 0:
-		return fmt.Errorf("%w: negative PollInterval or MaxBatch", ErrInvalidConfig)
+	case c.PollInterval < 0:
+		return fmt.Errorf("%w: Config.PollInterval is negative (%s)", ErrInvalidConfig, c.PollInterval)
+	case c.MaxBatch < 0:
+		return fmt.Errorf("%w: Config.MaxBatch is negative (%d)", ErrInvalidConfig, c.MaxBatch)
 	}
 	if c.Leader != nil {
 		c.Lease, c.Term = c.Leader.Lease(), c.Leader.Term()

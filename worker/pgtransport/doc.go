@@ -20,6 +20,13 @@
 // the host that claimed the assignment; a KILL, RESET or SHUTDOWN also
 // withdraws an assignment nobody has claimed yet.
 //
+// How much runs at once is the smaller of two numbers: the Dispatcher's
+// worker.Config.MaxWorkers (its default is 4) bounds how many assignments
+// are out across every host, and each host's HostConfig.Capacity how many
+// of them it runs. Give the Dispatcher at least the hosts' total Capacity
+// (the benchmark gives it four times as much, so a host's next claims are
+// waiting when its runs end); with the default, four hosts of 64 run 4.
+//
 // # Cost
 //
 // Send does not wait: one writer writes queued commands in order, many per
@@ -134,9 +141,9 @@
 //
 // # Tables
 //
-// The transport keeps three tables (wt_assignments, wt_commands,
-// wt_messages), the host functions and a version table (transport_schema,
-// version 5) in the store's PostgreSQL schema; NewCoordinator and NewHost
+// The transport keeps its tables (wt_assignments, wt_commands,
+// wt_messages, wt_polls and the unlogged wt_done), the host functions and a version table (transport_schema,
+// at SchemaVersion) in the store's PostgreSQL schema; NewCoordinator and NewHost
 // create or migrate them (and the store's own schema) under an advisory
 // lock. Tables at this build's version are only read, so a worker role
 // opens them; one that finds them older fails with ErrNotMigrated until a

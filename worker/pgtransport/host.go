@@ -35,12 +35,14 @@ type HostConfig struct {
 	// Default: host name, process id and a random suffix
 	// ("host/pid/8 hex digits").
 	Name string
-	// Capacity is how many assignments run here at once. A host's round
-	// carries up to Capacity runs' messages and claims in one statement
-	// and commit, so one host of 64 costs less per hand-off than four of
-	// 16 (about 45 against 70 CPU µs of client and PostgreSQL with no-op
-	// runs, docs/performance.md): on one machine, prefer one host with the
-	// machine's capacity to several smaller ones. Default: 1.
+	// Capacity is how many assignments run here at once (the
+	// Dispatcher's worker.Config.MaxWorkers bounds how many are out across
+	// all hosts: give it at least their total). A host's round carries up
+	// to Capacity runs' messages and claims in one statement and commit,
+	// so one host of 64 costs less CPU per hand-off than four of 16
+	// (about 45 against 70 µs of client and PostgreSQL with no-op runs on
+	// a quiet machine, docs/performance.md): on one machine, one host with
+	// the machine's capacity is the cheaper choice. Default: 1.
 	Capacity int
 	// Runtime runs each assignment, as worker.NewRuntime does in a single
 	// process: Runtime.Agent is required; its heartbeats, probe answers,
@@ -103,8 +105,12 @@ func (c *HostConfig) resolve() error {
 		return fmt.Errorf("%w: HostConfig.Pool is nil", ErrInvalidConfig)
 	case c.Runtime.Agent == nil:
 		return fmt.Errorf("%w: HostConfig.Runtime.Agent is nil", ErrInvalidConfig)
-	case c.Capacity < 0 || c.PollInterval < 0 || c.Linger < 0:
-		return fmt.Errorf("%w: negative Capacity, PollInterval or Linger", ErrInvalidConfig)
+	case c.Capacity < 0:
+		return fmt.Errorf("%w: HostConfig.Capacity is negative (%d)", ErrInvalidConfig, c.Capacity)
+	case c.PollInterval < 0:
+		return fmt.Errorf("%w: HostConfig.PollInterval is negative (%s)", ErrInvalidConfig, c.PollInterval)
+	case c.Linger < 0:
+		return fmt.Errorf("%w: HostConfig.Linger is negative (%s)", ErrInvalidConfig, c.Linger)
 	}
 	if c.Schema != "" {
 		if err := pgstore.ValidateSchema(c.Schema); err != nil {
