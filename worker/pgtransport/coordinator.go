@@ -441,6 +441,7 @@ func (c *Coordinator) writeBatch(cmds []worker.Command, acks []string, dones []i
 		b.Queue(c.sql.promise, cfg.Queue, (promiseCooldowns * cfg.ReadCooldown).Microseconds())
 	}
 	var ids, slots, bodies []string
+	var buf []byte // each body is encoded here, then copied once into its string
 	assigned := false
 	flushAssigns := func() {
 		if len(ids) > 0 {
@@ -457,7 +458,8 @@ func (c *Coordinator) writeBatch(cmds []worker.Command, acks []string, dones []i
 		case worker.CommandAssign:
 			ids = append(ids, string(cmd.Assign.ID))
 			slots = append(slots, string(cmd.Worker))
-			bodies = append(bodies, string(encodeAssignment(cmd.Assign)))
+			buf = appendAssignment(buf[:0], cmd.Assign)
+			bodies = append(bodies, string(buf))
 		case worker.CommandProbe:
 			flushAssigns()
 			b.Queue(c.sql.probe, cfg.Queue, cfg.Lease, cfg.Term, string(cmd.Assignment), int16(cmd.Kind), cmd.Reason)

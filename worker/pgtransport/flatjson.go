@@ -76,8 +76,10 @@ type flatValue struct {
 // and booleans, calling set for each; it returns false, having stopped,
 // at anything else (nested values, null, fractions, \u escapes, invalid
 // UTF-8, a member set refuses, trailing data), and the caller then reads
-// the input with encoding/json instead.
-func scanFlat(b []byte, set func(key string, v flatValue) bool) bool {
+// the input with encoding/json instead. The keys and the values of
+// strings without escapes are substrings of b: a decoded body costs one
+// allocation (the string it was read into), not one per member.
+func scanFlat(b string, set func(key string, v flatValue) bool) bool {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -135,21 +137,21 @@ func scanFlat(b []byte, set func(key string, v flatValue) bool) bool {
 	}
 }
 
-func skipSpace(b []byte, i int) int {
+func skipSpace(b string, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}
 	return i
 }
 
-func hasWord(b []byte, i int, w string) bool {
-	return len(b)-i >= len(w) && string(b[i:i+len(w)]) == w
+func hasWord(b string, i int, w string) bool {
+	return len(b)-i >= len(w) && b[i:i+len(w)] == w
 }
 
 // scanString reads the string starting at b[i] (a '"'); it handles the
 // one-letter escapes and valid UTF-8 and refuses \u escapes and control
 // characters.
-func scanString(b []byte, i int) (string, int, bool) {
+func scanString(b string, i int) (string, int, bool) {
 	start := i + 1
 	ascii := true
 	j := start
@@ -172,14 +174,14 @@ func scanString(b []byte, i int) (string, int, bool) {
 		return "", 0, false
 	}
 	s := b[start:j]
-	if !ascii && !utf8.Valid(s) {
+	if !ascii && !utf8.ValidString(s) {
 		return "", 0, false
 	}
-	return string(s), j + 1, true
+	return s, j + 1, true
 }
 
 // scanEscaped reads a string with escapes, from its first byte at b[start].
-func scanEscaped(b []byte, start int) (string, int, bool) {
+func scanEscaped(b string, start int) (string, int, bool) {
 	out := make([]byte, 0, 64)
 	for j := start; j < len(b); j++ {
 		c := b[j]
@@ -220,7 +222,7 @@ func scanEscaped(b []byte, start int) (string, int, bool) {
 
 // scanInt reads an integer of at most 18 digits (no fraction, no
 // exponent, no leading zero).
-func scanInt(b []byte, i int) (int64, int, bool) {
+func scanInt(b string, i int) (int64, int, bool) {
 	neg := b[i] == '-'
 	if neg {
 		i++

@@ -194,7 +194,7 @@ func (r *hostRun) over() bool { return !r.live && (r.killed || r.done) }
 
 type outMessage struct {
 	assignment foreman.AssignmentID
-	body       []byte
+	body       string
 	final      bool
 }
 
@@ -326,14 +326,25 @@ func (hi *hostInbox) Deliver(ctx context.Context, m worker.Message) (worker.Disp
 	a := r.a
 	h.mu.Unlock()
 	if fin && h.cfg.Report != nil {
-		h.cfg.Report(ctx, a, &m)
+		m = h.report(ctx, a, m)
 	}
 	h.queue(m, fin)
 	return worker.Applied, nil
 }
 
+// report calls HostConfig.Report on a copy of m and returns it: the
+// copy escapes to the heap, so Deliver's m, when no Report is set, does
+// not (never inlined: inlined, its copy would be Deliver's).
+//
+//go:noinline
+func (h *Host) report(ctx context.Context, a worker.Assignment, m worker.Message) worker.Message {
+	h.cfg.Report(ctx, a, &m)
+	return m
+}
+
 func (h *Host) queue(m worker.Message, fin bool) {
-	body := encodeMessage(m)
+	var buf [160]byte // most messages' JSON fits: one allocation, the string
+	body := string(appendMessage(buf[:0], m))
 	h.mu.Lock()
 	h.out = append(h.out, outMessage{assignment: m.Assignment, body: body, final: fin})
 	if r := h.runs[m.Assignment]; fin && r != nil {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/clock"
 	"github.com/agentforeman/foreman/worker"
@@ -194,8 +196,8 @@ func (h *Host) stop() error {
 	h.mu.Unlock()
 	closeErr := h.runtime.Close(ctx)
 	for _, a := range unfinished {
-		body := encodeMessage(worker.Message{Kind: worker.MsgFailed, Worker: a.Worker, Assignment: a.ID,
-			Reason: "worker host " + h.cfg.Name + " stopped"})
+		body := string(encodeMessage(worker.Message{Kind: worker.MsgFailed, Worker: a.Worker, Assignment: a.ID,
+			Reason: "worker host " + h.cfg.Name + " stopped"}))
 		h.mu.Lock()
 		h.out = append(h.out, outMessage{assignment: a.ID, body: body, final: true})
 		h.mu.Unlock()
@@ -235,7 +237,7 @@ func (h *Host) round(ctx context.Context) error {
 			}
 			ended[m.assignment] = true
 		}
-		ids, bodies, finals = append(ids, string(m.assignment)), append(bodies, string(m.body)), append(finals, m.final)
+		ids, bodies, finals = append(ids, string(m.assignment)), append(bodies, m.body), append(finals, m.final)
 	}
 	beatIDs, commits, outs := make([]string, 0, len(beats)), make([]string, 0, len(beats)), make([]int64, 0, len(beats))
 	for id, bt := range beats {
@@ -251,8 +253,9 @@ func (h *Host) round(ctx context.Context) error {
 		reason     string
 	}
 	type claimed struct {
-		seq  int64
-		body []byte
+		seq int64
+		a   worker.Assignment
+		err error
 	}
 	var (
 		cmds     []command
@@ -262,29 +265,34 @@ func (h *Host) round(ctx context.Context) error {
 		kept     = map[string]bool{}
 	)
 	// One call does the round (wt_host_round): the messages in order, the
-	// heartbeats, the commands waiting, new claims up to free.
+	// heartbeats, the commands waiting, new claims up to free. The rows
+	// are scanned into values that allocate nothing (the driver's bytes,
+	// valid until the next row): a claim's assignment is decoded from
+	// one string, whose substrings its strings are.
 	rows, err := h.cfg.Pool.Query(ctx, h.sql.hostRound, h.cfg.Name, h.cfg.Queue, ids, bodies, finals, beatIDs, commits, outs, free)
 	if err == nil {
+		// Declared once: as Scan's arguments they live on the heap. Scan
+		// sets every one of them at each row (NULL too).
+		var what, id, text pgtype.DriverBytes
+		var seq pgtype.Int8
+		var kind pgtype.Int2
 		for rows.Next() {
-			var what string
-			var seq *int64
-			var id, text *string
-			var kind *int16
 			if err = rows.Scan(&what, &seq, &id, &kind, &text); err != nil {
 				break
 			}
-			switch what {
+			switch string(what) {
 			case "w":
-				written = *seq
-				if kind != nil {
-					notified = int64(*kind)
+				written = seq.Int64
+				if kind.Valid {
+					notified = int64(kind.Int16)
 				}
 			case "b":
-				kept[*id] = true
+				kept[string(id)] = true
 			case "c":
-				cmds = append(cmds, command{assignment: foreman.AssignmentID(*id), kind: worker.CommandKind(*kind), reason: *text})
+				cmds = append(cmds, command{assignment: foreman.AssignmentID(id), kind: worker.CommandKind(kind.Int16), reason: string(text)})
 			case "a":
-				claims = append(claims, claimed{seq: *seq, body: []byte(*text)})
+				a, err := decodeAssignmentText(string(text))
+				claims = append(claims, claimed{seq: seq.Int64, a: a, err: err})
 			}
 		}
 		rows.Close()
@@ -325,13 +333,13 @@ func (h *Host) round(ctx context.Context) error {
 		h.obey(c.assignment, c.kind, c.reason)
 	}
 	slices.SortFunc(claims, func(a, b claimed) int { return int(a.seq - b.seq) })
-	for _, c := range claims {
-		a, err := decodeAssignment(c.body)
-		if err != nil {
-			h.log.Error("pgtransport: unreadable assignment", "seq", c.seq, "err", err)
+	for i := range claims {
+		c := &claims[i]
+		if c.err != nil {
+			h.log.Error("pgtransport: unreadable assignment", "seq", c.seq, "err", c.err)
 			continue
 		}
-		h.start(ctx, a)
+		h.start(ctx, c.a)
 	}
 	return nil
 }
@@ -368,7 +376,8 @@ func (h *Host) start(ctx context.Context, a worker.Assignment) {
 	h.mu.Unlock()
 	run := a
 	if h.cfg.Prepare != nil {
-		if err := h.cfg.Prepare(ctx, &run); err != nil {
+		var err error
+		if run, err = h.prepare(ctx, a); err != nil {
 			h.mu.Lock()
 			h.runs[a.ID].live = false
 			h.live--
@@ -386,4 +395,14 @@ func (h *Host) start(ctx context.Context, a worker.Assignment) {
 		h.mu.Unlock()
 		h.queue(worker.Message{Kind: worker.MsgFailed, Worker: a.Worker, Assignment: a.ID, Reason: err.Error()}, true)
 	}
+}
+
+// prepare calls HostConfig.Prepare on a copy of a and returns it: the copy
+// escapes to the heap, so start's, when no Prepare is set, does not
+// (never inlined: inlined, its copy would be start's).
+//
+//go:noinline
+func (h *Host) prepare(ctx context.Context, a worker.Assignment) (worker.Assignment, error) {
+	err := h.cfg.Prepare(ctx, &a)
+	return a, err
 }

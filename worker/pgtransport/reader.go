@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/agentforeman/foreman"
 	"github.com/agentforeman/foreman/internal/clock"
@@ -125,21 +126,21 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 	var got []wireMessage
 	scan := func(inRow bool, n *int) func(rows pgx.Rows) error {
 		return func(rows pgx.Rows) error {
+			// Declared once: as Scan's arguments they live on the heap.
+			var seq int64
+			var id pgtype.DriverBytes
+			var body string
 			for rows.Next() {
-				w := wireMessage{inRow: inRow}
-				var assignment string
 				var err error
 				if inRow {
-					var host *string
-					err = rows.Scan(&w.seq, &assignment, &w.body, &host)
+					err = rows.Scan(&seq, &id, &body, nil) // the host column is not read
 				} else {
-					err = rows.Scan(&w.seq, &assignment, &w.body)
+					err = rows.Scan(&seq, &id, &body)
 				}
 				if err != nil {
 					return err
 				}
-				w.assignment = foreman.AssignmentID(assignment)
-				got = append(got, w)
+				got = append(got, readMessage(seq, id, body, inRow))
 				*n++
 			}
 			return rows.Err()
@@ -159,19 +160,19 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 	// (the wt_done rows read before and not yet deleted are passed over).
 	var doneRead []int64
 	b.Queue(c.sql.readDone, c.cfg.Queue, messagePage, c.doneKnown()).Query(func(rows pgx.Rows) error {
+		var seq, doneSeq pgtype.Int8
+		var id pgtype.DriverBytes
+		var body pgtype.Text
 		for rows.Next() {
-			var seq, doneSeq *int64
-			var id, host *string
-			var body []byte
-			if err := rows.Scan(&seq, &doneSeq, &id, &body, &host); err != nil {
+			if err := rows.Scan(&seq, &doneSeq, &id, &body, nil); err != nil { // the host column is not read
 				return err
 			}
-			if seq != nil {
-				doneRead = append(doneRead, *seq)
+			if seq.Valid {
+				doneRead = append(doneRead, seq.Int64)
 				nDone++
 			}
-			if doneSeq != nil && id != nil {
-				got = append(got, wireMessage{seq: *doneSeq, assignment: foreman.AssignmentID(*id), body: body, inRow: true})
+			if doneSeq.Valid && id != nil {
+				got = append(got, readMessage(doneSeq.Int64, id, body.String, true))
 			}
 		}
 		return rows.Err()
@@ -255,8 +256,9 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 		}
 		c.deliver(ctx, m)
 	}
-	for _, w := range got {
-		if m, err := decodeMessage(w.body); err != nil {
+	for i := range got {
+		w := &got[i]
+		if m, err := w.msg, w.err; err != nil {
 			c.log.Error("pgtransport: unreadable message dropped", "seq", w.seq, "err", err)
 		} else if m.Assignment != w.assignment {
 			// Written for one claim, naming another assignment: a host
@@ -289,12 +291,30 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 }
 
 // wireMessage is a message read: from wt_messages, or a final message
-// from its finished assignment's row (inRow).
+// from its finished assignment's row (inRow), with the assignment it was
+// written for, decoded (msg) or not (err).
 type wireMessage struct {
 	seq        int64
 	assignment foreman.AssignmentID
-	body       []byte
 	inRow      bool
+	msg        worker.Message
+	err        error
+}
+
+// readMessage decodes a message read, whose row names the assignment id
+// (the driver's bytes, valid only until the next row). The message's
+// strings are substrings of body, and so is the assignment id when the
+// message names the same one (as it does unless a host wrote for another
+// assignment than its own): a message read costs one allocation.
+func readMessage(seq int64, id []byte, body string, inRow bool) wireMessage {
+	w := wireMessage{seq: seq, inRow: inRow}
+	w.msg, w.err = decodeMessageText(body)
+	if w.err == nil && string(w.msg.Assignment) == string(id) {
+		w.assignment = w.msg.Assignment
+	} else {
+		w.assignment = foreman.AssignmentID(id)
+	}
+	return w
 }
 
 // noticeFinished records what a notification on the coordinator's

@@ -41,10 +41,7 @@ func appendMessage(dst []byte, m worker.Message) []byte {
 	if !m.LastOutput.IsZero() || !m.ResetsAt.IsZero() {
 		// Rare (a rate limit's reset; heartbeats go in their own column):
 		// encoding/json formats the times.
-		b, _ := json.Marshal(jsonMessage{Message: m, Status: m.Status, LastOutput: m.LastOutput, Commit: m.Commit,
-			QGPassed: m.QGPassed, QGOutput: m.QGOutput, Reason: m.Reason, ResetsAt: m.ResetsAt, Question: m.Question,
-			Usage: m.Usage}) // plain data: cannot fail
-		return append(dst, b...)
+		return appendMessageJSON(dst, &m)
 	}
 	start := len(dst)
 	dst = append(dst, `{"Kind":`...)
@@ -68,19 +65,35 @@ func appendMessage(dst []byte, m worker.Message) []byte {
 		dst = strconv.AppendInt(append(appendField(dst, "Usage"), `{"Tokens":`...), m.Usage.Tokens, 10)
 		var ok bool
 		if dst, ok = appendJSONFloat(append(dst, `,"CostUSD":`...), m.Usage.CostUSD); !ok {
-			// NaN or infinite: what encoding/json makes of it.
-			b, _ := json.Marshal(jsonMessage{Message: m, Status: m.Status, Commit: m.Commit, QGPassed: m.QGPassed,
-				QGOutput: m.QGOutput, Reason: m.Reason, Question: m.Question, Usage: m.Usage})
-			return append(dst[:start], b...)
+			// NaN or infinite: what encoding/json makes of it (nothing).
+			return appendMessageJSON(dst[:start], &m)
 		}
 		dst = append(dst, '}')
 	}
 	return append(dst, '}')
 }
 
+// appendMessageJSON appends what encoding/json writes of m as a
+// jsonMessage (nothing when it refuses m). It is a function of its own,
+// never inlined, so that the jsonMessage it builds takes no room in
+// appendMessage's stack frame: a frame that large made the goroutines
+// that deliver a run's messages grow their stacks by copying.
+//
+//go:noinline
+func appendMessageJSON(dst []byte, m *worker.Message) []byte {
+	b, _ := json.Marshal(jsonMessage{Message: *m, Status: m.Status, LastOutput: m.LastOutput, Commit: m.Commit,
+		QGPassed: m.QGPassed, QGOutput: m.QGOutput, Reason: m.Reason, ResetsAt: m.ResetsAt, Question: m.Question,
+		Usage: m.Usage}) // plain data; NaN or an infinity refused: nothing
+	return append(dst, b...)
+}
+
 // decodeMessage reads a message written by encodeMessage, or in full by
 // an earlier build.
-func decodeMessage(b []byte) (worker.Message, error) {
+func decodeMessage(b []byte) (worker.Message, error) { return decodeMessageText(string(b)) }
+
+// decodeMessageText is decodeMessage of a body read as a string: the
+// message's strings are substrings of b.
+func decodeMessageText(b string) (worker.Message, error) {
 	var m worker.Message
 	if scanFlat(b, func(key string, v flatValue) bool {
 		switch {
@@ -112,7 +125,7 @@ func decodeMessage(b []byte) (worker.Message, error) {
 		return m, nil
 	}
 	var w jsonMessage
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := json.Unmarshal([]byte(b), &w); err != nil {
 		return worker.Message{}, err
 	}
 	m = w.Message
@@ -159,7 +172,11 @@ func appendAssignment(dst []byte, a *worker.Assignment) []byte {
 	return append(dst, '}')
 }
 
-func decodeAssignment(b []byte) (worker.Assignment, error) {
+func decodeAssignment(b []byte) (worker.Assignment, error) { return decodeAssignmentText(string(b)) }
+
+// decodeAssignmentText is decodeAssignment of a body read as a string: the
+// assignment's strings are substrings of b.
+func decodeAssignmentText(b string) (worker.Assignment, error) {
 	var a worker.Assignment
 	if scanFlat(b, func(key string, v flatValue) bool {
 		switch {
@@ -193,7 +210,7 @@ func decodeAssignment(b []byte) (worker.Assignment, error) {
 		return a, nil
 	}
 	var w jsonAssignment
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := json.Unmarshal([]byte(b), &w); err != nil {
 		return worker.Assignment{}, err
 	}
 	a = w.Assignment
