@@ -122,10 +122,16 @@ type Runtime struct {
 }
 
 type run struct {
-	a          Assignment
-	cancel     context.CancelFunc
-	done       chan struct{}
-	killed     atomic.Bool
+	a      Assignment
+	rt     *Runtime
+	ctx    context.Context // the run's: cancelled by cancel
+	cancel context.CancelFunc
+	// done is closed once the agent's execution has ended, with its
+	// outcome in result (written before, by the execution's goroutine).
+	done    chan struct{}
+	result  execResult
+	onEvent phases.StreamCallback
+	killed  atomic.Bool
 	probed     chan struct{} // a pending probe; capacity 1
 	lastOutput atomic.Int64
 	running    atomic.Bool
@@ -205,11 +211,23 @@ func (r *Runtime) stopLocked(w foreman.WorkerID, cur *run) {
 
 func (r *Runtime) startLocked(a Assignment) {
 	ctx, cancel := context.WithCancel(context.Background())
-	rn := &run{a: a, cancel: cancel, done: make(chan struct{}), probed: make(chan struct{}, 1)}
+	rn := &run{a: a, rt: r, ctx: ctx, cancel: cancel, done: make(chan struct{}), probed: make(chan struct{}, 1)}
 	r.runs[a.Worker] = rn
 	r.live[rn] = struct{}{}
 	r.wg.Add(1)
-	r.goroutines.spawn(func() { r.supervise(ctx, rn) })
+	r.goroutines.spawn(rn)
+}
+
+// do supervises the run (a run is its supervisor's task).
+func (rn *run) do() { rn.rt.supervise(rn.ctx, rn) }
+
+// runExecution is a run's agent execution as a task.
+type runExecution struct{ rn *run }
+
+func (e runExecution) do() {
+	rn := e.rn
+	rn.result = rn.rt.execute(rn.ctx, rn, rn.onEvent)
+	close(rn.done)
 }
 
 func (r *Runtime) emit(ev Event) {
@@ -263,15 +281,13 @@ func (r *Runtime) supervise(ctx context.Context, rn *run) {
 		r.mu.Lock()
 		delete(r.live, rn)
 		r.mu.Unlock()
-		close(rn.done)
 	}()
 	a := &rn.a // not a copy: the closures below would move one to the heap
 	clk := r.cfg.Clock
 	r.remark(rn)
 	r.heartbeat(ctx, rn)
 	r.emit(Event{Kind: EventAgentStarted, At: clk.Now(), Worker: a.Worker, Assignment: a.ID, Item: a.Item, Attempt: a.Attempt})
-	results := make(chan execResult, 1)
-	onEvent := func(ev phases.StreamEvent) {
+	rn.onEvent = func(ev phases.StreamEvent) {
 		t := ev.Time
 		if t.IsZero() {
 			t = clk.Now()
@@ -282,7 +298,7 @@ func (r *Runtime) supervise(ctx context.Context, rn *run) {
 			r.deliver(ctx, Message{Kind: MsgStatus, Worker: a.Worker, Assignment: a.ID, Status: StatusRunning})
 		}
 	}
-	r.goroutines.spawn(func() { results <- r.execute(ctx, rn, onEvent) })
+	r.goroutines.spawn(runExecution{rn})
 	ticker := clk.NewTicker(r.cfg.HeartbeatInterval)
 	defer ticker.Stop()
 	for {
@@ -291,8 +307,8 @@ func (r *Runtime) supervise(ctx context.Context, rn *run) {
 			r.heartbeat(ctx, rn)
 		case <-rn.probed:
 			r.deliver(ctx, Message{Kind: MsgStatus, Worker: a.Worker, Assignment: a.ID, Status: StatusAlive})
-		case out := <-results:
-			r.finish(rn, out)
+		case <-rn.done:
+			r.finish(rn, rn.result)
 			return
 		}
 	}

@@ -16,12 +16,22 @@ const maxIdleGoroutines = 256
 // stack is the warmest); close ends them.
 type spawner struct {
 	mu      sync.Mutex
-	idle    []chan func() // each waiting goroutine's own channel (capacity 1)
+	idle    []chan task // each waiting goroutine's own channel (capacity 1)
 	stopped bool
 }
 
+// A task is what a spawner runs. A run's tasks are pointer-shaped values
+// (a *run, a runExecution), which an interface holds without an
+// allocation, where a closure over the run would take one.
+type task interface{ do() }
+
+// taskFunc runs a function as a task.
+type taskFunc func()
+
+func (f taskFunc) do() { f() }
+
 // spawn runs f on a waiting goroutine, or on a new one.
-func (s *spawner) spawn(f func()) {
+func (s *spawner) spawn(f task) {
 	s.mu.Lock()
 	if n := len(s.idle); n > 0 {
 		ch := s.idle[n-1]
@@ -35,17 +45,17 @@ func (s *spawner) spawn(f func()) {
 	go s.loop(f)
 }
 
-func (s *spawner) loop(f func()) {
-	var ch chan func()
+func (s *spawner) loop(f task) {
+	var ch chan task
 	for f != nil {
-		f()
+		f.do()
 		s.mu.Lock()
 		if s.stopped || len(s.idle) >= maxIdleGoroutines {
 			s.mu.Unlock()
 			return
 		}
 		if ch == nil {
-			ch = make(chan func(), 1)
+			ch = make(chan task, 1)
 		}
 		s.idle = append(s.idle, ch)
 		s.mu.Unlock()

@@ -38,10 +38,10 @@ func (s *spawner) idleCount() int {
 func TestTheSpawnerReusesGoroutinesAndCloseEndsThem(t *testing.T) {
 	s := &spawner{}
 	ids := make(chan string, 1)
-	s.spawn(func() { ids <- goroutineID() })
+	s.spawn(taskFunc(func() { ids <- goroutineID() }))
 	first := <-ids
 	waitFor(t, func() bool { return s.idleCount() == 1 })
-	s.spawn(func() { ids <- goroutineID() })
+	s.spawn(taskFunc(func() { ids <- goroutineID() }))
 	assert.Equal(t, first, <-ids, "the waiting goroutine ran the second function")
 	waitFor(t, func() bool { return s.idleCount() == 1 })
 
@@ -50,7 +50,7 @@ func TestTheSpawnerReusesGoroutinesAndCloseEndsThem(t *testing.T) {
 	assert.Zero(t, s.idleCount())
 	waitFor(t, func() bool { return runtime.NumGoroutine() < before })
 
-	s.spawn(func() { ids <- goroutineID() })
+	s.spawn(taskFunc(func() { ids <- goroutineID() }))
 	assert.NotEqual(t, first, <-ids)
 	waitFor(t, func() bool { return runtime.NumGoroutine() < before })
 	assert.Zero(t, s.idleCount(), "a stopped spawner keeps no goroutine")
@@ -62,7 +62,7 @@ func TestTheSpawnerKeepsAtMostMaxIdleGoroutines(t *testing.T) {
 	defer s.close()
 	release := make(chan struct{})
 	for range maxIdleGoroutines + 10 {
-		s.spawn(func() { <-release })
+		s.spawn(taskFunc(func() { <-release }))
 	}
 	close(release)
 	waitFor(t, func() bool { return s.idleCount() == maxIdleGoroutines })
