@@ -348,7 +348,7 @@ func (c *Coordinator) Close(ctx context.Context) error {
 		// whose term ended leaves them to its successor.
 		b := &pgx.Batch{}
 		b.Queue(c.sql.fence, c.cfg.Lease, c.cfg.Term)
-		b.Queue(c.sql.ackFinished, acks, c.cfg.Queue, dones)
+		b.Queue(c.sql.ackFinished, textArray(acks), c.cfg.Queue, int8Array(dones))
 		if aerr := c.cfg.Pool.SendBatch(ctx, b).Close(); aerr == nil {
 			c.ackedFinished(acks, nil)
 			c.ackedDone(dones, nil)
@@ -435,7 +435,7 @@ func (c *Coordinator) writeBatch(cmds []worker.Command, acks []string, dones []i
 	b := &pgx.Batch{}
 	b.Queue(c.sql.fence, cfg.Lease, cfg.Term)
 	if len(acks)+len(dones) > 0 {
-		b.Queue(c.sql.ackFinished, acks, cfg.Queue, dones)
+		b.Queue(c.sql.ackFinished, textArray(acks), cfg.Queue, int8Array(dones))
 	}
 	if promise {
 		b.Queue(c.sql.promise, cfg.Queue, (promiseCooldowns * cfg.ReadCooldown).Microseconds())
@@ -449,7 +449,7 @@ func (c *Coordinator) writeBatch(cmds []worker.Command, acks []string, dones []i
 			if again {
 				insert = c.sql.insertAgain
 			}
-			b.Queue(insert, cfg.Queue, cfg.Lease, cfg.Term, ids, slots, bodies)
+			b.Queue(insert, cfg.Queue, cfg.Lease, cfg.Term, textArray(ids), textArray(slots), textArray(bodies))
 			ids, slots, bodies, assigned = nil, nil, nil, true
 		}
 	}

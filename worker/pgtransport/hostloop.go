@@ -269,7 +269,8 @@ func (h *Host) round(ctx context.Context) error {
 	// are scanned into values that allocate nothing (the driver's bytes,
 	// valid until the next row): a claim's assignment is decoded from
 	// one string, whose substrings its strings are.
-	rows, err := h.cfg.Pool.Query(ctx, h.sql.hostRound, h.cfg.Name, h.cfg.Queue, ids, bodies, finals, beatIDs, commits, outs, free)
+	rows, err := h.cfg.Pool.Query(ctx, h.sql.hostRound, h.cfg.Name, h.cfg.Queue, textArray(ids), textArray(bodies), finals,
+		textArray(beatIDs), textArray(commits), int8Array(outs), free)
 	if err == nil {
 		// Declared once: as Scan's arguments they live on the heap. Scan
 		// sets every one of them at each row (NULL too).

@@ -118,7 +118,7 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 		// coordinator whose term ended deletes nothing its successor has
 		// yet to be given (the batch is one transaction).
 		b.Queue(c.sql.fence, c.cfg.Lease, c.cfg.Term)
-		b.Queue(c.sql.deleteMessages, delivered.seqs, acks, c.cfg.Queue, dones)
+		b.Queue(c.sql.deleteMessages, int8Array(delivered.seqs), textArray(acks), c.cfg.Queue, int8Array(dones))
 	}
 	c.mu.Lock()
 	epoch := c.ackEpoch // deletions done before this read began
@@ -150,7 +150,7 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 	b.Queue(c.sql.readMessages, c.cfg.Queue, messagePage).Query(scan(false, &nMessages))
 	c.polling()
 	if len(ids) > 0 && !all {
-		b.Queue(c.sql.readFinished, ids, c.cfg.Queue).Query(scan(true, &nFinished))
+		b.Queue(c.sql.readFinished, textArray(ids), c.cfg.Queue).Query(scan(true, &nFinished))
 	}
 	if all {
 		b.Queue(c.sql.readAllFinished, c.cfg.Queue, messagePage).Query(scan(true, &nAll))
@@ -159,7 +159,7 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 	// every read, an index range scan that finds nothing when none did
 	// (the wt_done rows read before and not yet deleted are passed over).
 	var doneRead []int64
-	b.Queue(c.sql.readDone, c.cfg.Queue, messagePage, c.doneKnown()).Query(func(rows pgx.Rows) error {
+	b.Queue(c.sql.readDone, c.cfg.Queue, messagePage, int8Array(c.doneKnown())).Query(func(rows pgx.Rows) error {
 		var seq, doneSeq pgtype.Int8
 		var id pgtype.DriverBytes
 		var body pgtype.Text
