@@ -371,8 +371,10 @@ func exitReason(res phases.AgentResult, err error) string {
 		return err.Error()
 	case res.Error != "":
 		return fmt.Sprintf("exit %d: %s", res.ExitCode, res.Error)
+	case res.ExitCode == 0:
+		return "exit 0" // nearly every run's: no allocation
 	default:
-		return "exit " + strconv.Itoa(res.ExitCode) // every run's: no fmt
+		return "exit " + strconv.Itoa(res.ExitCode) // no fmt
 	}
 	if err != nil {
 		reason += " (" + err.Error() + ")"
