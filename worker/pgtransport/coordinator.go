@@ -148,6 +148,7 @@ type Coordinator struct {
 	inbox     worker.Inbox
 	startOnce sync.Once
 	listen    *listener
+	readBuf   []wireMessage // readOnce's messages, kept for the next read (readLoop's alone)
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -176,10 +176,12 @@ type Host struct {
 	runs     map[foreman.AssignmentID]*hostRun
 	live     int
 	out      []outMessage
+	spareOut []outMessage // a round's out, emptied, for the next one's
 	beats    map[foreman.AssignmentID]beat
 	stopping bool
 	stats    HostStats
 	kick     chan struct{}
+	scratch  roundScratch // round's alone
 }
 
 type hostRun struct {

@@ -213,7 +213,7 @@ func (h *Host) stop() error {
 func (h *Host) round(ctx context.Context) error {
 	h.mu.Lock()
 	out := h.out
-	h.out = nil
+	h.out, h.spareOut = h.spareOut, nil
 	beats := h.beats
 	h.beats = map[foreman.AssignmentID]beat{}
 	free := h.cfg.Capacity - h.live
@@ -225,20 +225,22 @@ func (h *Host) round(ctx context.Context) error {
 	// A run's first final message is its outcome: a later one (a stopping
 	// host's FAILED after a DONE of the same round) is not sent, and
 	// counts as dropped, as the database would drop it.
-	ids, bodies, finals := make([]string, 0, len(out)), make([]string, 0, len(out)), make([]bool, 0, len(out))
-	var ended map[foreman.AssignmentID]bool
+	sc := &h.scratch
+	defer sc.reset()
+	ids, bodies, finals := sc.ids, sc.bodies, sc.finals
 	for _, m := range out {
 		if m.final {
-			if ended[m.assignment] {
+			if sc.ended[m.assignment] {
 				continue
 			}
-			if ended == nil {
-				ended = map[foreman.AssignmentID]bool{}
+			if sc.ended == nil {
+				sc.ended = map[foreman.AssignmentID]bool{}
 			}
-			ended[m.assignment] = true
+			sc.ended[m.assignment] = true
 		}
 		ids, bodies, finals = append(ids, string(m.assignment)), append(bodies, m.body), append(finals, m.final)
 	}
+	sc.ids, sc.bodies, sc.finals = ids, bodies, finals
 	beatIDs, commits, outs := make([]string, 0, len(beats)), make([]string, 0, len(beats)), make([]int64, 0, len(beats))
 	for id, bt := range beats {
 		var us int64
@@ -252,14 +254,9 @@ func (h *Host) round(ctx context.Context) error {
 		kind       worker.CommandKind
 		reason     string
 	}
-	type claimed struct {
-		seq int64
-		a   worker.Assignment
-		err error
-	}
 	var (
 		cmds     []command
-		claims   []claimed
+		claims   = sc.claims
 		written  int64
 		notified int64
 		kept     = map[string]bool{}
@@ -293,7 +290,7 @@ func (h *Host) round(ctx context.Context) error {
 				cmds = append(cmds, command{assignment: foreman.AssignmentID(id), kind: worker.CommandKind(kind.Int16), reason: string(text)})
 			case "a":
 				a, err := decodeAssignmentText(string(text))
-				claims = append(claims, claimed{seq: seq.Int64, a: a, err: err})
+				claims = append(claims, roundClaim{seq: seq.Int64, a: a, err: err})
 			}
 		}
 		rows.Close()
@@ -301,6 +298,7 @@ func (h *Host) round(ctx context.Context) error {
 			err = rows.Err()
 		}
 	}
+	sc.claims = claims
 	if err != nil {
 		// Nothing of the round happened (one statement): keep what was
 		// to be written, ahead of what came since.
@@ -324,6 +322,10 @@ func (h *Host) round(ctx context.Context) error {
 		h.stats.BeatWrites++
 	}
 	h.stats.Commands += int64(len(cmds))
+	if h.spareOut == nil {
+		clear(out)
+		h.spareOut = out[:0]
+	}
 	h.mu.Unlock()
 	for id := range beats {
 		if !kept[string(id)] {
@@ -333,7 +335,7 @@ func (h *Host) round(ctx context.Context) error {
 	for _, c := range cmds {
 		h.obey(c.assignment, c.kind, c.reason)
 	}
-	slices.SortFunc(claims, func(a, b claimed) int { return int(a.seq - b.seq) })
+	slices.SortFunc(claims, func(a, b roundClaim) int { return int(a.seq - b.seq) })
 	for i := range claims {
 		c := &claims[i]
 		if c.err != nil {
@@ -406,4 +408,30 @@ func (h *Host) start(ctx context.Context, a worker.Assignment) {
 func (h *Host) prepare(ctx context.Context, a worker.Assignment) (worker.Assignment, error) {
 	err := h.cfg.Prepare(ctx, &a)
 	return a, err
+}
+
+// roundScratch is what a round builds and throws away, kept for the next
+// (rounds run one at a time, on Run's goroutine): slices and a map
+// rebuilt at every round cost allocations that grow with its size.
+type roundScratch struct {
+	ids, bodies []string
+	finals      []bool
+	ended       map[foreman.AssignmentID]bool
+	claims      []roundClaim
+}
+
+// roundClaim is an assignment a round claimed: decoded, or not (err).
+type roundClaim struct {
+	seq int64
+	a   worker.Assignment
+	err error
+}
+
+// reset empties the scratch, keeping its room and nothing it referred to.
+func (sc *roundScratch) reset() {
+	clear(sc.ids)
+	clear(sc.bodies)
+	clear(sc.claims)
+	clear(sc.ended)
+	sc.ids, sc.bodies, sc.finals, sc.claims = sc.ids[:0], sc.bodies[:0], sc.finals[:0], sc.claims[:0]
 }

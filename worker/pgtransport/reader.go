@@ -123,7 +123,11 @@ func (c *Coordinator) readOnce(delivered *deliveredSet, since **time.Time, beats
 	c.mu.Lock()
 	epoch := c.ackEpoch // deletions done before this read began
 	c.mu.Unlock()
-	var got []wireMessage
+	got := c.readBuf[:0] // the readLoop's alone
+	defer func() {
+		clear(got) // nothing read stays referenced
+		c.readBuf = got[:0]
+	}()
 	scan := func(inRow bool, n *int) func(rows pgx.Rows) error {
 		return func(rows pgx.Rows) error {
 			// Declared once: as Scan's arguments they live on the heap.
