@@ -399,7 +399,15 @@ func (c *Coordinator) writeOnce() bool {
 	defer c.mu.Unlock()
 	switch {
 	case err == nil:
-		c.queued = c.queued[n:]
+		// The commands written are let go (what they point to is not kept
+		// alive), and once every one is written the queue starts again at
+		// the front of its array instead of growing a new one.
+		clear(c.queued[:n])
+		if len(c.queued) == n {
+			c.queued = c.queued[:0]
+		} else {
+			c.queued = c.queued[n:]
+		}
 		c.written += uint64(n)
 		c.stats.Writes++
 		c.stats.Commands += int64(n)
@@ -441,7 +449,17 @@ func (c *Coordinator) writeBatch(cmds []worker.Command, acks []string, dones []i
 	if promise {
 		b.Queue(c.sql.promise, cfg.Queue, (promiseCooldowns * cfg.ReadCooldown).Microseconds())
 	}
+	// Room for every assignment at once (most batches are all assignments).
+	n := 0
+	for _, cmd := range cmds {
+		if cmd.Kind == worker.CommandAssign {
+			n++
+		}
+	}
 	var ids, slots, bodies []string
+	if n > 0 {
+		ids, slots, bodies = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	}
 	var buf []byte // each body is encoded here, then copied once into its string
 	assigned := false
 	flushAssigns := func() {
