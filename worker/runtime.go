@@ -113,7 +113,7 @@ type Runtime struct {
 
 	mu      sync.Mutex
 	runs    map[foreman.WorkerID]*run // the current run of each worker
-	live    map[*run]struct{}         // runs whose goroutine has not ended
+	live    []*run                    // runs whose goroutine has not ended, each at its liveAt
 	closed  bool
 	wg      sync.WaitGroup
 	stopped chan struct{}
@@ -128,10 +128,10 @@ type run struct {
 	cancel context.CancelFunc
 	// done is closed once the agent's execution has ended, with its
 	// outcome in result (written before, by the execution's goroutine).
-	done    chan struct{}
-	result  execResult
-	onEvent phases.StreamCallback
-	killed  atomic.Bool
+	done       chan struct{}
+	result     execResult
+	onEvent    phases.StreamCallback
+	killed     atomic.Bool
 	probed     chan struct{} // a pending probe; capacity 1
 	lastOutput atomic.Int64
 	running    atomic.Bool
@@ -142,6 +142,7 @@ type run struct {
 	markMu      sync.Mutex
 	mark        evidenceMark
 	lastCommit  string // read and written by the supervising goroutine only
+	liveAt      int    // its index in Runtime.live (under Runtime.mu)
 }
 
 // NewRuntime returns a runtime delivering workers' messages to inbox.
@@ -158,7 +159,7 @@ func NewRuntime(cfg RuntimeConfig, inbox Inbox) *Runtime {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runtime{cfg: cfg, inbox: inbox, runs: map[foreman.WorkerID]*run{}, live: map[*run]struct{}{}, stopped: make(chan struct{}),
+	return &Runtime{cfg: cfg, inbox: inbox, runs: map[foreman.WorkerID]*run{}, stopped: make(chan struct{}),
 		goroutines: &spawner{}}
 }
 
@@ -203,6 +204,17 @@ func (r *Runtime) Send(ctx context.Context, c Command) error {
 	return nil
 }
 
+// dropLive takes rn out of r.live (the last run takes its place): no
+// map, whose hashing costs more than a run's other bookkeeping. Called
+// with r.mu held.
+func (r *Runtime) dropLive(rn *run) {
+	last := len(r.live) - 1
+	moved := r.live[last]
+	r.live[rn.liveAt], moved.liveAt = moved, rn.liveAt
+	r.live[last] = nil
+	r.live = r.live[:last]
+}
+
 func (r *Runtime) stopLocked(w foreman.WorkerID, cur *run) {
 	cur.killed.Store(true)
 	cur.cancel()
@@ -213,7 +225,8 @@ func (r *Runtime) startLocked(a Assignment) {
 	ctx, cancel := context.WithCancel(context.Background())
 	rn := &run{a: a, rt: r, ctx: ctx, cancel: cancel, done: make(chan struct{}), probed: make(chan struct{}, 1)}
 	r.runs[a.Worker] = rn
-	r.live[rn] = struct{}{}
+	rn.liveAt = len(r.live)
+	r.live = append(r.live, rn)
 	r.wg.Add(1)
 	r.goroutines.spawn(rn)
 }
@@ -279,7 +292,7 @@ func (r *Runtime) supervise(ctx context.Context, rn *run) {
 	defer r.wg.Done()
 	defer func() {
 		r.mu.Lock()
-		delete(r.live, rn)
+		r.dropLive(rn)
 		r.mu.Unlock()
 	}()
 	a := &rn.a // not a copy: the closures below would move one to the heap
@@ -404,7 +417,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}
 	var errs *multierror.Error
 	r.mu.Lock()
-	for rn := range r.live {
+	for _, rn := range r.live {
 		errs = multierror.Append(errs, &StopError{Worker: rn.a.Worker, Assignment: rn.a.ID, Err: ctx.Err()})
 	}
 	r.mu.Unlock()
