@@ -59,6 +59,9 @@ const (
 	effExtendProgress                       // move assignment's progress deadline delay from now
 )
 
+// effApplied marks an effect absorb applied: nothing is left to carry out.
+const effApplied effectKind = 0
+
 type effect struct {
 	kind       effectKind
 	assignment foreman.AssignmentID
@@ -191,7 +194,11 @@ func newCore(cfg coreConfig, stuck *health.StuckQG) *core {
 
 func (c *core) emit(ev Event) {
 	if c.cfg.hooked {
-		c.out = append(c.out, effect{kind: effEvent, ev: ev})
+		// Grown by one and filled in place: an effect literal is built
+		// whole and then copied, and an effect is large.
+		c.out = append(c.out, effect{})
+		e := &c.out[len(c.out)-1]
+		e.kind, e.ev = effEvent, ev
 	}
 }
 

@@ -11,8 +11,15 @@ import (
 // and applied at once, under the lock, so that a deadline never runs for an
 // assignment the core already ended; the others are queued in order for
 // unlockAndDrain. Called with d.mu held.
+//
+// Effects are large (an Event, a Command): when nothing is queued yet,
+// the core's slice itself becomes the queue and the core gets the queue's
+// empty one, instead of every effect being copied across (the deadline
+// effects applied stay in it, marked effApplied, which execute passes
+// over).
 func (d *Dispatcher) absorb() {
 	out := d.core.out
+	queued := 0
 	for i := range out {
 		e := &out[i]
 		switch e.kind {
@@ -34,11 +41,26 @@ func (d *Dispatcher) absorb() {
 		case effRetryAfter:
 			d.armRetry(e.item, e.token, e.delay)
 		default:
-			d.pending = append(d.pending, *e)
+			queued++
+			continue
 		}
+		e.kind = effApplied
 	}
-	clear(out)
-	d.core.out = out[:0]
+	switch {
+	case queued == 0:
+		clear(out)
+		d.core.out = out[:0]
+	case len(d.pending) == 0:
+		d.pending, d.core.out = out, d.pending[:0]
+	default:
+		for i := range out {
+			if out[i].kind != effApplied {
+				d.pending = append(d.pending, out[i])
+			}
+		}
+		clear(out)
+		d.core.out = out[:0]
+	}
 	if d.core.stopping && !d.idleSent && len(d.core.byAssignment) == 0 {
 		d.idleSent = true
 		close(d.idle)
@@ -58,8 +80,11 @@ func (d *Dispatcher) unlockAndDrain() {
 	}
 	d.draining = true
 	for len(d.pending) > 0 {
+		// Three slices go round (the core's, the queue and this spare),
+		// never two of them on one array: absorb may hand the queue's to
+		// the core while this batch runs.
 		batch := d.pending
-		d.pending = d.spare[:0]
+		d.pending, d.spare = d.spare[:0], nil
 		d.mu.Unlock()
 		for i := range batch {
 			d.execute(&batch[i])
