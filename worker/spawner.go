@@ -6,7 +6,7 @@ import "sync"
 // work between runs.
 const maxIdleGoroutines = 256
 
-// spawner runs functions on goroutines that it keeps for the next one: a
+// spawner runs tasks on goroutines that it keeps for the next one: a
 // run takes two goroutines (its supervisor and its agent's execution), and
 // a goroutine created for each would be created and then grow its stack
 // by copying, since an agent's execution and a message's delivery need
