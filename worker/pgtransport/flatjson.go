@@ -250,3 +250,53 @@ func scanInt(b string, i int) (int64, int, bool) {
 	}
 	return n, i, true
 }
+
+// decodeIDs reads a JSON array of strings, as encoding/json reads it into
+// a []string: a notification's ids (one a hand-off at full tilt, where
+// encoding/json's reflection cost about 1 % of the coordinator's CPU). It
+// reads plain arrays of plain strings itself, as substrings of b, and
+// hands anything else (null, escapes it does not read, other values, bad
+// input) to encoding/json.
+func decodeIDs(b string) ([]string, error) {
+	if ids, ok := scanStrings(b); ok {
+		return ids, nil
+	}
+	var ids []string
+	err := json.Unmarshal([]byte(b), &ids)
+	return ids, err
+}
+
+// scanStrings reads a JSON array of plain strings (see scanString).
+func scanStrings(b string) ([]string, bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '[' {
+		return nil, false
+	}
+	ids := []string{}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return ids, skipSpace(b, i+1) == len(b)
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return nil, false
+		}
+		s, next, ok := scanString(b, i)
+		if !ok {
+			return nil, false
+		}
+		ids = append(ids, s)
+		i = skipSpace(b, next)
+		if i >= len(b) {
+			return nil, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case ']':
+			return ids, skipSpace(b, i+1) == len(b)
+		default:
+			return nil, false
+		}
+	}
+}

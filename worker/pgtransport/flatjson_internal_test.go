@@ -132,6 +132,13 @@ func decodeBoth(t *testing.T, b []byte) {
 		want.Stage, want.MemoryContext, want.Feedback, want.RequireReview = refA.Stage, refA.MemoryContext, refA.Feedback, refA.RequireReview
 		require.Equal(t, want, a, "%q", b)
 	}
+	ids, err := decodeIDs(string(b))
+	var refIDs []string
+	refErr = json.Unmarshal(b, &refIDs)
+	require.Equal(t, refErr != nil, err != nil, "%q: %v / %v", b, err, refErr)
+	if err == nil {
+		require.Equal(t, refIDs, ids, "%q", b)
+	}
 }
 
 var decodeSeeds = []string{
@@ -145,6 +152,9 @@ var decodeSeeds = []string{
 	`{"Attempt": 123456789012345678901}`, `{"Attempt": 9223372036854775807}`, `{"Attempt": -}`, `{"Usage": {"Tokens": 1}}`,
 	`{"LastOutput": "2026-11-27T09:30:00Z"}`, `{"Unknown": 1}`, `{"ID": "x", "ID": "y"}`, `{"Prompt": "\q"}`,
 	`{"Prompt": "unterminated`, `{"Prompt": "x\`, `{"Stage": 1,"Stage": "a"}`, "{\"Kind\":\t3\r\n}", ``, `{`,
+	// A notification's ids (decodeIDs).
+	`["a-1","a-2"]`, ` [ "a-1" , "a\n2" ] `, `[ ]`, `["a-1",]`, `["a-1" "a-2"]`, `[null]`, `["a", null]`, `[1]`,
+	`["\u0041"]`, "[\"\xff\"]", `["a"] x`, `[`, `["a"`, `[[]]`, `["é"]`, "[\"a\x01\"]",
 }
 
 func TestTheDecodersReadAsEncodingJSONDoes(t *testing.T) {

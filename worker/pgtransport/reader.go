@@ -3,7 +3,6 @@ package pgtransport
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"time"
@@ -328,8 +327,7 @@ func readMessage(seq int64, id []byte, body string, inRow bool) wireMessage {
 // have been missed; or a version 3 host's), that every finished row is to
 // be read.
 func (c *Coordinator) noticeFinished(_, payload string) {
-	var ids []string
-	err := json.Unmarshal([]byte(payload), &ids)
+	ids, err := decodeIDs(payload)
 	c.finMu.Lock()
 	defer c.finMu.Unlock()
 	if err != nil {
