@@ -110,7 +110,10 @@ func (c *cluster) start(t *testing.T, name, role string, extra ...string) *proc 
 		args = append(args, "-agent", shellQuote(c.agent)+" {prompt}", "-bind", c.ctl, "-gate", `sh -c '! grep -qs BAD *.txt'`)
 	}
 	cmd := exec.Command(binary, append(args, extra...)...)
-	cmd.Env = append(os.Environ(), append(gitEnv(), "FOREMAN_TEST_PROC="+name)...)
+	// FOREMAN_TEST_PROC names the process in the push log;
+	// FOREMAN_TEST_CLUSTER marks this cluster's processes (and their
+	// agents) apart from another test's on the same machine.
+	cmd.Env = append(os.Environ(), append(gitEnv(), "FOREMAN_TEST_PROC="+name, "FOREMAN_TEST_CLUSTER="+c.remote)...)
 	p := &proc{name: name, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	require.NoError(t, cmd.Start())
@@ -252,7 +255,7 @@ func TestRolesRunThePlanAcrossProcesses(t *testing.T) {
 		assert.Contains(t, w.out.String(), "worker: warning: this host's database role can write the team's state",
 			"a host with the coordinators' role says what that means")
 	}
-	assert.Empty(t, processesWith(t, "FOREMAN_TEST_PROC=worker-1"))
+	assert.Empty(t, processesWith(t, "FOREMAN_TEST_CLUSTER="+c.remote), "no process of this cluster's, nor an agent of one, is left")
 }
 
 // workerRole creates a login role of its own for worker hosts (before
