@@ -111,8 +111,9 @@ func (c *cluster) start(t *testing.T, name, role string, extra ...string) *proc 
 	}
 	cmd := exec.Command(binary, append(args, extra...)...)
 	// FOREMAN_TEST_PROC names the process in the push log;
-	// FOREMAN_TEST_CLUSTER marks this cluster's processes (and their
-	// agents) apart from another test's on the same machine.
+	// FOREMAN_TEST_CLUSTER marks this cluster's processes apart from
+	// another test's on the same machine (an agent's environment is built
+	// and does not carry it).
 	cmd.Env = append(os.Environ(), append(gitEnv(), "FOREMAN_TEST_PROC="+name, "FOREMAN_TEST_CLUSTER="+c.remote)...)
 	p := &proc{name: name, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
@@ -255,7 +256,7 @@ func TestRolesRunThePlanAcrossProcesses(t *testing.T) {
 		assert.Contains(t, w.out.String(), "worker: warning: this host's database role can write the team's state",
 			"a host with the coordinators' role says what that means")
 	}
-	assert.Empty(t, processesWith(t, "FOREMAN_TEST_CLUSTER="+c.remote), "no process of this cluster's, nor an agent of one, is left")
+	assert.Empty(t, processesWith(t, "FOREMAN_TEST_CLUSTER="+c.remote), "no process of this cluster's is left")
 }
 
 // workerRole creates a login role of its own for worker hosts (before

@@ -76,7 +76,15 @@
 // process on the host's loopback can use the local proxy while it runs
 // (as it can use the host's network), but none can read the credentials
 // from it. GOPROXY is left as it is: its URLs are module proxies, and one
-// with a password hands it to the agent.
+// with a password hands it to the agent. This covers the environment the
+// driver builds, not what the agent can read elsewhere: a sandbox shows
+// the host's /etc read-only (a password in /etc/environment or an apt
+// proxy file is readable there), and an unsandboxed agent runs as the
+// host's user (it can read the host process's environment in /proc), as
+// a check run without a Sandbox gets the host's whole environment. The
+// local proxy answers TRACE with 405 (a proxy echoes it, credentials
+// included), drops Max-Forwards, and serves at most 256 connections at
+// once.
 //
 // A sandboxed agent's git reads no ~/.gitconfig (the host's home is
 // hidden), so the driver gives it a git identity: each of

@@ -75,6 +75,13 @@ func parseProxyURL(name, v string) (*url.URL, error) {
 	if !strings.Contains(v, "://") && (err != nil || u.Scheme == "" || u.Host == "") {
 		u, err = url.Parse("http://" + v)
 	}
+	if strings.Contains(v, "@") && (err != nil || u.User == nil) {
+		// A password with a / ? or # not percent-encoded ends the
+		// authority early: the parser then fails on, or takes as the
+		// host, a piece of the password. Neither its message nor the
+		// value may go anywhere.
+		return nil, &ProxyURLError{Name: name, Reason: "not a URL with user:password@host as the driver reads it (percent-encode any % / ? # @ in the password)"}
+	}
 	if err != nil {
 		// The parser's message quotes the value; its cause does not,
 		// except a bad escape's, which quotes three of its bytes.
@@ -194,7 +201,7 @@ func startCredProxy(u *url.URL, idle time.Duration, logger *slog.Logger) (*credP
 	if err != nil {
 		return nil, err
 	}
-	p.ln = loopbackListener{ln}
+	p.ln = newLoopbackListener(ln)
 	dialer := &net.Dialer{Timeout: proxyHandshakeTimeout}
 	p.tr = &http.Transport{
 		Proxy:                  http.ProxyURL(p.upstream),
@@ -208,6 +215,7 @@ func startCredProxy(u *url.URL, idle time.Duration, logger *slog.Logger) (*credP
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.Header.Del("Proxy-Authorization")
+			pr.Out.Header.Del("Max-Forwards") // no proxy on the way answers in the origin's place
 			if p.auth != "" {
 				pr.Out.Header.Set("Proxy-Authorization", p.auth)
 			}
@@ -286,6 +294,12 @@ func (p *credProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.tunnel(w, r)
 		return
 	}
+	if r.Method == http.MethodTrace || strings.EqualFold(r.Method, "TRACK") {
+		// A proxy answers TRACE by echoing the request, the credentials
+		// it was given included.
+		http.Error(w, "agentcmd proxy: "+r.Method+" is not passed on", http.StatusMethodNotAllowed)
+		return
+	}
 	if !r.URL.IsAbs() || r.URL.Scheme != "http" || r.URL.Host == "" {
 		http.Error(w, "agentcmd proxy: only CONNECT and proxy requests for http:// URLs", http.StatusBadRequest)
 		return
@@ -335,6 +349,11 @@ func (p *credProxy) tunnel(w http.ResponseWriter, r *http.Request) {
 		upstreamFailed(w, r, "agentcmd proxy: upstream: "+err.Error())
 		return
 	}
+	// Until the tunnel is tracked, the run's end (or the client's going)
+	// closes the upstream connection: the handshake's reads do not watch
+	// the context.
+	untilTracked := context.AfterFunc(r.Context(), func() { _ = up.Close() })
+	defer untilTracked()
 	// Real time: a connection's deadline is the OS's clock, not an
 	// injectable one.
 	_ = up.SetDeadline(time.Now().Add(proxyHandshakeTimeout))
@@ -354,7 +373,12 @@ func (p *credProxy) tunnel(w http.ResponseWriter, r *http.Request) {
 		upstreamFailed(w, r, "agentcmd proxy: upstream's answer to CONNECT: "+err.Error())
 		return
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode < 200 {
+		_ = up.Close()
+		upstreamFailed(w, r, fmt.Sprintf("agentcmd proxy: upstream answered CONNECT with %d, not a final status", resp.StatusCode))
+		return
+	}
+	if resp.StatusCode > 299 {
 		// Its refusal, passed on without its Proxy-Authenticate: the
 		// credentials are the driver's to give, not the agent's.
 		defer func() { _ = up.Close() }()
@@ -372,7 +396,8 @@ func (p *credProxy) tunnel(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "agentcmd proxy: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	if !p.track(client, up) {
+	if !untilTracked() || !p.track(client, up) {
+		_ = client.Close() // the run ended during the handshake
 		return
 	}
 	defer p.untrack(client, up)
@@ -446,8 +471,22 @@ func (p *credProxy) splice(a, b net.Conn) {
 	<-done
 }
 
-// loopbackListener accepts connections from loopback addresses only.
-type loopbackListener struct{ net.Listener }
+// proxyMaxConns bounds the agent's connections to the local proxy at once:
+// each costs the driver's process two file descriptors (the agent's and
+// the upstream's), which it needs for its own work too.
+const proxyMaxConns = 256
+
+// loopbackListener accepts connections from loopback addresses only, at
+// most proxyMaxConns at once (a connection over the bound is closed at
+// once).
+type loopbackListener struct {
+	net.Listener
+	open chan struct{} // a slot per open connection
+}
+
+func newLoopbackListener(ln net.Listener) loopbackListener {
+	return loopbackListener{Listener: ln, open: make(chan struct{}, proxyMaxConns)}
+}
 
 func (l loopbackListener) Accept() (net.Conn, error) {
 	for {
@@ -455,9 +494,28 @@ func (l loopbackListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok && a.IP.IsLoopback() {
-			return c, nil
+		if a, ok := c.RemoteAddr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
+			_ = c.Close()
+			continue
 		}
-		_ = c.Close()
+		select {
+		case l.open <- struct{}{}:
+			return &slotConn{Conn: c, free: func() { <-l.open }}, nil
+		default:
+			_ = c.Close()
+		}
 	}
+}
+
+// slotConn gives its listener's slot back when closed (once).
+type slotConn struct {
+	net.Conn
+	once sync.Once
+	free func()
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.free)
+	return err
 }

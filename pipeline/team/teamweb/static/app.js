@@ -216,8 +216,9 @@
   // clipText clips by characters, not UTF-16 units (no half a character).
   function clipText(s, n) {
     if (s.length <= n) return s;
+    // At most 2n code units hold n characters; cut there, the text went on.
     const chars = Array.from(s.slice(0, 2 * n));
-    return chars.length > n ? chars.slice(0, n - 1).join("") + "…" : chars.join("");
+    return chars.length > n || s.length > 2 * n ? chars.slice(0, n - 1).join("") + "…" : chars.join("");
   }
 
   // ---- refusals ----------------------------------------------------------
