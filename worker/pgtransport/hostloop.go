@@ -241,6 +241,9 @@ func (h *Host) round(ctx context.Context) error {
 		ids, bodies, finals = append(ids, string(m.assignment)), append(bodies, m.body), append(finals, m.final)
 	}
 	sc.ids, sc.bodies, sc.finals = ids, bodies, finals
+	if ids == nil { // '{}', not NULL, as before the scratch was kept
+		ids, bodies, finals = []string{}, []string{}, []bool{}
+	}
 	beatIDs, commits, outs := make([]string, 0, len(beats)), make([]string, 0, len(beats)), make([]int64, 0, len(beats))
 	for id, bt := range beats {
 		var us int64
