@@ -519,3 +519,12 @@ func (c *slotConn) Close() error {
 	c.once.Do(c.free)
 	return err
 }
+
+// CloseWrite half-closes the connection, as a tunnel's splice does when
+// the other side has sent everything (the agent may still be sending).
+func (c *slotConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}

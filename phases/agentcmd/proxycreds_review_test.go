@@ -140,3 +140,39 @@ func TestTheLocalProxyBoundsItsConnections(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond, "a slot is free again")
 	assert.True(t, strings.HasPrefix(addr, "127.0.0.1:"))
 }
+
+// A tunnel carries a half-close both ways: the target says all it has and
+// closes its side; the agent reads to the end and can still answer.
+func TestATunnelCarriesAHalfCloseBothWays(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	heard := make(chan string, 1)
+	go func() { // the target: speaks first, half-closes, then listens
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer func() { _ = c.Close() }()
+		_, _ = io.WriteString(c, "hello")
+		_ = c.(*net.TCPConn).CloseWrite()
+		b, _ := io.ReadAll(c)
+		heard <- string(b)
+	}()
+	up := newUpstreamProxy(t, ln.Addr().String())
+	addr, _ := startLocalProxy(t, up.url())
+	c, br, resp := rawConnect(t, addr, "example.com:443", "")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	got, err := io.ReadAll(br)
+	require.NoError(t, err)
+	assert.Equal(t, "hello", string(got), "the target's words, then its end")
+	_, err = io.WriteString(c, "bye")
+	require.NoError(t, err)
+	require.NoError(t, c.(*net.TCPConn).CloseWrite())
+	select {
+	case h := <-heard:
+		assert.Equal(t, "bye", h, "the agent's answer after the target's half-close")
+	case <-time.After(10 * time.Second): // a guard
+		t.Fatal("the target never heard the agent's answer")
+	}
+}

@@ -124,11 +124,18 @@ func (u *upstreamProxy) serve(c net.Conn) {
 			u.conns = append(u.conns, t) // closed with the upstream
 			u.mu.Unlock()
 			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\n\r\n")
+			// Each way ends as it ends: a half-close is passed on
+			// as a half-close, as a real proxy's tunnel does.
 			done := make(chan struct{})
-			go func() { _, _ = io.Copy(t, br); close(done) }()
+			go func() {
+				_, _ = io.Copy(t, br)
+				_ = t.(*net.TCPConn).CloseWrite()
+				close(done)
+			}()
 			_, _ = io.Copy(c, t)
-			_ = c.Close()
+			_ = c.(*net.TCPConn).CloseWrite()
 			<-done
+			_ = c.Close()
 			return
 		}
 		_, _ = io.Copy(io.Discard, req.Body)
