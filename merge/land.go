@@ -37,7 +37,7 @@ func (m *Manager) land(ctx context.Context, id foreman.ItemID, tip, commit strin
 			return "", err
 		}
 		if m.cfg.RequireCleanTarget {
-			out, err := m.git.Run(ctx, co.Path, "status", "--porcelain=v2", "-z")
+			out, err := m.git.Run(ctx, co.Path, "--no-optional-locks", "status", "--porcelain=v2", "-z")
 			if err != nil {
 				return "", err
 			}

@@ -86,7 +86,7 @@ func (c *Clone) Push(ctx context.Context, id foreman.ItemID, message string) (st
 	if !ok {
 		return "", fmt.Errorf("%w: %s", ErrNotCheckedOut, id)
 	}
-	status, err := c.git.Run(ctx, path, "status", "--porcelain")
+	status, err := c.git.Run(ctx, path, "--no-optional-locks", "status", "--porcelain")
 	if err != nil {
 		return "", err
 	}

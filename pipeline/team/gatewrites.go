@@ -47,7 +47,11 @@ func readWorktreeState(ctx context.Context, git *gitexec.Runner, dir string) (wo
 	if err != nil {
 		head = "" // an unborn branch
 	}
-	out, err := git.Run(ctx, dir, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+	// --no-optional-locks: a status refreshes the index under index.lock
+	// when it can; this read must write nothing, and a team killed while
+	// it ran left a git still holding that lock in the story's worktree,
+	// where the restarted team's merge found it (a chaos seed).
+	out, err := git.Run(ctx, dir, "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
 	if err != nil {
 		return worktreeState{}, err
 	}
