@@ -1,12 +1,16 @@
 package riverbench
 
 import (
+	"bufio"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -111,4 +115,31 @@ func (m *cpuMeter) stop() (client, pg time.Duration) {
 		client += procCPU(p)
 	}
 	return client - m.others, postgresCPU(m.server) - m.pg
+}
+
+// startChild runs this test binary again as a child process with env
+// added (the child's TestMain reads it), stopped with SIGTERM when ctx
+// ends, and waits for the "ready" line it prints once it is up; the rest
+// of its standard output is lines. wg is done when it has exited.
+func startChild(b *testing.B, ctx context.Context, wg *sync.WaitGroup, env ...string) (cmd *exec.Cmd, lines *bufio.Scanner) {
+	b.Helper()
+	cmd = exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = time.Minute
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	lines = bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "ready" { // the clock starts with every child up
+		b.Fatalf("child process %v did not start", env)
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = cmd.Wait() }()
+	return cmd, lines
 }

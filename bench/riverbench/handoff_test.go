@@ -1,14 +1,12 @@
 package riverbench
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
@@ -233,24 +231,9 @@ func benchForeman(b *testing.B, s setup) {
 	for i := range s.hosts {
 		name := fmt.Sprintf("host-%d", i)
 		if processes {
-			cmd := exec.CommandContext(hctx, os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), hostProcessEnv+"="+schema, "RIVERBENCH_HOST_NAME="+name, "RIVERBENCH_LINGER="+linger.String(),
+			cmd, _ := startChild(b, hctx, &wg, hostProcessEnv+"="+schema, "RIVERBENCH_HOST_NAME="+name, "RIVERBENCH_LINGER="+linger.String(),
 				"RIVERBENCH_COOLDOWN="+cooldown.String(), fmt.Sprintf("RIVERBENCH_CAPACITY=%d", s.capacity))
-			cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-			cmd.Stderr = os.Stderr
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := bufio.NewReader(out).ReadString('\n'); err != nil { // "ready": the clock starts with every host up
-				b.Fatal("host process:", err)
-			}
 			pids = append(pids, cmd.Process.Pid)
-			wg.Add(1)
-			go func() { defer wg.Done(); _ = cmd.Wait() }()
 			continue
 		}
 		h, err := newHost(ctx, newPool(b, os.Getenv("FOREMAN_TEST_POSTGRES"), 4), schema, name, s.capacity, linger, cooldown)

@@ -1,11 +1,9 @@
 package riverbench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"sync"
@@ -148,26 +146,10 @@ func BenchmarkHeartbeats(b *testing.B) {
 	var wg sync.WaitGroup
 	var pids []int
 	for p := range beatProcs {
-		cmd := exec.CommandContext(hctx, os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), beatProcessEnv+"="+schema, fmt.Sprintf("RIVERBENCH_BEAT_PROC=%d", p),
+		cmd, _ := startChild(b, hctx, &wg, beatProcessEnv+"="+schema, fmt.Sprintf("RIVERBENCH_BEAT_PROC=%d", p),
 			fmt.Sprintf("RIVERBENCH_BEAT_HOSTS=%d", hostsPerProc), fmt.Sprintf("RIVERBENCH_CAPACITY=%d", capacity),
 			"RIVERBENCH_BEAT_NOLISTEN="+os.Getenv("RIVERBENCH_BEAT_NOLISTEN"))
-		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-		cmd.WaitDelay = time.Minute
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
-			b.Fatal("host process:", err)
-		}
 		pids = append(pids, cmd.Process.Pid)
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = cmd.Wait() }()
 	}
 	defer func() {
 		_ = d.Close()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"sync"
@@ -43,27 +42,11 @@ func benchRiverProcesses(b *testing.B, set riverSettings, procs, workersEach int
 	defer func() { stopProcs(); wg.Wait() }()
 	completed := make(chan int, procs)
 	var pids []int
-	for p := range procs {
-		cmd := exec.CommandContext(pctx, os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), riverProcessEnv+"="+schema, fmt.Sprintf("RIVERBENCH_RIVER_WORKERS=%d", workersEach),
+	for range procs {
+		cmd, lines := startChild(b, pctx, &wg, riverProcessEnv+"="+schema, fmt.Sprintf("RIVERBENCH_RIVER_WORKERS=%d", workersEach),
 			"RIVERBENCH_RIVER_COOLDOWN="+set.fetchCooldown.String(), "RIVERBENCH_RIVER_POLL="+set.fetchPollInterval.String())
-		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-		cmd.WaitDelay = time.Minute
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		lines := bufio.NewScanner(out)
-		if !lines.Scan() || lines.Text() != "ready" { // the clock starts with every client started
-			b.Fatalf("river process %d did not start", p)
-		}
 		pids = append(pids, cmd.Process.Pid)
-		wg.Add(2)
-		go func() { defer wg.Done(); _ = cmd.Wait() }()
+		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for lines.Scan() {

@@ -21,7 +21,6 @@ import (
 	"github.com/agentforeman/foreman/merge"
 	"github.com/agentforeman/foreman/phases"
 	"github.com/agentforeman/foreman/pipeline"
-	"github.com/agentforeman/foreman/pipeline/message"
 	"github.com/agentforeman/foreman/pipeline/store"
 	"github.com/agentforeman/foreman/pipeline/team"
 	"github.com/agentforeman/foreman/pipeline/team/teamweb"
@@ -36,27 +35,19 @@ type sandboxAgent struct {
 	notes map[foreman.ItemID][]string
 }
 
-func (d sandboxAgent) Execute(_ context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (phases.AgentResult, error) {
+func (d sandboxAgent) Execute(ctx context.Context, req phases.AgentRequest, onEvent phases.StreamCallback) (phases.AgentResult, error) {
 	a, ok := pipeline.ParseAssignment(req.TaskPrompt)
 	if !ok {
 		return phases.AgentResult{}, fmt.Errorf("no assignment")
 	}
-	var line string
-	switch a.Stage {
-	case 0:
-		if onEvent != nil {
-			for _, n := range d.notes[a.Item] {
-				onEvent(phases.StreamEvent{Kind: phases.StreamSandbox, Text: "agentcmd: sandbox: " + n})
-			}
+	if a.Stage == 0 && onEvent != nil {
+		for _, n := range d.notes[a.Item] {
+			onEvent(phases.StreamEvent{Kind: phases.StreamSandbox, Text: "agentcmd: sandbox: " + n})
 		}
-		line = message.Format(message.Stage0Complete{Item: a.Item, Tasks: 1, PlanScore: 4})
-	case 1:
-		line = message.Format(message.Stage1Complete{Item: a.Item, Verdict: message.VerdictGo, Readiness: 9})
-	default:
-		if err := os.WriteFile(filepath.Join(req.WorkspacePath, string(a.Item)+".txt"), []byte("x\n"), 0o644); err != nil {
-			return phases.AgentResult{}, err
-		}
-		line = message.Format(message.Stage2Complete{Item: a.Item})
+	}
+	res, err := noopAgent{}.Execute(ctx, req, nil) // the stage's work and line
+	if err != nil {
+		return res, err
 	}
 	key := ""
 	for _, kv := range req.Env {
@@ -64,7 +55,8 @@ func (d sandboxAgent) Execute(_ context.Context, req phases.AgentRequest, onEven
 			key = v
 		}
 	}
-	return phases.AgentResult{Success: true, Result: fmt.Sprintf("%s [assignment %s key %s]", line, a.Assignment, key)}, nil
+	res.Result = fmt.Sprintf("%s [assignment %s key %s]", res.Result, a.Assignment, key)
+	return res, nil
 }
 
 // refusalTeam runs a team of sandboxAgent on stories named by notes' keys
